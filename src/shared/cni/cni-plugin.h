@@ -71,11 +71,13 @@ typedef struct CniRequest {
 	CniDns dns;             /* config "dns" */
 	CniResult *prev_result; /* parsed config "prevResult", NULL if absent */
 
-	/* requested addressing, merged from CNI_ARGS IP, args.cni.ips, runtimeConfig.ips (first
-	 * non-empty source wins, in that order, as the reference does) */
+	/* Requested addressing, as the reference plugins merge it: req_ips is the concatenation of
+	 * CNI_ARGS IP=a,b, then args.cni.ips, then runtimeConfig.ips (entries may carry a "/len",
+	 * which is dropped); req_mac is the last non-empty of CNI_ARGS MAC, args.cni.mac,
+	 * runtimeConfig.mac (runtimeConfig wins). */
 	IpAddr *req_ips;
 	size_t n_req_ips;
-	char *req_mac;          /* CNI_ARGS MAC, args.cni.mac, runtimeConfig.mac (same order) */
+	char *req_mac;
 	json_t *rc_ip_ranges;   /* borrowed: runtimeConfig.ipRanges (array of range sets) or NULL */
 	CniPortMapping *port_mappings;
 	size_t n_port_mappings;
