@@ -42,7 +42,7 @@ DAEMON_SRCS := $(sort $(wildcard src/daemon/*.c src/daemon/*/*.c))
 DAEMON_LIB_SRCS := $(filter-out src/daemon/weftd.c,$(DAEMON_SRCS))
 DAEMON_LIB  := $(BUILD)/libweftd.a
 TOOL_SRCS   := $(sort $(wildcard src/tool/*.c))
-PROGRAMS    := $(if $(DAEMON_SRCS),$(BUILD)/bin/weftd) $(if $(TOOL_SRCS),$(BUILD)/bin/weft)
+PROGRAMS    := $(if $(wildcard src/daemon/weftd.c),$(BUILD)/bin/weftd) $(if $(TOOL_SRCS),$(BUILD)/bin/weft)
 
 UNIT_SRCS   := $(sort $(wildcard test/unit/test-*.c))
 UNIT_TESTS  := $(UNIT_SRCS:test/unit/%.c=$(BUILD)/test/%)
@@ -100,7 +100,11 @@ build-fuzz/fuzz-%: test/fuzz/fuzz-%.c $(LIB_SRCS)
 	clang -std=gnu17 -g -O1 -D_GNU_SOURCE -Isrc -Isrc/shared $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined \
 		-o $@ $< $(LIB_SRCS) $(PKG_LIBS)
 
-check: all
+# The README's test command. Installs what is missing (a no-op when all is present), builds, runs
+# every suite, including the sanitizer pass.
+check:
+	./tools/install-deps.sh
+	$(MAKE) all
 	./tools/run-tests
 
 clean:

@@ -10,6 +10,7 @@
 
 #include <net/if.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "basic/macro.h"
@@ -108,6 +109,20 @@ int nl_vxlan_create(NlSock *s, const NlVxlanConfig *c);
 
 /* macvlan/ipvlan/vlan creation lives in their kind files; not needed by the core. */
 
+/* macvlan (nl-macvlan.c): created on `parent` (an ifindex in the socket's namespace) directly inside
+ * `netns_fd` (-1 = here), like `ip link add NAME link PARENT netns NS type macvlan mode MODE`. */
+typedef struct NlMacvlanConfig {
+	const char *name;
+	int parent;             /* lower device ifindex (required) */
+	uint32_t mode;          /* MACVLAN_MODE_* (linux/if_link.h); 0 = bridge */
+	int netns_fd;           /* -1 = the socket's namespace (set it explicitly: 0 is a valid fd) */
+	unsigned mtu;           /* 0 = parent's */
+	const uint8_t *mac;     /* NULL = random */
+} NlMacvlanConfig;
+int nl_macvlan_create(NlSock *s, const NlMacvlanConfig *c);
+/* "bridge", "private", "vepa", "passthru" (the CNI macvlan "mode" values) → MACVLAN_MODE_*; -EINVAL. */
+int nl_macvlan_mode_from_string(const char *mode);
+
 /* Addresses */
 typedef struct NlAddr {
 	int ifindex;
@@ -139,6 +154,28 @@ int nl_route_add(NlSock *s, const NlRoute *r, int flags);
 int nl_route_del(NlSock *s, const NlRoute *r);
 /* table 0 = main; family AF_UNSPEC = both. */
 int nl_route_dump(NlSock *s, int family, uint32_t table, int (*cb)(const NlRoute *r, void *userdata), void *userdata);
+/*
+ * Added API (engineer nl):
+ *
+ * nl_route_init(): zeroes *r (dst/gw AF_UNSPEC, main table, protocol boot, unicast, scope auto).
+ *
+ * Scope rule on add (scope == 0, i.e. "not set"; RT_SCOPE_UNIVERSE is also 0 so it cannot be asked
+ * for explicitly, which is what `ip route add` does too): RTN_LOCAL → RT_SCOPE_HOST; unicast with
+ * no gateway → RT_SCOPE_LINK (a device route, "ip route add 10.0.0.0/24 dev eth0"); unicast with a
+ * gateway (onlink or not) and every other type → RT_SCOPE_UNIVERSE. Any non-zero scope is sent as is.
+ * On delete, scope 0 matches any scope (RT_SCOPE_NOWHERE wildcard, as iproute2 does).
+ *
+ * Dumps report the table as given on add: the main table (254) as 0, others by number; the scope,
+ * protocol, type, RTNH_F_ONLINK, RTA_PRIORITY and RTAX_MTU/ADVMSS as the kernel reports them.
+ * Only AF_INET/AF_INET6 routes are reported; IPv6 cache clones are skipped.
+ */
+void nl_route_init(NlRoute *r);
+/* nl_route_dump() table filter meaning "every table". */
+#define NL_ROUTE_TABLE_ALL UINT32_MAX
+/* `ip route get DST`: the route the kernel would use for dst (oif, gw if any, table, type...).
+ * ret->dst is dst/32 or dst/128. A directly connected destination has no gateway.
+ * -ENETUNREACH / -EHOSTUNREACH etc. when there is no route. */
+int nl_route_get(NlSock *s, const IpAddr *dst, NlRoute *ret);
 
 /* Neighbours (ARP/NDP) and bridge/vxlan FDB */
 typedef struct NlNeigh {
@@ -156,3 +193,31 @@ int nl_fdb_add(NlSock *s, int ifindex, const uint8_t mac[6], const IpAddr *dst, 
 int nl_fdb_del(NlSock *s, int ifindex, const uint8_t mac[6], const IpAddr *dst);
 /* family AF_BRIDGE dumps FDB; ifindex 0 = all. */
 int nl_neigh_dump(NlSock *s, int family, int ifindex, int (*cb)(const NlNeigh *n, void *userdata), void *userdata);
+
+/*
+ * rtnetlink multicast listener (for weftd's epoll loop). Added API (engineer nl).
+ *
+ * nl_monitor_open(): a NETLINK_ROUTE socket in the current namespace, non-blocking, joined to the
+ * given RTNLGRP_* groups (e.g. RTNLGRP_LINK, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE, RTNLGRP_NEIGH,
+ * RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR). Use nl_sock_fd() for epoll (EPOLLIN).
+ * Do not send requests on a monitor socket; use a separate NlSock for that.
+ *
+ * nl_monitor_process(): reads everything pending (never blocks) and calls the matching callback
+ * with the parsed object and the message type (RTM_NEWLINK/RTM_DELLINK, RTM_NEWROUTE/RTM_DELROUTE,
+ * RTM_NEWNEIGH/RTM_DELNEIGH, RTM_NEWADDR/RTM_DELADDR). NULL callbacks are skipped, as are messages
+ * that fail to parse or have a family we don't report (link events are AF_UNSPEC only: bridge-port
+ * AF_BRIDGE notifications are skipped; neighbour events include FDB entries, family AF_BRIDGE).
+ * Returns the number of messages delivered, a callback's negative return (stops processing; the
+ * rest of that datagram is dropped, so resync), or -ENOBUFS when the kernel dropped events because
+ * the socket overran: the caller must then do a full resync (the socket remains usable).
+ */
+typedef struct NlMonitorCallbacks {
+	int (*link)(uint16_t type, const NlLink *l, void *userdata);
+	int (*route)(uint16_t type, const NlRoute *r, void *userdata);
+	int (*neigh)(uint16_t type, const NlNeigh *n, void *userdata);
+	int (*addr)(uint16_t type, const NlAddr *a, void *userdata);
+} NlMonitorCallbacks;
+int nl_monitor_open(const unsigned *groups, size_t n_groups, NlSock **ret);
+int nl_monitor_process(NlSock *s, const NlMonitorCallbacks *cb, void *userdata);
+/* The socket's file descriptor (owned by the NlSock), for poll/epoll. */
+int nl_sock_fd(const NlSock *s);
