@@ -21,7 +21,11 @@ _lib_cleanup() {
 	local rc=$?
 	local i
 	for ((i = ${#_CLEANUPS[@]} - 1; i >= 0; i--)); do eval "${_CLEANUPS[$i]}" >/dev/null 2>&1 || true; done
-	for ns in "${_NETNS[@]}"; do ip netns del "$ns" >/dev/null 2>&1 || true; done
+	# mk_netns usually runs in a $(...) subshell, so _NETNS may not know every namespace: sweep all
+	# namespaces carrying this test's PID suffix as well.
+	for ns in "${_NETNS[@]}" $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E -- "-$$\$" || true); do
+		ip netns del "$ns" >/dev/null 2>&1 || true
+	done
 	rm -rf "$T"
 	exit "$rc"
 }
@@ -53,7 +57,8 @@ require_kind() {
 	ip netns del "$ns"
 }
 
-# mk_netns NAME: create a namespace weft-NAME-PID, print its name (path is /run/netns/<name>).
+# mk_netns NAME: create a namespace w-NAME-PID, print its name (path is /run/netns/<name>). It is
+# removed at exit even when called as NS=$(mk_netns x) (cleanup sweeps the PID suffix).
 mk_netns() {
 	local ns="w-$1-$$"
 	ip netns add "$ns"

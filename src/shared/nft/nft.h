@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * libnftables wrapper. weft never execs `nft`: every change is one text batch handed to
+ * nft_run_cmd_from_buffer(), which the kernel commits as ONE transaction (all commands or none),
+ * so the firewall is never half-updated. Table layout and names: nft/nft-table.h.
+ *
+ * A context is not thread-safe; one per thread/process. Contexts are cheap (~0.07 ms; see
+ * nft-ctx.c for measured costs); a plugin opens one per invocation, weftd keeps one.
+ */
+
+#include <jansson.h>
+
+#include "basic/macro.h"
+
+typedef struct NftCtx NftCtx;
+
+/* Creates a context for the CURRENT network namespace: libnftables opens its netlink socket in
+ * nft_ctx_new(), so the context keeps acting on that namespace even if the thread setns()es
+ * elsewhere later (verified on 1.0.6). Open one context per namespace. 0 or -ENOMEM. */
+int nft_ctx_open(NftCtx **ret);
+
+/*
+ * Frees a context (NULL-safe), returns NULL.
+ * libnftables itself exports `void nft_ctx_free(struct nft_ctx *)`, so our symbol is
+ * weft_nft_ctx_free(); `nft_ctx_free(c)` is a function-like macro onto it. Consequence: do not
+ * include <nftables/libnftables.h> after this header (only nft-ctx.c uses libnftables).
+ */
+NftCtx *weft_nft_ctx_free(NftCtx *c);
+#define nft_ctx_free(c) weft_nft_ctx_free(c)
+static inline void nft_ctx_freep(NftCtx **c) {
+	if (*c)
+		weft_nft_ctx_free(*c);
+}
+#define _cleanup_nft_ctx_ _cleanup_(nft_ctx_freep)
+
+/*
+ * Runs `batch` (one or more nft commands, newline/semicolon separated) as ONE transaction.
+ * Returns 0, or a negative errno: -EINVAL for a batch nft rejected (syntax/semantic error) and
+ * for kernel errors we cannot classify; -ENOENT, -EEXIST, -EBUSY, -EPERM, -ENOMEM, -EOPNOTSUPP,
+ * -EAFNOSUPPORT, -ENOSPC, -ENOBUFS, -EINTR when the kernel said so (libnftables reports errors
+ * only as text; we map its strerror() wording back). On failure, if ret_error is non-NULL,
+ * *ret_error gets nft's malloc'ed error text (caller frees); untouched on success.
+ */
+int nft_apply(NftCtx *c, const char *batch, char **ret_error);
+
+/*
+ * Runs one listing command (e.g. "list set inet weft br-masq4") with JSON output and returns
+ * the parsed document ({"nftables": [...]}) in *ret (caller owns, json_decref()).
+ * Same error convention as nft_apply(); a missing table/set is -ENOENT.
+ */
+int nft_list_json(NftCtx *c, const char *cmd, json_t **ret);
+/* Same, with nft's error text on failure (caller frees). */
+int nft_list_json_full(NftCtx *c, const char *cmd, json_t **ret, char **ret_error);

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs everything the build, the tests and the bench need (Debian 12), then builds cnitool.
+# Idempotent and fast when everything is there: asks dpkg-query first and only runs apt-get
+# (update + install, no recommends) for what is missing.
+#
+# Every package below exists in Debian 12 (bookworm); checked with apt-cache policy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS=(
+	# build
+	build-essential pkg-config dpkg-dev
+	libjansson-dev libmnl-dev libnftables-dev libcurl4-openssl-dev libyaml-dev
+	clang            # libFuzzer builds (make fuzz)
+	# tests
+	libcmocka-dev nftables iproute2 iputils-ping jq netcat-openbsd tcpdump procps psmisc shellcheck
+	# interop: reference plugins, cnitool sources (tools/build-cnitool.sh), runtimes
+	golang-go golang-github-appc-cni-dev containernetworking-plugins containerd podman
+	# weftd datastore
+	etcd-server etcd-client
+	# bench
+	iperf3 gnuplot-nox hyperfine
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	# "install ok installed" only; half-installed or config-files counts as missing
+	if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
+		missing+=("$p")
+	fi
+done
+
+if ((${#missing[@]} > 0)); then
+	if [ "$(id -u)" != 0 ]; then
+		echo "install-deps: missing packages (run as root to install): ${missing[*]}" >&2
+		exit 1
+	fi
+	echo "install-deps: installing ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+tools/build-cnitool.sh
