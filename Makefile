@@ -42,7 +42,10 @@ DAEMON_SRCS := $(sort $(wildcard src/daemon/*.c src/daemon/*/*.c))
 DAEMON_LIB_SRCS := $(filter-out src/daemon/weftd.c,$(DAEMON_SRCS))
 DAEMON_LIB  := $(BUILD)/libweftd.a
 TOOL_SRCS   := $(sort $(wildcard src/tool/*.c))
-PROGRAMS    := $(if $(wildcard src/daemon/weftd.c),$(BUILD)/bin/weftd) $(if $(TOOL_SRCS),$(BUILD)/bin/weft)
+# build/bin mirrors /opt/cni/bin (every plugin, usable as CNI_PATH) plus weftd; the runtime tool
+# `weft` (installed as /usr/bin/weft) lives in build/tool/ because the `weft` CNI plugin owns
+# build/bin/weft.
+PROGRAMS    := $(if $(wildcard src/daemon/weftd.c),$(BUILD)/bin/weftd) $(if $(TOOL_SRCS),$(BUILD)/tool/weft)
 
 UNIT_SRCS   := $(sort $(wildcard test/unit/test-*.c))
 UNIT_TESTS  := $(UNIT_SRCS:test/unit/%.c=$(BUILD)/test/%)
@@ -75,7 +78,7 @@ $(BUILD)/bin/weftd: $(BUILD)/obj/src/daemon/weftd.o $(DAEMON_LIB) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILD)/bin/weft: $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o) $(LIB)
+$(BUILD)/tool/weft: $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 

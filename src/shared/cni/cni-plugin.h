@@ -88,6 +88,11 @@ typedef struct CniRequest {
 	size_t n_valid_attachments;
 
 	CniError error;         /* set via cni_fail(); printed by plugin_main() */
+
+	/* The stdin bytes exactly as received (NUL-terminated copy), for delegation: a delegated
+	 * IPAM plugin gets the same bytes. NULL when the request was built by hand. */
+	char *config_raw;
+	size_t config_raw_len;
 } CniRequest;
 
 void cni_request_done(CniRequest *req);
@@ -98,6 +103,13 @@ void cni_request_done(CniRequest *req);
  * netconf, 1 version). Exposed for unit tests and fuzzers; plugin_main() calls it.
  */
 int cni_request_parse(CniRequest *req, char *const *envp, const char *config, size_t config_len);
+
+/* SPEC rule for container IDs and network names: ^[A-Za-z0-9][A-Za-z0-9_.-]*$ */
+bool cni_name_is_valid(const char *s);
+/* NULL if `s` is a valid interface name, else why not ("contains '/'", ...). */
+const char *cni_ifname_invalid_reason(const char *s);
+/* A requested IP: "10.1.0.5" or "10.1.0.5/24" (length dropped). 0 or -EINVAL. */
+int cni_parse_requested_ip(const char *s, IpAddr *ret);
 
 /* Parses a CNI_ARGS string. -EINVAL with err set (code 4, message names the key) on bad input. */
 int cni_args_parse(const char *s, CniArgs *ret, CniError *err);
@@ -125,4 +137,16 @@ typedef struct PluginOps {
 	unsigned versions;
 } PluginOps;
 
+/*
+ * The plugin entry point: parses the request, checks the version against ops->versions,
+ * calls ops->parse and the command's op, prints the result (ADD, converted to the config's
+ * cniVersion) or the error JSON, and returns the process exit code (0 or 1).
+ */
 int plugin_main(const PluginOps *ops, int argc, char **argv);
+
+/*
+ * Opens req->netns (CNI_NETNS). Returns the fd, or a negative errno with req->error set:
+ * code 4 naming CNI_NETNS if it is unset, does not exist or is not a network namespace.
+ * Lives in cni-netns.c so programs not using namespaces do not link netns.c.
+ */
+int cni_request_open_netns(CniRequest *req);
