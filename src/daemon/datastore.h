@@ -81,7 +81,28 @@ typedef struct DatastoreOps {
 	int (*get_fd)(Datastore *d);                 /* pollable (EPOLLIN) */
 	int (*dispatch)(Datastore *d);               /* do pending I/O and timers; never blocks */
 	int (*next_timeout_ms)(Datastore *d);        /* -1 = none */
+
+	/* Added by the etcd module (optional entries, NULL if a kind lacks them): */
+
+	/* Restrict acquire() to subnets whose address lies in [min, max] (SubnetMin/SubnetMax of the
+	 * network config); NULL or AF_UNSPEC = no bound. Call before acquire(). */
+	int (*set_subnet_range)(Datastore *d, const IpAddr *min, const IpAddr *max);
+	/* Dual-stack: acquire() also fills the lease's subnet6 with a /subnet_len6 of network6. It is
+	 * derived from the IPv4 subnet (the n-th IPv4 subnet of the network gets the n-th IPv6 one), so
+	 * the IPv4 compare-and-swap protects both; -ENOSPC if network6 has no n-th subnet. NULL = off.
+	 * Call before acquire(). */
+	int (*set_network6)(Datastore *d, const IpPrefix *network6, unsigned subnet_len6);
+	/* Human-readable text of the last failure (etcd's own message when there is one) for logging;
+	 * "" if none. Owned by d, valid until the next call on d. */
+	const char *(*last_error)(Datastore *d);
 } DatastoreOps;
+
+/*
+ * dispatch() errors: transient trouble (etcd unreachable) is handled inside with retries and
+ * reported as DS_EVENT_CONNECTION, not as an error. dispatch() returns -EADDRINUSE if our lease
+ * expired while etcd was unreachable and another node has taken our subnet in the meantime: the
+ * datastore never silently switches subnets, so weftd must decide (typically: exit and restart).
+ */
 
 extern const DatastoreOps datastore_etcd_ops;
 

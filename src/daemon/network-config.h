@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The cluster network config (Flannel's net-conf.json), read from a file or from the datastore
+ * key <prefix>/config:
+ *
+ *   {"Network": "10.244.0.0/16", "Network6": "fd00:10:244::/56", "SubnetLen": 24, "SubnetLen6": 64,
+ *    "SubnetMin": "10.244.10.0", "SubnetMax": "10.244.99.0",
+ *    "Backend": {"Type": "vxlan", "VNI": 1, "Port": 4789, "DirectRouting": false, "MTU": 1450},
+ *    "Masquerade": true}
+ *
+ * Keys are also accepted in lower camel case ("network", "subnetLen", "backend": {"type", "vni",
+ * "port", "directRouting", "mtu"}). Unknown keys are rejected. At least one of Network / Network6
+ * is required. Errors name the key and the value.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "basic/macro.h"
+#include "ip/ip-addr.h"
+
+typedef enum NetworkBackendType {
+	NETWORK_BACKEND_VXLAN,
+	NETWORK_BACKEND_HOST_GW,
+} NetworkBackendType;
+
+typedef struct NetworkBackendConfig {
+	NetworkBackendType type;
+	uint32_t vni;           /* 0..16777215, default 1 (vxlan) */
+	uint16_t port;          /* UDP port, default 4789 (vxlan) */
+	bool direct_routing;    /* vxlan: use host-gw style routes to nodes on the same L2 */
+	uint32_t mtu;           /* 0 = derive from the underlay */
+} NetworkBackendConfig;
+
+typedef struct NetworkConfig {
+	IpPrefix network;       /* IPv4 cluster network; addr.family AF_UNSPEC = none (IPv6-only) */
+	IpPrefix network6;      /* IPv6 cluster network; AF_UNSPEC = none */
+	unsigned subnet_len;    /* per-node IPv4 subnet length, default 24 */
+	unsigned subnet_len6;   /* per-node IPv6 subnet length, default 64 */
+	IpAddr subnet_min;      /* first IPv4 subnet that may be leased; AF_UNSPEC = network start */
+	IpAddr subnet_max;      /* last IPv4 subnet that may be leased; AF_UNSPEC = network end */
+	NetworkBackendConfig backend;
+	bool masquerade;        /* default true */
+} NetworkConfig;
+
+/*
+ * Parses and validates a config. On success *ret is a new config (free with network_config_free).
+ * On failure returns -EINVAL (or -ENOMEM) and, if ret_error is non-NULL, a malloc'ed message naming
+ * the offending key and value, e.g. "SubnetLen 12: subnet length larger than the network 10.244.0.0/16".
+ */
+int network_config_parse(const char *json, NetworkConfig **ret, char **ret_error);
+/* Same, from a file. -errno if the file can't be read (with a message). */
+int network_config_load_file(const char *path, NetworkConfig **ret, char **ret_error);
+
+NetworkConfig *network_config_free(NetworkConfig *cfg);
+DEFINE_TRIVIAL_CLEANUP_FUNC(NetworkConfig *, network_config_free);
+
+/*
+ * Checks that `other` (e.g. the node's underlay network or the service CIDR, described by `what`)
+ * does not overlap the cluster Network/Network6 of the same family. 0 if fine; -EEXIST with
+ * "Network 10.244.0.0/16 overlaps <what> 10.244.1.0/24" in *ret_error otherwise.
+ */
+int network_config_check_overlap(const NetworkConfig *cfg, const IpPrefix *other, const char *what,
+				 char **ret_error);
+
+/* "vxlan" | "host-gw"; NULL for an unknown value. */
+const char *network_backend_type_to_string(NetworkBackendType t);
+/* -EINVAL for an unknown name. */
+int network_backend_type_from_string(const char *s, NetworkBackendType *ret);

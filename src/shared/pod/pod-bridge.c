@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/string-util.h"
+#include "netns/netns.h"
+#include "pod/pod-bridge.h"
+
+static const char *extack_of(NlSock *s, char buf[static 300]) {
+	const char *e = nl_sock_extack(s);
+
+	if (isempty(e))
+		return "";
+	snprintf(buf, 300, ": %s", e);
+	return buf;
+}
+
+int pod_bridge_ensure(NlSock *host, const PodBridgeConfig *c, NlLink *ret, CniError *err) {
+	char ea[300], key[64 + IFNAMSIZ];
+	NlLink br;
+	int r;
+
+	/* ip link add NAME [mtu MTU] type bridge [vlan_filtering 1] — EEXIST for a bridge is fine */
+	r = nl_bridge_create(host, &(NlBridgeConfig) {
+		.name = c->name,
+		.mtu = c->mtu,
+		.vlan_filtering = c->vlan_filtering,
+	});
+	if (r == -EEXIST)
+		return cni_error_set(err, r, CNI_ERR_INTERNAL, "%s already exists but is not a bridge", c->name);
+	if (r < 0)
+		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to create bridge %s: %s%s", c->name,
+				     strerror(-r), extack_of(host, ea));
+
+	r = nl_link_get(host, c->name, 0, &br);
+	if (r < 0)
+		return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not look up bridge %s: %s", c->name,
+				     strerror(-r));
+	if (!streq(br.kind, "bridge"))
+		return cni_error_set(err, -EEXIST, CNI_ERR_INTERNAL, "%s already exists but is not a bridge", c->name);
+
+	if (c->promisc && !(br.flags & IFF_PROMISC)) {
+		r = nl_link_set_promisc(host, br.ifindex, true);
+		if (r < 0)
+			return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not set promiscuous mode on %s: %s%s",
+					     c->name, strerror(-r), extack_of(host, ea));
+	}
+
+	/* We own the bridge's routes; best effort like the reference (IPv6 may be disabled). */
+	snprintf(key, sizeof(key), "net/ipv6/conf/%s/accept_ra", c->name);
+	(void) sysctl_write(key, "0");
+
+	if (!(br.flags & IFF_UP)) {
+		r = nl_link_set_up(host, br.ifindex, true);
+		if (r < 0)
+			return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not set bridge %s up: %s%s", c->name,
+					     strerror(-r), extack_of(host, ea));
+	}
+
+	if (ret) {
+		r = nl_link_get(host, NULL, br.ifindex, ret);
+		if (r < 0)
+			return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not look up bridge %s: %s", c->name,
+					     strerror(-r));
+	}
+	return 0;
+}
+
+int pod_bridge_pin_mac(NlSock *host, const NlLink *br, CniError *err) {
+	char ea[300];
+	int r;
+
+	if (!br->has_mac)
+		return 0;
+	/* ip link set BR address <its own address>: the kernel then marks it NET_ADDR_SET. */
+	r = nl_link_set_mac(host, br->ifindex, br->mac);
+	if (r < 0)
+		return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not set bridge %s's mac: %s%s", br->name,
+				     strerror(-r), extack_of(host, ea));
+	return 0;
+}
+
+static int cmp_u16(const void *a, const void *b) {
+	return (int) *(const uint16_t *) a - (int) *(const uint16_t *) b;
+}
+
+int pod_bridge_port_attach(NlSock *host, int bridge_ifindex, int port_ifindex, const char *port_name,
+			   const PodBridgePort *p, CniError *err) {
+	_cleanup_free_ uint16_t *vids = NULL;
+	char ea[300];
+	int r;
+
+	/* ip link set PORT master BR */
+	r = nl_link_set_master(host, port_ifindex, bridge_ifindex);
+	if (r < 0)
+		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to connect %s to bridge (ifindex %d): %s%s",
+				     port_name, bridge_ifindex, strerror(-r), extack_of(host, ea));
+
+	if (p->hairpin) {
+		/* bridge link set dev PORT hairpin on */
+		r = nl_bridge_port_set_hairpin(host, port_ifindex, true);
+		if (r < 0)
+			return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to setup hairpin mode for %s: %s%s",
+					     port_name, strerror(-r), extack_of(host, ea));
+	}
+	if (p->isolated) {
+		/* bridge link set dev PORT isolated on */
+		r = nl_bridge_port_set_isolated(host, port_ifindex, true);
+		if (r < 0)
+			return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to set port isolation on %s: %s%s",
+					     port_name, strerror(-r), extack_of(host, ea));
+	}
+
+	if ((p->vlan != 0 || p->n_trunk > 0) && !p->preserve_default_vlan) {
+		/* bridge vlan del dev PORT vid 1-4094: drops the default pvid (whatever the bridge's
+		 * vlan_default_pvid is); the kernel ignores VLANs the port does not have. */
+		r = nl_bridge_vlan_del(host, port_ifindex, 1, 4094, false);
+		if (r < 0)
+			return cni_error_set(err, r, CNI_ERR_INTERNAL,
+					     "failed to remove default vlan on interface %s: %s%s", port_name,
+					     strerror(-r), extack_of(host, ea));
+	}
+	if (p->vlan != 0) {
+		/* bridge vlan add dev PORT vid VLAN pvid untagged */
+		r = nl_bridge_vlan_add(host, port_ifindex, p->vlan, 0, true, true, false);
+		if (r < 0)
+			return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to setup vlan tag %u on interface %s: %s%s",
+					     p->vlan, port_name, strerror(-r), extack_of(host, ea));
+	}
+	if (p->n_trunk > 0) {
+		vids = malloc(p->n_trunk * sizeof(uint16_t));
+		if (!vids)
+			return cni_error_set(err, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
+		memcpy(vids, p->trunk, p->n_trunk * sizeof(uint16_t));
+		qsort(vids, p->n_trunk, sizeof(uint16_t), cmp_u16);
+		/* One request per contiguous range: bridge vlan add dev PORT vid A-B */
+		for (size_t i = 0; i < p->n_trunk;) {
+			size_t j = i;
+			while (j + 1 < p->n_trunk && vids[j + 1] <= vids[j] + 1)
+				j++;
+			r = nl_bridge_vlan_add(host, port_ifindex, vids[i], vids[j], false, false, false);
+			if (r < 0)
+				return cni_error_set(err, r, CNI_ERR_INTERNAL,
+						     "failed to setup vlan trunk %u-%u on interface %s: %s%s", vids[i],
+						     vids[j], port_name, strerror(-r), extack_of(host, ea));
+			i = j + 1;
+		}
+	}
+
+	/* ip link set PORT up */
+	r = nl_link_set_up(host, port_ifindex, true);
+	if (r < 0)
+		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to set %s up: %s%s", port_name, strerror(-r),
+				     extack_of(host, ea));
+	return 0;
+}
