@@ -110,8 +110,14 @@ check:
 	$(MAKE) all
 	./tools/run-tests
 
+# The README's first command: install what is missing, build, run the 3-node cluster demo.
+demo:
+	./tools/install-deps.sh
+	$(MAKE) all
+	./tools/demo $(DEMO_ARGS)
+
 clean:
 	rm -rf build build-san build-fuzz
 
-.PHONY: all check clean fuzz
+.PHONY: all check clean demo fuzz
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
