@@ -13,7 +13,7 @@ PKGS=(
 	libjansson-dev libmnl-dev libnftables-dev libcurl4-openssl-dev libyaml-dev
 	clang            # libFuzzer builds (make fuzz)
 	# tests
-	libcmocka-dev nftables iproute2 iputils-ping jq netcat-openbsd tcpdump procps psmisc shellcheck
+	libcmocka-dev nftables iproute2 iputils-ping jq curl python3 netcat-openbsd tcpdump procps psmisc shellcheck
 	# interop: reference plugins, cnitool sources (tools/build-cnitool.sh), runtimes
 	golang-go golang-github-appc-cni-dev containernetworking-plugins containerd podman
 	# weftd datastore

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * vxlan: one VTEP per node, `weft.<VNI>`, without learning: we program the kernel's view of
+ * every peer ourselves, as Flannel does.
+ *
+ *   VTEP address        <our subnet network address>/32   (10.244.1.0/32)
+ *   per remote node     neigh  10.244.2.0 lladdr <its VTEP MAC> dev weft.1 nud permanent
+ *                       fdb    <its VTEP MAC> dev weft.1 dst <its public IP> self permanent
+ *                       route  10.244.2.0/24 via 10.244.2.0 dev weft.1 onlink proto 0xfc
+ * (order and rollback are the reconciler's: reconcile.c). With DirectRouting, a remote on the
+ * same L2 gets a host-gw route instead: no encapsulation where none is needed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <linux/neighbour.h>
+#include <linux/rtnetlink.h>
+
+#include "basic/macro.h"
+#include "basic/string-util.h"
+#include "daemon/backend.h"
+
+/* VXLAN header 8 + UDP 8 + outer IP (20 | 40) + inner Ethernet 14 */
+static unsigned vxlan_overhead(const Backend *b) {
+	return b->public_ip.family == AF_INET6 ? 70 : 50;
+}
+
+static bool vtep_matches(const Backend *b, const NlLink *l) {
+	return streq(l->kind, "vxlan") && l->vxlan_id == b->config.vni &&
+	       l->vxlan_port == (b->config.port ?: 4789) && ip_addr_equal(&l->vxlan_local, &b->public_ip) &&
+	       (l->vxlan_link == 0 || l->vxlan_link == b->underlay_ifindex);
+}
+
+typedef struct VtepAddrs {
+	IpPrefix have[8];
+	size_t n;
+} VtepAddrs;
+
+static int vtep_addr_cb(const NlAddr *a, void *userdata) {
+	VtepAddrs *v = userdata;
+
+	if (a->prefix.addr.family == AF_INET6 && a->scope == RT_SCOPE_LINK)
+		return 0; /* the kernel's own fe80:: */
+	if (v->n < ELEMENTSOF(v->have))
+		v->have[v->n++] = a->prefix;
+	return 0;
+}
+
+/* ip addr replace 10.244.1.0/32 dev weft.1 (and the /128 of subnet6); stale ones removed */
+static int vtep_sync_addresses(Backend *b) {
+	IpPrefix want[2];
+	size_t n_want = 0;
+	VtepAddrs v = {};
+	int r;
+
+	if (ip_addr_is_set(&b->self.subnet.addr))
+		want[n_want++] = (IpPrefix) { .addr = ip_prefix_mask(&b->self.subnet).addr, .len = 32 };
+	if (ip_addr_is_set(&b->self.subnet6.addr))
+		want[n_want++] = (IpPrefix) { .addr = ip_prefix_mask(&b->self.subnet6).addr, .len = 128 };
+
+	r = nl_addr_dump(b->nl, AF_UNSPEC, b->vtep_ifindex, vtep_addr_cb, &v);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < v.n; i++) {
+		bool keep = false;
+		for (size_t j = 0; j < n_want; j++)
+			keep = keep || ip_prefix_equal(&v.have[i], &want[j]);
+		if (!keep) {
+			r = nl_addr_del(b->nl, b->vtep_ifindex, &v.have[i]);
+			if (r < 0 && r != -EADDRNOTAVAIL && r != -ENOENT)
+				return r;
+		}
+	}
+	for (size_t j = 0; j < n_want; j++) {
+		r = nl_addr_add(b->nl, b->vtep_ifindex, &want[j], 0);
+		if (r < 0 && r != -EEXIST)
+			return r;
+	}
+	return 0;
+}
+
+static int vxlan_ensure(Backend *b) {
+	NlLink l;
+	int r;
+
+	r = backend_refresh_underlay(b);
+	if (r < 0)
+		return r;
+	if (b->underlay_mtu <= vxlan_overhead(b) + 68)
+		return -EINVAL;
+	b->mtu = b->config.mtu ?: b->underlay_mtu - vxlan_overhead(b);
+	snprintf(b->vtep_name, sizeof(b->vtep_name), BACKEND_VTEP_PREFIX "%u", b->config.vni);
+	backend_vtep_mac(b->node_name, b->config.vni, b->vtep_mac);
+
+	r = nl_link_get(b->nl, b->vtep_name, 0, &l);
+	if (r >= 0 && !vtep_matches(b, &l)) {
+		/* Left over with other parameters (VNI/port/underlay changed): its neighbours, FDB
+		 * and routes are wrong too, so start over. */
+		r = nl_link_del(b->nl, l.ifindex);
+		if (r < 0 && r != -ENODEV)
+			return r;
+		r = -ENODEV;
+	}
+	if (r == -ENODEV) {
+		/* ip link add weft.1 type vxlan id 1 local <public ip> dev <underlay> dstport 4789
+		 *    nolearning address <derived mac> mtu <underlay - 50> */
+		NlVxlanConfig c = {
+			.name = b->vtep_name,
+			.vni = b->config.vni,
+			.port = b->config.port ?: 4789,
+			.local = b->public_ip,
+			.link = b->underlay_ifindex,
+			.mtu = b->mtu,
+			.learning = false,
+			.mac = b->vtep_mac,
+		};
+
+		r = nl_vxlan_create(b->nl, &c);
+		if (r < 0 && r != -EEXIST)
+			return r;
+		r = nl_link_get(b->nl, b->vtep_name, 0, &l);
+	}
+	if (r < 0)
+		return r;
+	b->vtep_ifindex = l.ifindex;
+
+	if (!l.has_mac || memcmp(l.mac, b->vtep_mac, 6) != 0) {
+		r = nl_link_set_mac(b->nl, l.ifindex, b->vtep_mac);
+		if (r < 0)
+			return r;
+	}
+	if (l.mtu != b->mtu) {
+		r = nl_link_set_mtu(b->nl, l.ifindex, b->mtu);
+		if (r < 0)
+			return r;
+	}
+	if (!b->have_lease)
+		return 0;
+
+	r = vtep_sync_addresses(b);
+	if (r < 0)
+		return r;
+	if (!(l.flags & IFF_UP)) {
+		r = nl_link_set_up(b->nl, l.ifindex, true);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static void vxlan_add_family(Backend *b, const NodeLease *remote, const IpPrefix *subnet, NodeObjects *o) {
+	IpPrefix net = ip_prefix_mask(subnet);
+
+	/* ip neigh replace 10.244.2.0 lladdr <mac> dev weft.1 nud permanent */
+	o->neigh[o->n_neigh] = (NlNeigh) {
+		.ifindex = b->vtep_ifindex,
+		.family = net.addr.family,
+		.dst = net.addr,
+		.state = NUD_PERMANENT,
+	};
+	memcpy(o->neigh[o->n_neigh].mac, remote->vtep_mac, 6);
+	o->n_neigh++;
+
+	/* ip route replace 10.244.2.0/24 via 10.244.2.0 dev weft.1 onlink proto 0xfc */
+	o->routes[o->n_routes] = (NlRoute) {
+		.dst = net,
+		.gw = net.addr,
+		.oif = b->vtep_ifindex,
+		.protocol = WEFT_RTPROT,
+		.scope = RT_SCOPE_UNIVERSE,
+		.type = RTN_UNICAST,
+		.onlink = true,
+	};
+	o->n_routes++;
+}
+
+static int vxlan_render(Backend *b, const NodeLease *remote, NodeObjects *ret) {
+	NodeObjects o = { .node_name = remote->node_name };
+
+	if (b->config.direct_routing && backend_is_direct(b, &remote->public_ip))
+		return backend_render_direct_routes(b, remote, ret);
+
+	if (!remote->has_vtep_mac || remote->public_ip.family != b->public_ip.family)
+		return -EINVAL;
+
+	if (ip_addr_is_set(&remote->subnet.addr))
+		vxlan_add_family(b, remote, &remote->subnet, &o);
+	if (ip_addr_is_set(&remote->subnet6.addr))
+		vxlan_add_family(b, remote, &remote->subnet6, &o);
+
+	/* bridge fdb append <mac> dev weft.1 dst <public ip> self permanent */
+	o.has_fdb = true;
+	o.fdb = (NlNeigh) {
+		.ifindex = b->vtep_ifindex,
+		.family = AF_BRIDGE,
+		.dst = remote->public_ip,
+		.state = NUD_PERMANENT,
+		.flags = NTF_SELF,
+	};
+	memcpy(o.fdb.mac, remote->vtep_mac, 6);
+	*ret = o;
+	return 0;
+}
+
+const BackendOps backend_vxlan_ops = {
+	.name = "vxlan",
+	.ensure = vxlan_ensure,
+	.render = vxlan_render,
+};

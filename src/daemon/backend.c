@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <linux/rtnetlink.h>
+
+#include "basic/macro.h"
+#include "basic/string-util.h"
+#include "daemon/backend.h"
+
+const BackendOps *backend_ops_find(NetworkBackendType type) {
+	switch (type) {
+	case NETWORK_BACKEND_HOST_GW:
+		return &backend_hostgw_ops;
+	case NETWORK_BACKEND_VXLAN:
+		return &backend_vxlan_ops;
+	}
+	return NULL;
+}
+
+typedef struct AddrScan {
+	int ifindex;            /* 0 = any: looking for `want` */
+	const IpAddr *want;
+	int found_ifindex;
+	IpAddr first4, first6;  /* first global address of ifindex, per family */
+	IpPrefix connected[16];
+	size_t n_connected;
+} AddrScan;
+
+static int addr_scan_cb(const NlAddr *a, void *userdata) {
+	AddrScan *s = userdata;
+
+	if (s->want) {
+		if (ip_addr_equal(&a->prefix.addr, s->want))
+			s->found_ifindex = a->ifindex;
+		return 0;
+	}
+	if (a->ifindex != s->ifindex || a->scope != RT_SCOPE_UNIVERSE)
+		return 0;
+	if (a->prefix.addr.family == AF_INET && !ip_addr_is_set(&s->first4))
+		s->first4 = a->prefix.addr;
+	if (a->prefix.addr.family == AF_INET6 && !ip_addr_is_set(&s->first6))
+		s->first6 = a->prefix.addr;
+	if (s->n_connected < ELEMENTSOF(s->connected))
+		s->connected[s->n_connected++] = ip_prefix_mask(&a->prefix);
+	return 0;
+}
+
+typedef struct DefaultScan {
+	int family;
+	int oif;
+} DefaultScan;
+
+static int default_route_cb(const NlRoute *r, void *userdata) {
+	DefaultScan *s = userdata;
+
+	if (r->dst.addr.family == s->family && r->dst.len == 0 && r->oif > 0 && r->type == RTN_UNICAST && !s->oif)
+		s->oif = r->oif;
+	return 0;
+}
+
+int backend_refresh_underlay(Backend *b) {
+	AddrScan s = { .ifindex = b->underlay_ifindex };
+	NlLink l;
+	int r;
+
+	r = nl_link_get(b->nl, NULL, b->underlay_ifindex, &l);
+	if (r < 0)
+		return r;
+	r = nl_addr_dump(b->nl, AF_UNSPEC, b->underlay_ifindex, addr_scan_cb, &s);
+	if (r < 0)
+		return r;
+	b->underlay_mtu = l.mtu;
+	memcpy(b->connected, s.connected, sizeof(s.connected));
+	b->n_connected = s.n_connected;
+	return 0;
+}
+
+int backend_find_underlay(Backend *b, const char *iface, const IpAddr *public_ip) {
+	bool have_ip = public_ip && ip_addr_is_set(public_ip);
+	AddrScan s = {};
+	NlLink l;
+	int ifindex = 0, r;
+
+	if (!isempty(iface)) {
+		r = nl_link_get(b->nl, iface, 0, &l);
+		if (r < 0)
+			return r;
+		ifindex = l.ifindex;
+	} else if (have_ip) {
+		s.want = public_ip;
+		r = nl_addr_dump(b->nl, public_ip->family, 0, addr_scan_cb, &s);
+		if (r < 0)
+			return r;
+		if (s.found_ifindex <= 0)
+			return -EADDRNOTAVAIL;
+		ifindex = s.found_ifindex;
+	} else {
+		DefaultScan d = { .family = AF_INET };
+
+		r = nl_route_dump(b->nl, AF_INET, 0, default_route_cb, &d);
+		if (r < 0)
+			return r;
+		if (!d.oif) {
+			d.family = AF_INET6;
+			r = nl_route_dump(b->nl, AF_INET6, 0, default_route_cb, &d);
+			if (r < 0)
+				return r;
+		}
+		if (!d.oif)
+			return -ENODEV;
+		ifindex = d.oif;
+	}
+
+	r = nl_link_get(b->nl, NULL, ifindex, &l);
+	if (r < 0)
+		return r;
+	s = (AddrScan) { .ifindex = ifindex };
+	r = nl_addr_dump(b->nl, AF_UNSPEC, ifindex, addr_scan_cb, &s);
+	if (r < 0)
+		return r;
+	if (!have_ip && !ip_addr_is_set(&s.first4) && !ip_addr_is_set(&s.first6))
+		return -EADDRNOTAVAIL;
+
+	b->underlay_ifindex = ifindex;
+	snprintf(b->underlay_name, sizeof(b->underlay_name), "%s", l.name);
+	b->underlay_mtu = l.mtu;
+	b->public_ip = have_ip ? *public_ip : ip_addr_is_set(&s.first4) ? s.first4 : s.first6;
+	memcpy(b->connected, s.connected, sizeof(s.connected));
+	b->n_connected = s.n_connected;
+	return 0;
+}
+
+bool backend_is_direct(const Backend *b, const IpAddr *ip) {
+	for (size_t i = 0; i < b->n_connected; i++)
+		if (b->connected[i].addr.family == ip->family && ip_prefix_contains(&b->connected[i], ip))
+			return true;
+	return false;
+}
+
+static void route_init(NlRoute *rt, const IpPrefix *dst) {
+	*rt = (NlRoute) {
+		.dst = ip_prefix_mask(dst),
+		.protocol = WEFT_RTPROT,
+		.scope = RT_SCOPE_UNIVERSE,
+		.type = RTN_UNICAST,
+	};
+}
+
+int backend_render_direct_routes(Backend *b, const NodeLease *remote, NodeObjects *ret) {
+	NodeObjects o = { .node_name = remote->node_name };
+
+	if (!backend_is_direct(b, &remote->public_ip))
+		return -ENETUNREACH;
+
+	/* A route needs a gateway of its own family (no RTA_VIA here): the other family's subnet
+	 * is reachable only through an overlay. */
+	if (remote->subnet.addr.family == remote->public_ip.family) {
+		route_init(&o.routes[o.n_routes], &remote->subnet);
+		o.routes[o.n_routes].gw = remote->public_ip;
+		o.routes[o.n_routes].oif = b->underlay_ifindex;
+		o.n_routes++;
+	}
+	if (remote->subnet6.addr.family == remote->public_ip.family) {
+		route_init(&o.routes[o.n_routes], &remote->subnet6);
+		o.routes[o.n_routes].gw = remote->public_ip;
+		o.routes[o.n_routes].oif = b->underlay_ifindex;
+		o.n_routes++;
+	}
+	*ret = o;
+	return 0;
+}
+
+void backend_vtep_mac(const char *node_name, uint32_t vni, uint8_t ret[6]) {
+	/* FNV-1a 64 over "<name>/<vni>" */
+	uint64_t h = 0xcbf29ce484222325ULL;
+	char buf[96];
+	int n = snprintf(buf, sizeof(buf), "%s/%u", node_name, vni);
+
+	for (int i = 0; i < n && i < (int) sizeof(buf); i++) {
+		h ^= (uint8_t) buf[i];
+		h *= 0x100000001b3ULL;
+	}
+	for (int i = 0; i < 6; i++)
+		ret[i] = (uint8_t) (h >> (8 * i));
+	ret[0] = (uint8_t) ((ret[0] & 0xfe) | 0x02); /* unicast, locally administered */
+}
+
+typedef struct VtepScan {
+	int ifindex[64];
+	size_t n;
+} VtepScan;
+
+static int vtep_scan_cb(const NlLink *l, void *userdata) {
+	VtepScan *s = userdata;
+
+	if (streq(l->kind, "vxlan") && startswith(l->name, BACKEND_VTEP_PREFIX) && s->n < ELEMENTSOF(s->ifindex))
+		s->ifindex[s->n++] = l->ifindex;
+	return 0;
+}
+
+int backend_uninstall_links(NlSock *nl) {
+	VtepScan s = {};
+	int r;
+
+	r = nl_link_dump(nl, vtep_scan_cb, &s);
+	if (r < 0)
+		return r;
+	r = 0;
+	for (size_t i = 0; i < s.n; i++) {
+		int k = nl_link_del(nl, s.ifindex[i]);
+		if (k != -ENODEV)
+			RET_GATHER(r, k);
+	}
+	return r;
+}

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Backends: how this node reaches the pod subnets of the others. A backend fills one BackendOps;
+ * the reconciler (reconcile.c) asks it to render the kernel objects one remote lease needs and
+ * does the diffing and programming itself, so backends hold no per-node state.
+ *
+ *   host-gw (backend-hostgw.c)  route <remote subnet> via <remote public IP> dev <underlay>
+ *   vxlan   (backend-vxlan.c)   VTEP weft.<VNI>; per remote: neighbour + FDB + onlink route
+ *
+ * Everything installed is stamped: routes carry protocol WEFT_RTPROT; neighbours and FDB
+ * entries live on our own VTEP. backend.c holds what both share: underlay discovery and the
+ * "directly connected" test.
+ */
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/datastore.h"
+#include "daemon/network-config.h"
+#include "nl/nl.h"
+
+#define BACKEND_VTEP_PREFIX "weft."
+
+/* The kernel objects one remote node needs. Routes/neighbours: one per address family. */
+typedef struct NodeObjects {
+	const char *node_name;          /* points into the lease the objects were rendered from */
+	size_t n_neigh;
+	NlNeigh neigh[2];               /* permanent neighbours on the VTEP (vxlan) */
+	bool has_fdb;
+	NlNeigh fdb;                    /* VTEP MAC -> remote public IP (vxlan) */
+	size_t n_routes;
+	NlRoute routes[2];
+
+	/* Filled by reconcile_plan(): what the kernel already has. */
+	bool neigh_present[2], fdb_present, route_present[2];
+	/* Present under the same key but different (wrong MAC / gateway): replace, don't add. */
+	bool neigh_replace[2], route_replace[2];
+} NodeObjects;
+
+typedef struct Backend Backend;
+
+typedef struct BackendOps {
+	const char *name;               /* "host-gw" | "vxlan", as in NodeLease.backend */
+	/*
+	 * Creates or repairs what the backend needs locally; idempotent and cheap when all is in
+	 * place (called before the lease with b->have_lease false, and again on every full resync).
+	 * vxlan: the VTEP (stable MAC, MTU), and once the lease is held its address and link up.
+	 * Sets b->mtu (the pod MTU). 0 or -errno.
+	 */
+	int (*ensure)(Backend *b);
+	/*
+	 * Renders the objects for one remote lease into *ret. -ENETUNREACH: refused (host-gw to a
+	 * node that is not directly connected); -EINVAL: the lease lacks what we need (no VTEP MAC).
+	 */
+	int (*render)(Backend *b, const NodeLease *remote, NodeObjects *ret);
+} BackendOps;
+
+struct Backend {
+	const BackendOps *ops;
+	NlSock *nl;                     /* not owned */
+	NetworkBackendConfig config;
+	char node_name[64];
+
+	/* underlay */
+	int underlay_ifindex;
+	char underlay_name[IFNAMSIZ];
+	unsigned underlay_mtu;
+	IpAddr public_ip;
+	IpPrefix connected[16];         /* the underlay link's addresses: directly connected networks */
+	size_t n_connected;
+
+	/* vxlan */
+	char vtep_name[IFNAMSIZ];
+	int vtep_ifindex;
+	uint8_t vtep_mac[6];
+
+	/* our lease, once held */
+	bool have_lease;
+	NodeLease self;
+
+	unsigned mtu;                   /* pod MTU */
+};
+
+extern const BackendOps backend_hostgw_ops;
+extern const BackendOps backend_vxlan_ops;
+
+const BackendOps *backend_ops_find(NetworkBackendType type);
+
+/*
+ * Finds the underlay: by interface name (iface), else the interface holding `public_ip`, else
+ * the interface of the IPv4 default route (then IPv6). Fills underlay_* and public_ip (unless
+ * given) and the connected prefixes. -ENODEV / -EADDRNOTAVAIL with nothing written on failure.
+ */
+int backend_find_underlay(Backend *b, const char *iface, const IpAddr *public_ip);
+/* Re-reads the underlay link's addresses and MTU (cheap; every full resync). */
+int backend_refresh_underlay(Backend *b);
+/* True if ip lies in a network directly connected to the underlay. */
+bool backend_is_direct(const Backend *b, const IpAddr *ip);
+/* The host-gw route for a remote (used by host-gw, and by vxlan with DirectRouting). */
+int backend_render_direct_routes(Backend *b, const NodeLease *remote, NodeObjects *ret);
+
+/* A MAC derived from the node name and VNI: locally administered unicast, stable across restarts
+ * and reinstalls, so a restarted node need not republish it and peers' FDB stays valid. */
+void backend_vtep_mac(const char *node_name, uint32_t vni, uint8_t ret[6]);
+
+/* weftd uninstall: deletes every vxlan link named weft.* (ENODEV ignored). */
+int backend_uninstall_links(NlSock *nl);

@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "basic/log.h"
+#include "basic/macro.h"
+#include "basic/string-util.h"
+#include "daemon/http.h"
+
+#define HTTP_MAX_REQUEST 4096
+#define HTTP_MAX_CONNS 32
+#define HTTP_IDLE_USEC (5 * USEC_PER_SEC)
+
+typedef struct HttpConn HttpConn;
+struct HttpConn {
+	HttpServer *server;
+	int fd;
+	EventSource *source;
+	uint64_t started;
+	char in[HTTP_MAX_REQUEST + 1];
+	size_t in_len;
+	char *out;
+	size_t out_len, out_off;
+	HttpConn *next;
+};
+
+struct HttpServer {
+	EventLoop *loop;
+	int fd;
+	EventSource *listen_source;
+	EventSource *sweep;
+	HttpHandlerFn handler;
+	void *userdata;
+	HttpConn *conns;
+	unsigned n_conns;
+};
+
+int http_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len) {
+	char host[64];
+	const char *colon, *h;
+	unsigned port;
+	size_t hl;
+
+	if (isempty(s))
+		return -EINVAL;
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+		if (!end || end[1] != ':')
+			return -EINVAL;
+		h = s + 1;
+		hl = (size_t) (end - h);
+		colon = end + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return -EINVAL;
+		h = s;
+		hl = (size_t) (colon - s);
+	}
+	if (hl >= sizeof(host) || safe_atou32(colon + 1, &port) < 0 || port == 0 || port > 65535)
+		return -EINVAL;
+	memcpy(host, h, hl);
+	host[hl] = 0;
+
+	memset(ret, 0, sizeof(*ret));
+	if (hl == 0 || strchr(host, ':')) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *) ret;
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t) port);
+		a->sin6_addr = in6addr_any;
+		if (hl > 0 && inet_pton(AF_INET6, host, &a->sin6_addr) != 1)
+			return -EINVAL;
+		*ret_len = sizeof(*a);
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *) ret;
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t) port);
+		if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+			return -EINVAL;
+		*ret_len = sizeof(*a);
+	}
+	return 0;
+}
+
+int http_parse_request_line(const char *line, char method[static 16], char path[static 256]) {
+	size_t m = strcspn(line, " "), p;
+	const char *rest;
+
+	if (m == 0 || m >= 16 || line[m] != ' ')
+		return -EINVAL;
+	rest = line + m + 1;
+	p = strcspn(rest, " ?\r\n");
+	if (p == 0 || p >= 256 || rest[0] != '/')
+		return -EINVAL;
+	memcpy(method, line, m);
+	method[m] = 0;
+	memcpy(path, rest, p);
+	path[p] = 0;
+	return 0;
+}
+
+static void conn_free(HttpConn *c) {
+	HttpServer *s = c->server;
+
+	for (HttpConn **p = &s->conns; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	s->n_conns--;
+	event_source_free(c->source);
+	safe_close(c->fd);
+	free(c->out);
+	free(c);
+}
+
+static const char *status_text(int status) {
+	switch (status) {
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 503: return "Service Unavailable";
+	default: return "Internal Server Error";
+	}
+}
+
+/* Writes what it can; 1 when everything is out, 0 to wait for EPOLLOUT, < 0 on error. */
+static int conn_flush(HttpConn *c) {
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			return negative_errno();
+		}
+		c->out_off += (size_t) n;
+	}
+	return 1;
+}
+
+static int conn_respond(HttpConn *c) {
+	char method[16], path[256];
+	HttpResponse resp = { .status = 400, .content_type = "text/plain; charset=utf-8" };
+	const char *body;
+	int r;
+
+	if (http_parse_request_line(c->in, method, path) >= 0) {
+		r = c->server->handler(method, path, &resp, c->server->userdata);
+		if (r < 0) {
+			free(resp.body);
+			resp = (HttpResponse) { .status = 500, .content_type = "text/plain; charset=utf-8" };
+		}
+	}
+	body = resp.body ?: status_text(resp.status);
+	r = asprintf(&c->out,
+		     "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s%s",
+		     resp.status, status_text(resp.status), resp.content_type ?: "text/plain", strlen(body) + !resp.body,
+		     body, resp.body ? "" : "\n");
+	free(resp.body);
+	if (r < 0) {
+		c->out = NULL;
+		return -ENOMEM;
+	}
+	c->out_len = (size_t) r;
+	/* We read no more; a HEAD-less, one-shot HTTP/1.0 exchange. */
+	r = conn_flush(c);
+	if (r == 0)
+		return event_source_set_io_events(c->source, EPOLLOUT);
+	return r < 0 ? r : 1;
+}
+
+static int conn_io(EventSource *src, int fd, uint32_t revents, void *userdata) {
+	HttpConn *c = userdata;
+	int r;
+
+	if (c->out) {
+		r = conn_flush(c);
+		if (r != 0)
+			conn_free(c);
+		return 0;
+	}
+	for (;;) {
+		ssize_t n = recv(fd, c->in + c->in_len, HTTP_MAX_REQUEST - c->in_len, MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			conn_free(c);
+			return 0;
+		}
+		if (n == 0) {
+			conn_free(c);
+			return 0;
+		}
+		c->in_len += (size_t) n;
+		c->in[c->in_len] = 0;
+		if (strstr(c->in, "\r\n\r\n") || strstr(c->in, "\n\n"))
+			break;
+		if (c->in_len >= HTTP_MAX_REQUEST) {
+			conn_free(c);
+			return 0;
+		}
+	}
+	r = conn_respond(c);
+	if (r != 0)
+		conn_free(c);
+	return 0;
+}
+
+static int sweep_cb(EventSource *src, void *userdata) {
+	HttpServer *s = userdata;
+	uint64_t now = now_usec();
+
+	for (HttpConn *c = s->conns, *next; c; c = next) {
+		next = c->next;
+		if (now - c->started > HTTP_IDLE_USEC)
+			conn_free(c);
+	}
+	if (!s->conns)
+		(void) event_source_disarm(s->sweep);
+	return 0;
+}
+
+static int listen_io(EventSource *src, int fd, uint32_t revents, void *userdata) {
+	HttpServer *s = userdata;
+
+	for (;;) {
+		_cleanup_close_ int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		HttpConn *c;
+
+		if (cfd < 0) {
+			if (errno == EINTR)
+				continue;
+			return 0; /* EAGAIN, or a transient error (EMFILE...): try on the next event */
+		}
+		if (s->n_conns >= HTTP_MAX_CONNS)
+			continue; /* closed by cleanup */
+		c = calloc(1, sizeof(HttpConn));
+		if (!c)
+			continue;
+		c->server = s;
+		c->fd = cfd;
+		c->started = now_usec();
+		if (event_loop_add_io(s->loop, cfd, EPOLLIN, conn_io, c, &c->source) < 0) {
+			free(c);
+			continue;
+		}
+		TAKE_FD(cfd);
+		c->next = s->conns;
+		s->conns = c;
+		s->n_conns++;
+		if (!event_source_armed(s->sweep))
+			(void) event_source_arm(s->sweep, USEC_PER_SEC, USEC_PER_SEC);
+	}
+}
+
+int http_server_new(EventLoop *e, const char *listen_addr, HttpHandlerFn handler, void *userdata, HttpServer **ret) {
+	_cleanup_(http_server_freep) HttpServer *s = NULL;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int r, one = 1;
+
+	r = http_parse_listen(listen_addr, &ss, &len);
+	if (r < 0)
+		return r;
+	s = calloc(1, sizeof(HttpServer));
+	if (!s)
+		return -ENOMEM;
+	s->fd = -EBADF;
+	s->loop = e;
+	s->handler = handler;
+	s->userdata = userdata;
+	s->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s->fd < 0)
+		return negative_errno();
+	(void) setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(s->fd, (struct sockaddr *) &ss, len) < 0 || listen(s->fd, 64) < 0)
+		return negative_errno();
+	r = event_loop_add_io(e, s->fd, EPOLLIN, listen_io, s, &s->listen_source);
+	if (r < 0)
+		return r;
+	r = event_loop_add_timer(e, sweep_cb, s, &s->sweep);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(s);
+	return 0;
+}
+
+HttpServer *http_server_free(HttpServer *s) {
+	if (!s)
+		return NULL;
+	while (s->conns)
+		conn_free(s->conns);
+	event_source_free(s->listen_source);
+	event_source_free(s->sweep);
+	safe_close(s->fd);
+	free(s);
+	return NULL;
+}

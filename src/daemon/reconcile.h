@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Desired vs observed. Desired = the remote leases from the datastore (kept here, sorted by node
+ * name), rendered by the backend into NodeObjects. Observed = one netlink dump per object type
+ * per pass: routes with protocol WEFT_RTPROT in the main table, permanent neighbours and FDB
+ * entries on our VTEP. Nothing else is ever looked at or touched.
+ *
+ * A pass: delete what is ours and not wanted (routes, then FDB, then neighbours), then per
+ * remote node add what is missing in the order neighbour -> FDB -> route, rolling back that
+ * node's additions if one step fails (no half-programmed peer). Matching is sort + binary search
+ * over the dumps: O(n log n), no per-node dumps or kernel queries.
+ *
+ * reconcile_plan() is the pure part (unit-tested); reconciler_run() does the I/O.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "daemon/backend.h"
+#include "daemon/datastore.h"
+#include "daemon/metrics.h"
+#include "nl/nl.h"
+
+typedef struct ReconcileObserved {
+	NlRoute *routes;        /* ours only (protocol WEFT_RTPROT) */
+	size_t n_routes;
+	NlNeigh *neigh;         /* permanent neighbours on the VTEP */
+	size_t n_neigh;
+	NlNeigh *fdb;           /* FDB entries on the VTEP with a remote dst */
+	size_t n_fdb;
+} ReconcileObserved;
+
+typedef struct ReconcilePlan {
+	NlRoute *del_routes;
+	size_t n_del_routes;
+	NlNeigh *del_neigh;
+	size_t n_del_neigh;
+	NlNeigh *del_fdb;
+	size_t n_del_fdb;
+	size_t n_add;           /* objects missing or to be replaced */
+	size_t n_present;       /* objects already right */
+} ReconcilePlan;
+
+void reconcile_plan_done(ReconcilePlan *p);
+void reconcile_observed_done(ReconcileObserved *o);
+
+/*
+ * Compares `desired` against `obs` (whose arrays it sorts in place). Marks the *_present and
+ * *_replace flags of every desired object and fills *ret with the stale objects to delete
+ * (copies; release with reconcile_plan_done()). 0 or -ENOMEM.
+ */
+int reconcile_plan(NodeObjects *desired, size_t n_desired, ReconcileObserved *obs, ReconcilePlan *ret);
+
+typedef struct DesiredNode {
+	NodeLease lease;
+	bool refused;           /* render() refused it: logged and counted once, until it changes */
+} DesiredNode;
+
+typedef struct Reconciler {
+	Backend *backend;       /* not owned */
+	NlSock *nl;             /* not owned */
+	Metrics *metrics;       /* not owned */
+	char self_name[64];
+	DesiredNode *nodes;     /* sorted by node name; never contains self */
+	size_t n_nodes, n_alloc;
+	bool synced;            /* a full lease list has arrived: pruning is safe from now on */
+} Reconciler;
+
+void reconciler_init(Reconciler *r, Backend *b, NlSock *nl, Metrics *m, const char *self_name);
+void reconciler_done(Reconciler *r);
+
+/* Datastore input. Each returns 1 if the desired state changed, 0 if not, or -ENOMEM. */
+int reconciler_set_all(Reconciler *r, const NodeLease *nodes, size_t n);
+int reconciler_upsert(Reconciler *r, const NodeLease *lease);
+/* By node name; a lease without a name (a delete that only carried the key) by subnet. */
+int reconciler_remove(Reconciler *r, const NodeLease *lease);
+
+/*
+ * One full pass (dumps, plan, apply). Does nothing until the first full list has arrived (a
+ * restarted weftd must not prune the routes of nodes it has not heard about yet). Returns 0 if
+ * everything is in place, or the first error (the rest of the pass still runs; errors are
+ * logged and counted in metrics).
+ */
+int reconciler_run(Reconciler *r);
