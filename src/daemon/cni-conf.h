@@ -7,7 +7,8 @@
  * runtime treats the node's network as ready as soon as a conflist exists).
  *
  *   {"cniVersion":"1.0.0","name":"weft","plugins":[
- *      {"type":"weft","runDir":"/run/weft","delegate":{"hairpinMode":true,"isDefaultGateway":true}},
+ *      {"type":"weft","runDir":"/run/weft","hairpinMode":true,"isDefaultGateway":true
+ *       [,"dataDir":"<host-local store>"]},
  *      {"type":"portmap","capabilities":{"portMappings":true},"snat":true}]}   <- only if installed
  */
 
@@ -18,6 +19,7 @@
 
 typedef struct CniConfParams {
 	const char *run_dir;    /* where the weft plugin finds subnet.env */
+	const char *data_dir;   /* the weft plugin's address store; NULL = host-local's default */
 	bool portmap;           /* add the portmap plugin */
 } CniConfParams;
 

@@ -56,6 +56,7 @@ typedef struct Args {
 	const char *etcd_prefix;
 	const char *net_config;
 	const char *cni_conf_dir;
+	const char *ipam_data_dir;
 	const char *cni_bin_dir;
 	const char *run_dir;
 	const char *state_dir;
@@ -151,7 +152,9 @@ static void help(void) {
 	       "  --listen ADDR:PORT        /healthz and /metrics (default 127.0.0.1:9876)\n"
 	       "  --resync-interval DUR     periodic full resync (default 10s)\n"
 	       "  --lease-ttl SECONDS       datastore lease TTL (default 60)\n"
-	       "  --keep-lease              do not release the lease on shutdown\n");
+	       "  --keep-lease              do not release the lease on shutdown\n"
+	       "  --ipam-data-dir DIR       pod address store written into the conflist\n"
+	       "                            (default: host-local's /var/lib/cni/networks)\n");
 }
 
 enum {
@@ -170,6 +173,7 @@ enum {
 	ARG_RESYNC,
 	ARG_LEASE_TTL,
 	ARG_KEEP_LEASE,
+	ARG_IPAM_DATA_DIR,
 };
 
 static int parse_args(int argc, char *argv[], Args *a) {
@@ -190,6 +194,7 @@ static int parse_args(int argc, char *argv[], Args *a) {
 		{ "resync-interval", required_argument, NULL, ARG_RESYNC },
 		{ "lease-ttl", required_argument, NULL, ARG_LEASE_TTL },
 		{ "keep-lease", no_argument, NULL, ARG_KEEP_LEASE },
+		{ "ipam-data-dir", required_argument, NULL, ARG_IPAM_DATA_DIR },
 		{}
 	};
 	int c;
@@ -222,6 +227,7 @@ static int parse_args(int argc, char *argv[], Args *a) {
 		case ARG_STATE_DIR: a->state_dir = optarg; break;
 		case ARG_LISTEN: a->listen = optarg; break;
 		case ARG_KEEP_LEASE: a->keep_lease = true; break;
+		case ARG_IPAM_DATA_DIR: a->ipam_data_dir = optarg; break;
 		case ARG_ETCD_TIMEOUT:
 			if (parse_duration(optarg, &a->etcd_timeout_usec) < 0)
 				return log_error_errno(EINVAL, "Invalid --etcd-timeout '%s'", optarg);
@@ -272,6 +278,7 @@ static int write_lease_file(Manager *m) {
 static int write_cni_conf(Manager *m) {
 	CniConfParams p = {
 		.run_dir = m->args.run_dir,
+		.data_dir = m->args.ipam_data_dir,
 		.portmap = cni_conf_have_plugin(m->args.cni_bin_dir, "portmap"),
 	};
 

@@ -122,12 +122,17 @@ static void test_conflist(void **state) {
 	assert_int_equal(json_array_size(plugins), 1);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(plugins, 0), "type")), "weft");
 	assert_string_equal(json_string_value(json_object_get(json_array_get(plugins, 0), "runDir")), "/run/weft");
+	/* the keys the weft plugin reads, at top level */
+	assert_true(json_is_true(json_object_get(json_array_get(plugins, 0), "hairpinMode")));
+	assert_true(json_is_true(json_object_get(json_array_get(plugins, 0), "isDefaultGateway")));
+	assert_null(json_object_get(json_array_get(plugins, 0), "dataDir"));
 	json_decref(j);
 
-	assert_int_equal(cni_conf_render(&(CniConfParams) { .run_dir = "/x", .portmap = true }, &s2), 0);
+	assert_int_equal(cni_conf_render(&(CniConfParams) { .run_dir = "/x", .data_dir = "/d", .portmap = true }, &s2), 0);
 	j = json_loads(s2, 0, &err);
 	assert_non_null(j);
 	plugins = json_object_get(j, "plugins");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(plugins, 0), "dataDir")), "/d");
 	assert_int_equal(json_array_size(plugins), 2);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(plugins, 1), "type")), "portmap");
 	assert_true(json_is_true(json_object_get(json_object_get(json_array_get(plugins, 1), "capabilities"), "portMappings")));

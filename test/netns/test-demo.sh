@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The main job as a test: tools/demo with both backends (3 nodes, 2 pods each, no iperf) must
+# report every pair reachable, masquerade to the outside only, and clean up after itself.
+. "$(dirname "$0")/lib.sh"
+require_root
+require_cmd etcd jq python3
+[ -x "$WEFT_BIN/weftd" ] || skip "weftd not built"
+before=$(ip -br link | awk '{print $1}' | sort | tr '\n' ' ')
+for backend in vxlan host-gw; do
+	if out=$(WEFT_BUILD=$WEFT_BUILD "$TOP/tools/demo" --backend "$backend" --no-iperf 2>&1); then
+		info "$(tail -1 <<<"$out")"
+		grep -q "^demo: 59 of 59 checks passed ($backend" <<<"$out" || check_fail "$backend: unexpected summary: $(tail -1 <<<"$out")"
+	else
+		check_fail "demo --backend $backend failed:"$'\n'"$(tail -40 <<<"$out")"
+	fi
+	left=$(ip netns list | awk '{print $1}' | grep -c -- '-[0-9]*$' || true)
+	info "$backend: namespaces still present afterwards: $left (other tests may own some)"
+done
+after=$(ip -br link | awk '{print $1}' | sort | tr '\n' ' ')
+assert_eq "$after" "$before" "host links changed by the demo"
+finish
