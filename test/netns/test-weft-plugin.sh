@@ -119,6 +119,17 @@ hcni GC "" "" "" "$(conf 1.1.0 ',"cni.dev/valid-attachments":[]')"
 assert_eq "$CNI_RC" 0 "GC: $CNI_OUT"
 [ ! -e "$DATA/weftnet/10.244.7.50" ] || check_fail "GC did not release the leaked reservation"
 
+info "GC without a lease (weftd gone) still collects, keeping valid attachments"
+printf 'keep\r\neth0' >"$DATA/weftnet/10.244.7.60"
+printf 'drop\r\neth0' >"$DATA/weftnet/10.244.7.61"
+mv "$RUN/subnet.env" "$RUN/subnet.env.saved"
+hcni GC "" "" "" "$(conf 1.1.0 ',"cni.dev/valid-attachments":[{"containerID":"keep","ifname":"eth0"}]')"
+assert_eq "$CNI_RC" 0 "GC without lease: $CNI_OUT"
+[ -e "$DATA/weftnet/10.244.7.60" ] || check_fail "GC without lease released a valid attachment"
+[ ! -e "$DATA/weftnet/10.244.7.61" ] || check_fail "GC without lease kept a stale reservation"
+mv "$RUN/subnet.env.saved" "$RUN/subnet.env"
+rm -f "$DATA/weftnet/10.244.7.60"
+
 info "bad input leaves nothing behind"
 POD3=$(mk_netns pod3)
 hcni ADD "../../etc" "$POD3" eth0 "$(conf)"

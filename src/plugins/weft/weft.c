@@ -22,7 +22,6 @@
 #include "basic/string-util.h"
 #include "cni/cni-plugin.h"
 #include "ipam/ipam-host-local.h"
-#include "ipam/ipam-store.h"
 #include "lease/lease-file.h"
 #include "netns/netns.h"
 #include "nl/nl.h"
@@ -62,6 +61,10 @@ static void weft_conf_done(void *userdata) {
 	free(c->run_dir);
 	free(c->bridge);
 	free(c->data_dir);
+}
+
+static const char *weft_data_dir(const WeftConf *c) {
+	return c->data_dir ?: IPAM_DEFAULT_DATA_DIR;
 }
 
 static int get_string(CniRequest *req, const char *key, const char *def, char **ret) {
@@ -295,19 +298,8 @@ static int weft_del(CniRequest *req, void *userdata) {
 	WeftConf *c = userdata;
 	int r = 0, k;
 
-	/* The address first and always, even with the pod or weftd gone. */
-	if (c->hl)
-		RET_GATHER(r, host_local_ops.del(req, c->hl));
-	else {
-		_cleanup_(ipam_store_freep) IpamStore *s = NULL;
-
-		k = ipam_store_open(c->data_dir ?: IPAM_DEFAULT_DATA_DIR, req->name, 0, &s);
-		if (k >= 0)
-			k = ipam_store_release_by_id(s, req->container_id, req->ifname);
-		if (k < 0 && k != -ENOENT)
-			RET_GATHER(r, cni_fail(req, k, CNI_ERR_IO, "failed to release the address of %s/%s: %s",
-					       req->container_id, req->ifname, strerror(-k)));
-	}
+	/* The address first and always, even with the pod or weftd (and so the lease) gone. */
+	RET_GATHER(r, c->hl ? host_local_ops.del(req, c->hl) : host_local_release_store(req, weft_data_dir(c)));
 
 	if (!isempty(req->netns)) {
 		_cleanup_close_ int fd = netns_open(req->netns);
@@ -368,18 +360,8 @@ static int weft_check(CniRequest *req, void *userdata) {
 
 static int weft_gc(CniRequest *req, void *userdata) {
 	WeftConf *c = userdata;
-	_cleanup_(ipam_store_freep) IpamStore *s = NULL;
-	int r;
 
-	if (c->hl)
-		return host_local_ops.gc(req, c->hl);
-	/* No lease (weftd gone): GC the store directly, keeping only the valid attachments. */
-	r = ipam_store_open(c->data_dir ?: IPAM_DEFAULT_DATA_DIR, req->name, 0, &s);
-	if (r == -ENOENT)
-		return 0;
-	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_IO, "failed to open the address store: %s", strerror(-r));
-	return 0;
+	return c->hl ? host_local_ops.gc(req, c->hl) : host_local_gc_store(req, weft_data_dir(c));
 }
 
 static int weft_status(CniRequest *req, void *userdata) {

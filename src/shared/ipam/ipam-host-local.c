@@ -184,23 +184,27 @@ rollback:
 	return r;
 }
 
-static int host_local_del(CniRequest *req, void *userdata) {
-	HostLocalConf *conf = userdata;
-	const IpamConfig *c = conf->ipam;
+int host_local_release_store(CniRequest *req, const char *data_dir) {
 	_cleanup_(ipam_store_freep) IpamStore *store = NULL;
 	int r;
 
 	if (isempty(req->container_id))
 		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_ENV, "host-local: CNI_CONTAINERID is required");
-	r = ipam_store_open(c->data_dir, c->name, IPAM_STORE_NO_CREATE, &store);
+	r = ipam_store_open(data_dir, req->name, IPAM_STORE_NO_CREATE, &store);
 	if (r == -ENOENT)
 		return 0; /* nothing was ever allocated here */
+	if (r >= 0)
+		r = ipam_store_release_by_id(store, req->container_id, req->ifname ?: "");
 	if (r < 0)
-		return store_fail(req, c, r, "open");
-	r = ipam_store_release_by_id(store, req->container_id, req->ifname ?: "");
-	if (r < 0)
-		return store_fail(req, c, r, "release addresses");
+		return cni_fail(req, r, CNI_ERR_IO, "host-local: failed to release addresses in store %s/%s: %s",
+				data_dir, req->name, strerror(-r));
 	return 0;
+}
+
+static int host_local_del(CniRequest *req, void *userdata) {
+	HostLocalConf *conf = userdata;
+
+	return host_local_release_store(req, conf->ipam->data_dir);
 }
 
 static int host_local_check(CniRequest *req, void *userdata) {
@@ -237,21 +241,25 @@ static bool gc_keep(const IpamReservation *res, void *userdata) {
 	return false;
 }
 
-static int host_local_gc(CniRequest *req, void *userdata) {
-	HostLocalConf *conf = userdata;
-	const IpamConfig *c = conf->ipam;
+int host_local_gc_store(CniRequest *req, const char *data_dir) {
 	_cleanup_(ipam_store_freep) IpamStore *store = NULL;
 	int r;
 
-	r = ipam_store_open(c->data_dir, c->name, IPAM_STORE_NO_CREATE, &store);
+	r = ipam_store_open(data_dir, req->name, IPAM_STORE_NO_CREATE, &store);
 	if (r == -ENOENT)
 		return 0;
+	if (r >= 0)
+		r = ipam_store_gc(store, gc_keep, req);
 	if (r < 0)
-		return store_fail(req, c, r, "open");
-	r = ipam_store_gc(store, gc_keep, req);
-	if (r < 0)
-		return store_fail(req, c, r, "garbage-collect");
+		return cni_fail(req, r, CNI_ERR_IO, "host-local: failed to garbage-collect store %s/%s: %s", data_dir,
+				req->name, strerror(-r));
 	return 0;
+}
+
+static int host_local_gc(CniRequest *req, void *userdata) {
+	HostLocalConf *conf = userdata;
+
+	return host_local_gc_store(req, conf->ipam->data_dir);
 }
 
 static int host_local_status(CniRequest *req, void *userdata) {

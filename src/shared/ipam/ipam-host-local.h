@@ -25,3 +25,12 @@ typedef struct HostLocalConf {
 } HostLocalConf;
 
 extern const PluginOps host_local_ops;
+
+/*
+ * DEL and GC need only the store, not the ranges: these run them against <data_dir>/<req->name>
+ * without a parsed config (a plugin whose range config is gone — e.g. weft after weftd was
+ * uninstalled — can still release). DEL needs container_id/ifname, GC valid_attachments.
+ * 0, or negative errno with req->error set.
+ */
+int host_local_release_store(CniRequest *req, const char *data_dir);
+int host_local_gc_store(CniRequest *req, const char *data_dir);
