@@ -51,6 +51,39 @@
 #define NFT_NODE_CHAIN_POSTROUTING "node-postrouting"  /* nat, srcnat + 10: after br-postrouting */
 #define NFT_NODE_CHAIN_FORWARD     "node-forward"      /* filter forward */
 
+/* ---- portmap plugin objects, table inet weft (nft-portmap.h) ---- */
+#define NFT_PREFIX_PORTMAP      "pm-"
+/* nat prerouting / output base chains (priority dstnat): hostPort DNAT by map lookup */
+#define NFT_PM_CHAIN_PREROUTING "pm-prerouting"
+#define NFT_PM_CHAIN_OUTPUT     "pm-output"
+/* nat postrouting base chain (srcnat - 10, before br-postrouting): snat of hairpin/localhost */
+#define NFT_PM_CHAIN_POSTROUTING "pm-postrouting"
+/* l4proto . hostPort : podIP . containerPort (mappings without hostIP, local addresses only) */
+#define NFT_PM_MAP_DNAT4        "pm-dnat4"
+#define NFT_PM_MAP_DNAT6        "pm-dnat6"
+/* hostIP . l4proto . hostPort : podIP . containerPort */
+#define NFT_PM_MAP_HOSTIP4      "pm-hostip4"
+#define NFT_PM_MAP_HOSTIP6      "pm-hostip6"
+/* podIP . source prefix (interval): DNATed connections to podIP from there are masqueraded */
+#define NFT_PM_SET_MASQ4        "pm-masq4"
+#define NFT_PM_SET_MASQ6        "pm-masq6"
+#define NFT_PM_PRIO_DNAT        "dstnat"
+#define NFT_PM_PRIO_DNAT_OUTPUT "-100"          /* = dstnat; nft takes the name only on prerouting */
+#define NFT_PM_PRIO_POSTROUTING "srcnat - 10"
+
+/* ---- firewall plugin objects, table inet weft (nft-firewall.h) ---- */
+#define NFT_PREFIX_FIREWALL     "fw-"
+/* filter forward base chain (priority filter = 0): accept to/from pod IPs, same-bridge isolation */
+#define NFT_FW_CHAIN_FORWARD    "fw-forward"
+/* pod IPs: forwarding from them is accepted, to them when ct state established,related */
+#define NFT_FW_SET_PODS4        "fw-pods4"
+#define NFT_FW_SET_PODS6        "fw-pods6"
+/* ingressPolicy same-bridge: bridge name : jump fw-iso-<bridge> (drops from it to other isolated bridges) */
+#define NFT_FW_MAP_ISOLATION    "fw-isolation"
+#define NFT_FW_SET_ISOLATED     "fw-isolated"
+#define NFT_FW_CHAIN_ISO_PREFIX "fw-iso-"
+#define NFT_FW_PRIO_FORWARD     "filter"
+
 /* Element comments identify the owner: "<net>/<cid>/<ifname>" for plugin attachments.
  * nftables (1.0.6) accepts at most 128 characters in a comment (buffers: NFT_COMMENT_MAX + 1). */
 #define NFT_COMMENT_MAX         128

@@ -1,0 +1,221 @@
+# shellcheck shell=bash
+# Helpers for the runtime tests (podman, containerd). Source after test/netns/lib.sh.
+#
+# - a tiny busybox rootfs and an OCI image archive of it, built locally from Debian's
+#   busybox-static (no image registry is reachable);
+# - the "node": a network namespace plus a private mount namespace (rt_node_start) in which the
+#   runtime runs. Everything a runtime writes to /run, /var/lib/cni or /etc/cni lands on tmpfs
+#   there, its netns bind mounts never reach the host, and its bridges and nft rules stay in the
+#   node's network namespace;
+# - a before/after snapshot of the host's root network namespace (host_snapshot, host_unchanged).
+
+BUSYBOX=${BUSYBOX:-/bin/busybox}
+
+# require_static_busybox: skip unless $BUSYBOX is a static binary (busybox-static, not busybox).
+require_static_busybox() {
+	[ -x "$BUSYBOX" ] || skip "needs $BUSYBOX (apt-get install busybox-static)"
+	if "$BUSYBOX" --list 2>/dev/null | grep -qx httpd && ! ldd "$BUSYBOX" >/dev/null 2>&1; then
+		return 0
+	fi
+	skip "$BUSYBOX is not the static busybox with httpd (apt-get install busybox-static)"
+}
+
+# mk_rootfs DIR: a minimal root filesystem: /bin/busybox plus a symlink per applet, the usual
+# mount points, /etc/passwd and /etc/group for root and nobody.
+mk_rootfs() {
+	local d=$1 a
+	mkdir -p "$d"/{bin,sbin,etc,proc,sys,dev,tmp,run,root,var/www}
+	chmod 1777 "$d/tmp"
+	cp "$BUSYBOX" "$d/bin/busybox"
+	for a in $("$BUSYBOX" --list); do
+		[ "$a" = busybox ] || ln -sf busybox "$d/bin/$a"
+	done
+	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' >"$d/etc/passwd"
+	printf 'root:x:0:\nnogroup:x:65534:\n' >"$d/etc/group"
+	echo "weft-runtime-test" >"$d/var/www/index.html"
+	: >"$d/etc/hosts"
+	: >"$d/etc/resolv.conf"
+}
+
+# _sha FILE: bare sha256 hex of FILE
+_sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+# mk_oci_archive ROOTFS OUT.tar NAME CMD...: write an OCI image layout tarball (one uncompressed
+# layer holding ROOTFS; config with CMD as the entrypoint; manifest; index.json naming the image
+# NAME, e.g. "docker.io/weft/busybox:test") that `ctr images import` understands.
+mk_oci_archive() {
+	local rootfs=$1 out=$2 name=$3; shift 3
+	local w
+	w=$(mktemp -d "$T/oci.XXXXXX")
+	mkdir -p "$w/blobs/sha256"
+	# reproducible-ish layer: sorted, numeric owner root
+	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$rootfs" -cf "$w/layer.tar" .
+	local lsha lsize
+	lsha=$(_sha "$w/layer.tar"); lsize=$(stat -c %s "$w/layer.tar")
+	mv "$w/layer.tar" "$w/blobs/sha256/$lsha"
+	local cmd
+	cmd=$(printf '%s\n' "$@" | jq -R . | jq -cs .)
+	jq -cn --arg diff "sha256:$lsha" --argjson cmd "$cmd" '{
+		architecture: "amd64", os: "linux",
+		config: {Entrypoint: $cmd, Env: ["PATH=/bin:/sbin"], WorkingDir: "/"},
+		rootfs: {type: "layers", diff_ids: [$diff]},
+		history: [{created_by: "weft test/runtime/lib-rootfs.sh"}]}' >"$w/config.json"
+	local csha csize
+	csha=$(_sha "$w/config.json"); csize=$(stat -c %s "$w/config.json")
+	mv "$w/config.json" "$w/blobs/sha256/$csha"
+	jq -cn --arg c "sha256:$csha" --argjson cs "$csize" --arg l "sha256:$lsha" --argjson ls "$lsize" '{
+		schemaVersion: 2, mediaType: "application/vnd.oci.image.manifest.v1+json",
+		config: {mediaType: "application/vnd.oci.image.config.v1+json", digest: $c, size: $cs},
+		layers: [{mediaType: "application/vnd.oci.image.layer.v1.tar", digest: $l, size: $ls}]}' >"$w/manifest.json"
+	local msha msize
+	msha=$(_sha "$w/manifest.json"); msize=$(stat -c %s "$w/manifest.json")
+	mv "$w/manifest.json" "$w/blobs/sha256/$msha"
+	jq -cn --arg m "sha256:$msha" --argjson ms "$msize" --arg name "$name" --arg tag "${name##*:}" '{
+		schemaVersion: 2, mediaType: "application/vnd.oci.image.index.v1+json",
+		manifests: [{mediaType: "application/vnd.oci.image.manifest.v1+json", digest: $m, size: $ms,
+			platform: {architecture: "amd64", os: "linux"},
+			annotations: {"io.containerd.image.name": $name, "org.opencontainers.image.ref.name": $tag}}]}' >"$w/index.json"
+	echo '{"imageLayoutVersion":"1.0.0"}' >"$w/oci-layout"
+	tar -C "$w" -cf "$out" oci-layout index.json blobs
+	rm -rf "$w"
+}
+
+# host_snapshot FILE: what a runtime must not change in the host's root network namespace:
+# links (name, state, addresses), policy rules, routes and the whole nftables ruleset (which is
+# what iptables-nft writes to as well). Run in the root namespace.
+host_snapshot() {
+	{
+		echo "== links"; ip -br link | awk '{print $1, $3}' | sort
+		echo "== addrs"; ip -br addr | sort
+		echo "== rules"; ip rule; ip -6 rule
+		echo "== routes"; ip route show table all | sort; ip -6 route show table all | sort
+		echo "== nft"; nft list ruleset 2>&1
+	} >"$1"
+}
+
+# host_unchanged BEFORE AFTER: soft-fail with a diff if the host's network state changed.
+host_unchanged() {
+	if ! diff -u "$1" "$2" >"$T/host.diff"; then
+		check_fail "the host's root network namespace changed during the test:"
+		sed 's/^/    /' "$T/host.diff" >&2
+	fi
+}
+
+# rt_node_start NETNS: start the node holder: a process in network namespace NETNS (from
+# mk_netns) and in a new mount namespace (slave of the host's, so nothing propagates back) with
+# tmpfs on /run, /var/lib/cni, /etc/cni and /opt/cni (those that exist), a sysfs of NETNS on /sys
+# and the host's cgroup tree re-bound under it (runc needs it). Sets RT_PID; rt_node_stop (also
+# registered with on_exit) kills every process left in that mount namespace, then the holder.
+# Paths the runtime must see (configs, binaries, the test's $T) must not be under those tmpfs.
+rt_node_start() {
+	local ns=$1
+	[ -e "/run/netns/$ns" ] || fail "rt_node_start: no netns $ns"
+	# Runtimes write to /var/lib/cni (libcni's cache) and /etc/cni whatever they are told: make
+	# sure both are mount points on the node, creating (and later removing) empty ones if needed.
+	local d
+	for d in /var/lib/cni /etc/cni; do
+		[ -d "$d" ] && continue
+		mkdir -p "$d"
+		on_exit "rmdir $d"
+	done
+	cat >"$T/.holder.sh" <<'HOLDER'
+set -e
+exec 3<"/run/netns/$1"
+mount -t tmpfs -o mode=755 tmpfs /run
+mkdir /run/.cg
+mount --rbind /sys/fs/cgroup /run/.cg
+for d in /var/lib/cni /etc/cni /opt/cni /var/lib/containers; do
+	if [ -d "$d" ]; then mount -t tmpfs -o mode=755 tmpfs "$d"; fi
+done
+exec nsenter --net=/proc/self/fd/3 sh -c '
+	set -e
+	exec 3<&-
+	umount -l /sys
+	mount -t sysfs sysfs /sys
+	mount --rbind /run/.cg /sys/fs/cgroup
+	umount -l /run/.cg
+	rmdir /run/.cg
+	echo ready
+	exec sleep 100000'
+HOLDER
+	unshare --mount --propagation slave bash "$T/.holder.sh" "$ns" >"$T/.holder.out" 2>&1 &
+	RT_PID=$!
+	on_exit rt_node_stop
+	local i
+	for ((i = 0; i < 50; i++)); do
+		grep -q '^ready' "$T/.holder.out" 2>/dev/null && return 0
+		kill -0 "$RT_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	fail "node holder did not start: $(cat "$T/.holder.out")"
+}
+
+# rt_node_pids: every process in the holder's mount namespace except the holder itself.
+rt_node_pids() {
+	local mnt p
+	mnt=$(readlink "/proc/$RT_PID/ns/mnt" 2>/dev/null) || return 0
+	for p in /proc/[0-9]*; do
+		p=${p#/proc/}
+		[ "$p" = "$RT_PID" ] && continue
+		[ "$(readlink "/proc/$p/ns/mnt" 2>/dev/null)" = "$mnt" ] && echo "$p"
+	done
+	return 0
+}
+
+rt_node_stop() {
+	[ -n "${RT_PID:-}" ] || return 0
+	local left all i p alive
+	left=$(rt_node_pids)
+	all=$left
+	if [ -n "$left" ]; then
+		# shellcheck disable=SC2086
+		kill $left 2>/dev/null || true
+		for ((i = 0; i < 30; i++)); do [ -z "$(rt_node_pids)" ] && break; sleep 0.1; done
+		left=$(rt_node_pids)
+		# shellcheck disable=SC2086
+		[ -z "$left" ] || kill -9 $left 2>/dev/null || true
+		# a process leaves the namespace early in its exit: wait until it is really gone
+		for ((i = 0; i < 50; i++)); do
+			alive=0
+			for p in $all; do [ -d "/proc/$p" ] && [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ] && alive=1; done
+			[ $alive = 0 ] && break
+			sleep 0.1
+		done
+	fi
+	kill "$RT_PID" 2>/dev/null || true
+	wait "$RT_PID" 2>/dev/null || true
+	RT_PID=
+}
+
+# rt CMD...: run CMD on the node (its network and mount namespaces).
+rt() { nsenter -t "$RT_PID" -m -n -- "$@"; }
+
+# --- containerd -----------------------------------------------------------------------------------
+RT_IMAGE=docker.io/weft/busybox:test
+
+# containerd_start: start Debian's containerd on the node (rt_node_start first) with
+# test/data/runtime/containerd.toml filled in for $T and $WEFT_BIN, the conflist
+# test/data/runtime/weftnet.conflist (without portmap) in $T/net.d, and the busybox image
+# $RT_IMAGE imported into the k8s.io namespace (CRI's). Sets CTR (ctr command with the socket);
+# stopped by rt_node_stop (which kills everything left in the node's mount namespace).
+containerd_start() {
+	local data=$TOP/test/data/runtime i
+	mkdir -p "$T/containerd" "$T/net.d" "$T/ipam"
+	sed -e "s|@DIR@|$T|g" -e "s|@CNI_BIN@|$WEFT_BIN|g" -e "s|@IMAGE@|$RT_IMAGE|g" \
+		"$data/containerd.toml" >"$T/containerd.toml"
+	sed -e "s|@DIR@|$T|g" "$data/weftnet.conflist" | jq '.plugins |= map(select(.type != "portmap"))' \
+		>"$T/net.d/10-weftnet.conflist"
+	CTR=(ctr --address "$T/containerd/containerd.sock")
+	# shellcheck disable=SC2016 # $1/$2 are the inner shell's
+	rt sh -c 'exec containerd --config "$1" >"$2" 2>&1 </dev/null &' sh "$T/containerd.toml" "$T/containerd.log"
+	for ((i = 0; i < 100; i++)); do
+		rt "${CTR[@]}" version >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	rt "${CTR[@]}" version >/dev/null 2>&1 || fail "containerd did not start: $(tail -20 "$T/containerd.log")"
+	info "containerd $(rt "${CTR[@]}" version | awk '/Server:/ {s=1} s && /Version:/ {print $2; exit}') up"
+	mk_rootfs "$T/rootfs"
+	mk_oci_archive "$T/rootfs" "$T/image.tar" "$RT_IMAGE" sleep 3600
+	rt "${CTR[@]}" -n k8s.io images import --snapshotter native "$T/image.tar" >/dev/null ||
+		fail "ctr images import failed"
+}
