@@ -96,7 +96,7 @@ int write_file_atomic_at(int dirfd, const char *path, const void *data, size_t l
 	r = loop_write(fd, data, len);
 	if (r >= 0 && fchmod(fd, mode) < 0)
 		r = negative_errno();
-	if (r >= 0 && fsync(fd) < 0)
+	if (r >= 0 && !(flags & WRITE_ATOMIC_NO_SYNC) && fsync(fd) < 0)
 		r = negative_errno();
 	if (r >= 0 && renameat(dirfd, tmp, dirfd, path) < 0)
 		r = negative_errno();
@@ -104,7 +104,7 @@ int write_file_atomic_at(int dirfd, const char *path, const void *data, size_t l
 		(void) unlinkat(dirfd, tmp, 0);
 		return r;
 	}
-	if (flags & WRITE_ATOMIC_NO_DIRSYNC)
+	if (flags & (WRITE_ATOMIC_NO_DIRSYNC | WRITE_ATOMIC_NO_SYNC))
 		return 0;
 
 	/* Persist the rename itself. */

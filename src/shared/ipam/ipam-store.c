@@ -493,8 +493,10 @@ int ipam_store_reserve(IpamStore *s, const IpAddr *ip, const char *container_id,
 		return r;
 	}
 	snprintf(last, sizeof(last), LAST_RESERVED "%u", range_set);
-	/* Only a round-robin hint: failing to record it must not fail the reservation. */
-	(void) write_file_atomic_at(s->dir_fd, last, name, strlen(name), 0644, 0);
+	/* Only a round-robin hint: failing to record it must not fail the reservation, and losing
+	 * it in a crash only moves where the next search starts — atomic, but no fsync (the
+	 * reservation file itself is durable). */
+	(void) write_file_atomic_at(s->dir_fd, last, name, strlen(name), 0644, WRITE_ATOMIC_NO_SYNC);
 	return 0;
 }
 
@@ -509,7 +511,7 @@ int ipam_store_set_last_reserved(IpamStore *s, unsigned range_set, const IpAddr 
 		return 0;
 	}
 	ip_name(ip, name);
-	return write_file_atomic_at(s->dir_fd, last, name, strlen(name), 0644, 0);
+	return write_file_atomic_at(s->dir_fd, last, name, strlen(name), 0644, WRITE_ATOMIC_NO_SYNC);
 }
 
 int ipam_store_last_reserved(IpamStore *s, unsigned range_set, IpAddr *ret) {

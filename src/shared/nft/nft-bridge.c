@@ -6,6 +6,14 @@
  * fixed rules), so whichever of many concurrent plugin processes commits last, the table holds
  * exactly one copy of the rules and all sets exist. Per-attachment data are set elements.
  *
+ * That prelude is expensive: re-adding an existing base chain or flushing one makes the kernel
+ * defer destruction work that the closing of our nftables socket then waits for (~10-20 ms on
+ * kernel 6.18, where an add-only transaction costs < 1 ms). ADD therefore first tries a batch of
+ * `create element` lines alone (fails with ENOENT before first use, EEXIST when a stale element of
+ * a dead attachment holds the key) and runs the full batch only when that fails. The fixed rules
+ * reference the sets, so sets that exist imply rules that exist; if someone deletes a chain by
+ * hand, the next full batch (any DEL, GC, or a replacing ADD) restores it.
+ *
  * nftables 1.0.6 has no `destroy element` (delete-if-present). Two idioms replace it:
  *   add E; delete E; add E comment "id"   replace E (whatever comment it had) in one transaction
  *   add E; delete E                       remove E, success whether or not it existed, so a
@@ -22,89 +30,42 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "nft/nft-bridge.h"
+#include "nft/nft-batch.h"
 #include "nft/nft-table.h"
-
-/* ---- batch text builder ---- */
-
-typedef struct Batch {
-	FILE *f;
-	char *buf;
-	size_t len;
-} Batch;
-
-static int batch_begin(Batch *b) {
-	*b = (Batch){};
-	b->f = open_memstream(&b->buf, &b->len);
-	return b->f ? 0 : -ENOMEM;
-}
-
-static void batch_done(Batch *b) {
-	if (b->f)
-		fclose(b->f);
-	free(b->buf);
-	*b = (Batch){};
-}
-
-_printf_(2, 3) static void batch_add(Batch *b, const char *fmt, ...) {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vfprintf(b->f, fmt, ap);
-	va_end(ap);
-	fputc('\n', b->f);
-}
-
-/* Closes the stream; on success b->buf holds the batch. */
-static int batch_finish(Batch *b) {
-	int r = ferror(b->f) ? -ENOMEM : 0;
-
-	if (fclose(b->f) != 0 && r == 0)
-		r = -ENOMEM;
-	b->f = NULL;
-	return r;
-}
-
-static int batch_apply(NftCtx *c, Batch *b) {
-	int r = batch_finish(b);
-
-	if (r < 0)
-		return r;
-	return nft_apply(c, b->buf, NULL);
-}
 
 /* ---- table layout ---- */
 
-static void prelude_inet(Batch *b) {
+static void prelude_inet(NftBatch *b) {
 	static const char *const T = NFT_TABLE_INET, *const C = NFT_BR_CHAIN_POSTROUTING;
 
-	batch_add(b, "add table %s", T);
-	batch_add(b, "add chain %s %s { type nat hook postrouting priority %s; policy accept; }", T, C,
+	nft_batch_add(b, "add table %s", T);
+	nft_batch_add(b, "add chain %s %s { type nat hook postrouting priority %s; policy accept; }", T, C,
 		  NFT_BR_PRIO_POSTROUTING);
-	batch_add(b, "add set %s %s { type ipv4_addr . ipv4_addr; flags interval; }", T, NFT_BR_SET_LOCAL4);
-	batch_add(b, "add set %s %s { type ipv6_addr . ipv6_addr; flags interval; }", T, NFT_BR_SET_LOCAL6);
-	batch_add(b, "add set %s %s { type ipv4_addr; }", T, NFT_BR_SET_MASQ4);
-	batch_add(b, "add set %s %s { type ipv6_addr; }", T, NFT_BR_SET_MASQ6);
-	batch_add(b, "flush chain %s %s", T, C);
+	nft_batch_add(b, "add set %s %s { type ipv4_addr . ipv4_addr; flags interval; }", T, NFT_BR_SET_LOCAL4);
+	nft_batch_add(b, "add set %s %s { type ipv6_addr . ipv6_addr; flags interval; }", T, NFT_BR_SET_LOCAL6);
+	nft_batch_add(b, "add set %s %s { type ipv4_addr; }", T, NFT_BR_SET_MASQ4);
+	nft_batch_add(b, "add set %s %s { type ipv6_addr; }", T, NFT_BR_SET_MASQ6);
+	nft_batch_add(b, "flush chain %s %s", T, C);
 	/* The reference's per-container chain: `-d <subnet> ACCEPT; ! -d 224.0.0.0/4 MASQUERADE`. */
-	batch_add(b, "add rule %s %s ip daddr 224.0.0.0/4 return", T, C);
-	batch_add(b, "add rule %s %s ip6 daddr ff00::/8 return", T, C);
-	batch_add(b, "add rule %s %s ip saddr . ip daddr @%s return", T, C, NFT_BR_SET_LOCAL4);
-	batch_add(b, "add rule %s %s ip6 saddr . ip6 daddr @%s return", T, C, NFT_BR_SET_LOCAL6);
-	batch_add(b, "add rule %s %s ip saddr @%s masquerade", T, C, NFT_BR_SET_MASQ4);
-	batch_add(b, "add rule %s %s ip6 saddr @%s masquerade", T, C, NFT_BR_SET_MASQ6);
+	nft_batch_add(b, "add rule %s %s ip daddr 224.0.0.0/4 return", T, C);
+	nft_batch_add(b, "add rule %s %s ip6 daddr ff00::/8 return", T, C);
+	nft_batch_add(b, "add rule %s %s ip saddr . ip daddr @%s return", T, C, NFT_BR_SET_LOCAL4);
+	nft_batch_add(b, "add rule %s %s ip6 saddr . ip6 daddr @%s return", T, C, NFT_BR_SET_LOCAL6);
+	nft_batch_add(b, "add rule %s %s ip saddr @%s masquerade", T, C, NFT_BR_SET_MASQ4);
+	nft_batch_add(b, "add rule %s %s ip6 saddr @%s masquerade", T, C, NFT_BR_SET_MASQ6);
 }
 
-static void prelude_bridge(Batch *b) {
+static void prelude_bridge(NftBatch *b) {
 	static const char *const T = NFT_TABLE_BRIDGE, *const C = NFT_BR_CHAIN_MACSPOOF;
 
-	batch_add(b, "add table %s", T);
-	batch_add(b, "add chain %s %s { type filter hook prerouting priority %s; policy accept; }", T, C,
+	nft_batch_add(b, "add table %s", T);
+	nft_batch_add(b, "add chain %s %s { type filter hook prerouting priority %s; policy accept; }", T, C,
 		  NFT_BR_PRIO_MACSPOOF);
-	batch_add(b, "add set %s %s { type ifname; }", T, NFT_BR_SET_MAC_PORTS);
-	batch_add(b, "add set %s %s { type ifname . ether_addr; }", T, NFT_BR_SET_MAC_ALLOW);
-	batch_add(b, "flush chain %s %s", T, C);
-	batch_add(b, "add rule %s %s iifname . ether saddr @%s return", T, C, NFT_BR_SET_MAC_ALLOW);
-	batch_add(b, "add rule %s %s iifname @%s drop", T, C, NFT_BR_SET_MAC_PORTS);
+	nft_batch_add(b, "add set %s %s { type ifname; }", T, NFT_BR_SET_MAC_PORTS);
+	nft_batch_add(b, "add set %s %s { type ifname . ether_addr; }", T, NFT_BR_SET_MAC_ALLOW);
+	nft_batch_add(b, "flush chain %s %s", T, C);
+	nft_batch_add(b, "add rule %s %s iifname . ether saddr @%s return", T, C, NFT_BR_SET_MAC_ALLOW);
+	nft_batch_add(b, "add rule %s %s iifname @%s drop", T, C, NFT_BR_SET_MAC_PORTS);
 }
 
 /* ---- attachment ids ---- */
@@ -284,10 +245,30 @@ out:
 	return r;
 }
 
+/*
+ * The ADD fast path: one transaction of `create element S { K comment "id" }` for each (set, key).
+ * 0 on success, -EAGAIN when the caller must run its full batch instead (a set missing, a key
+ * taken — the kernel's ENOENT/EEXIST), -ENOMEM.
+ */
+static int nft_bridge_apply_creates(NftCtx *c, const char *family_table, const char *const *sets,
+				    const char *const *keys, const char *id) {
+	NftBatch b;
+	int r;
+
+	r = nft_batch_begin(&b);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; sets[i]; i++)
+		nft_batch_add(&b, "create element %s %s { %s comment \"%s\" }", family_table, sets[i], keys[i], id);
+	r = nft_batch_apply(c, &b, NULL);
+	nft_batch_done(&b);
+	return r == -ENOMEM ? r : r < 0 ? -EAGAIN : 0;
+}
+
 /* Adds "add E; delete E" for an element to remove it idempotently. */
-static void batch_remove_elem(Batch *b, const char *family_table, const char *set, const char *key) {
-	batch_add(b, "add element %s %s { %s }", family_table, set, key);
-	batch_add(b, "delete element %s %s { %s }", family_table, set, key);
+static void batch_remove_elem(NftBatch *b, const char *family_table, const char *set, const char *key) {
+	nft_batch_add(b, "add element %s %s { %s }", family_table, set, key);
+	nft_batch_add(b, "delete element %s %s { %s }", family_table, set, key);
 }
 
 /* ---- masq ---- */
@@ -298,7 +279,7 @@ int nft_bridge_masq_add(NftCtx *c, const char *net, const char *cid, const char 
 	char key[IP_ADDR_STRLEN + IP_PREFIX_STRLEN + 4];
 	const char *local, *masq;
 	IpPrefix n;
-	Batch b;
+	NftBatch b;
 	int r;
 
 	if (!c || !pod_addr)
@@ -322,18 +303,24 @@ int nft_bridge_masq_add(NftCtx *c, const char *net, const char *cid, const char 
 
 	snprintf(key, sizeof(key), "%s . %s", ip, subnet);
 
-	r = batch_begin(&b);
+	/* Fast path: both elements new and the sets there (see the top of this file). */
+	r = nft_bridge_apply_creates(c, NFT_TABLE_INET, (const char *const[]) { local, masq, NULL },
+				     (const char *const[]) { key, ip, NULL }, id);
+	if (r != -EAGAIN)
+		return r;
+
+	r = nft_batch_begin(&b);
 	if (r < 0)
 		return r;
 	prelude_inet(&b);
 	/* Replace rather than add: an element left by a dead attachment with the same address must
 	 * take this attachment's comment, or that attachment's DEL/GC would remove our masquerade. */
 	batch_remove_elem(&b, NFT_TABLE_INET, local, key);
-	batch_add(&b, "add element %s %s { %s comment \"%s\" }", NFT_TABLE_INET, local, key, id);
+	nft_batch_add(&b, "add element %s %s { %s comment \"%s\" }", NFT_TABLE_INET, local, key, id);
 	batch_remove_elem(&b, NFT_TABLE_INET, masq, ip);
-	batch_add(&b, "add element %s %s { %s comment \"%s\" }", NFT_TABLE_INET, masq, ip, id);
-	r = batch_apply(c, &b);
-	batch_done(&b);
+	nft_batch_add(&b, "add element %s %s { %s comment \"%s\" }", NFT_TABLE_INET, masq, ip, id);
+	r = nft_batch_apply(c, &b, NULL);
+	nft_batch_done(&b);
 	return r;
 }
 
@@ -343,7 +330,7 @@ typedef struct Match {
 	const char *net;
 	bool (*is_valid)(const char *cid, const char *ifname, void *userdata);
 	void *userdata;
-	Batch *batch;
+	NftBatch *batch;
 	unsigned n_removed;
 } Match;
 
@@ -398,10 +385,10 @@ static const struct {
  */
 static int remove_matching(NftCtx *c, Match *m, bool masq, bool macspoof) {
 	bool have_inet = false, have_bridge = false;
-	Batch b;
+	NftBatch b;
 	int r;
 
-	r = batch_begin(&b);
+	r = nft_batch_begin(&b);
 	if (r < 0)
 		return r;
 	m->batch = &b;
@@ -427,14 +414,14 @@ static int remove_matching(NftCtx *c, Match *m, bool masq, bool macspoof) {
 		r = 0;
 		goto out;
 	}
-	r = batch_finish(&b);
+	r = nft_batch_finish(&b);
 	if (r < 0)
 		goto out;
 	{
 		_cleanup_free_ char *body = TAKE_PTR(b.buf);
-		Batch full;
+		NftBatch full;
 
-		r = batch_begin(&full);
+		r = nft_batch_begin(&full);
 		if (r < 0)
 			goto out;
 		if (have_inet)
@@ -442,13 +429,13 @@ static int remove_matching(NftCtx *c, Match *m, bool masq, bool macspoof) {
 		if (have_bridge)
 			prelude_bridge(&full);
 		fputs(body, full.f);
-		r = batch_apply(c, &full);
-		batch_done(&full);
+		r = nft_batch_apply(c, &full, NULL);
+		nft_batch_done(&full);
 	}
 	if (r >= 0)
 		r = (int) m->n_removed;
 out:
-	batch_done(&b);
+	nft_batch_done(&b);
 	return r;
 }
 
@@ -481,7 +468,7 @@ int nft_bridge_masq_gc(NftCtx *c, const char *net,
 typedef struct SameVeth {
 	const char *host_veth;
 	const char *id;
-	Batch *batch;
+	NftBatch *batch;
 } SameVeth;
 
 static int collect_same_veth(const char *family_table, const char *set, const char *key, json_t *val,
@@ -497,7 +484,7 @@ static int collect_same_veth(const char *family_table, const char *set, const ch
 int nft_bridge_macspoof_add(NftCtx *c, const char *net, const char *cid, const char *ifname,
 			    const char *host_veth, const uint8_t mac[6]) {
 	char id[NFT_COMMENT_MAX + 1], macs[18], port[24], key[48];
-	Batch b;
+	NftBatch b;
 	int r;
 
 	if (!c || !mac || !ifname_valid(host_veth))
@@ -509,7 +496,14 @@ int nft_bridge_macspoof_add(NftCtx *c, const char *net, const char *cid, const c
 	snprintf(port, sizeof(port), "\"%s\"", host_veth);
 	snprintf(key, sizeof(key), "%s . %s", port, macs);
 
-	r = batch_begin(&b);
+	/* Fast path: a port not guarded yet (the common case: a fresh veth name). */
+	r = nft_bridge_apply_creates(c, NFT_TABLE_BRIDGE,
+				     (const char *const[]) { NFT_BR_SET_MAC_PORTS, NFT_BR_SET_MAC_ALLOW, NULL },
+				     (const char *const[]) { port, key, NULL }, id);
+	if (r != -EAGAIN)
+		return r;
+
+	r = nft_batch_begin(&b);
 	if (r < 0)
 		return r;
 	prelude_bridge(&b);
@@ -522,12 +516,12 @@ int nft_bridge_macspoof_add(NftCtx *c, const char *net, const char *cid, const c
 			goto out;
 	}
 	batch_remove_elem(&b, NFT_TABLE_BRIDGE, NFT_BR_SET_MAC_PORTS, port);
-	batch_add(&b, "add element %s %s { %s comment \"%s\" }", NFT_TABLE_BRIDGE, NFT_BR_SET_MAC_PORTS, port, id);
+	nft_batch_add(&b, "add element %s %s { %s comment \"%s\" }", NFT_TABLE_BRIDGE, NFT_BR_SET_MAC_PORTS, port, id);
 	batch_remove_elem(&b, NFT_TABLE_BRIDGE, NFT_BR_SET_MAC_ALLOW, key);
-	batch_add(&b, "add element %s %s { %s comment \"%s\" }", NFT_TABLE_BRIDGE, NFT_BR_SET_MAC_ALLOW, key, id);
-	r = batch_apply(c, &b);
+	nft_batch_add(&b, "add element %s %s { %s comment \"%s\" }", NFT_TABLE_BRIDGE, NFT_BR_SET_MAC_ALLOW, key, id);
+	r = nft_batch_apply(c, &b, NULL);
 out:
-	batch_done(&b);
+	nft_batch_done(&b);
 	return r;
 }
 
@@ -553,7 +547,7 @@ static int flush_table(NftCtx *c, const char *family_table) {
 	_cleanup_free_ char *cmd = NULL;
 	json_t *j = NULL, *arr, *item;
 	bool others = false;
-	Batch b;
+	NftBatch b;
 	size_t i;
 	int r;
 
@@ -565,7 +559,7 @@ static int flush_table(NftCtx *c, const char *family_table) {
 		return 0;
 	if (r < 0)
 		return r;
-	r = batch_begin(&b);
+	r = nft_batch_begin(&b);
 	if (r < 0)
 		goto out;
 	arr = json_object_get(j, "nftables");
@@ -588,12 +582,12 @@ static int flush_table(NftCtx *c, const char *family_table) {
 				others = true;
 				continue;
 			}
-			batch_add(&b, "delete %s %s %s", kind, family_table, name);
+			nft_batch_add(&b, "delete %s %s %s", kind, family_table, name);
 		}
 	if (!others)
-		batch_add(&b, "delete table %s", family_table);
-	r = batch_apply(c, &b);
-	batch_done(&b);
+		nft_batch_add(&b, "delete table %s", family_table);
+	r = nft_batch_apply(c, &b, NULL);
+	nft_batch_done(&b);
 out:
 	json_decref(j);
 	return r;

@@ -11,7 +11,6 @@
  * free, or already ours), and only when the kernel says EEXIST lists the maps and retries with the
  * value that is there (a hostPort taken over from another pod, or a re-ADD with a new pod IP).
  *
- * The batch builder and element rendering are small copies of nft-bridge.c's (static there).
  */
 
 #include <ctype.h>
@@ -26,50 +25,10 @@
 #include "basic/string-util.h"
 #include "nft/nft-bridge.h"
 #include "nft/nft-portmap.h"
+#include "nft/nft-batch.h"
 #include "nft/nft-table.h"
 
 #define T NFT_TABLE_INET
-
-/* ---- batch text builder ---- */
-
-typedef struct Batch {
-	FILE *f;
-	char *buf;
-	size_t len;
-} Batch;
-
-static int batch_begin(Batch *b) {
-	*b = (Batch) {};
-	b->f = open_memstream(&b->buf, &b->len);
-	return b->f ? 0 : -ENOMEM;
-}
-
-static void batch_done(Batch *b) {
-	if (b->f)
-		fclose(b->f);
-	free(b->buf);
-	*b = (Batch) {};
-}
-
-_printf_(2, 3) static void batch_add(Batch *b, const char *fmt, ...) {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vfprintf(b->f, fmt, ap);
-	va_end(ap);
-	fputc('\n', b->f);
-}
-
-static int batch_apply(NftCtx *c, Batch *b, char **ret_error) {
-	int r = ferror(b->f) ? -ENOMEM : 0;
-
-	if (fclose(b->f) != 0 && r == 0)
-		r = -ENOMEM;
-	b->f = NULL;
-	if (r < 0)
-		return r;
-	return nft_apply(c, b->buf, ret_error);
-}
 
 /* ---- table layout ---- */
 
@@ -86,52 +45,52 @@ static const PmObj pm_objs[] = {
 	{ NFT_PM_SET_MASQ4, false, AF_INET, false },  { NFT_PM_SET_MASQ6, false, AF_INET6, false },
 };
 
-static void prelude(Batch *b) {
+static void prelude(NftBatch *b) {
 	static const char *const dnat_chains[] = { NFT_PM_CHAIN_PREROUTING, NFT_PM_CHAIN_OUTPUT };
 
-	batch_add(b, "add table %s", T);
-	batch_add(b, "add map %s %s { type inet_proto . inet_service : ipv4_addr . inet_service; }", T,
+	nft_batch_add(b, "add table %s", T);
+	nft_batch_add(b, "add map %s %s { type inet_proto . inet_service : ipv4_addr . inet_service; }", T,
 		  NFT_PM_MAP_DNAT4);
-	batch_add(b, "add map %s %s { type inet_proto . inet_service : ipv6_addr . inet_service; }", T,
+	nft_batch_add(b, "add map %s %s { type inet_proto . inet_service : ipv6_addr . inet_service; }", T,
 		  NFT_PM_MAP_DNAT6);
-	batch_add(b, "add map %s %s { type ipv4_addr . inet_proto . inet_service : ipv4_addr . inet_service; }", T,
+	nft_batch_add(b, "add map %s %s { type ipv4_addr . inet_proto . inet_service : ipv4_addr . inet_service; }", T,
 		  NFT_PM_MAP_HOSTIP4);
-	batch_add(b, "add map %s %s { type ipv6_addr . inet_proto . inet_service : ipv6_addr . inet_service; }", T,
+	nft_batch_add(b, "add map %s %s { type ipv6_addr . inet_proto . inet_service : ipv6_addr . inet_service; }", T,
 		  NFT_PM_MAP_HOSTIP6);
-	batch_add(b, "add set %s %s { type ipv4_addr . ipv4_addr; flags interval; }", T, NFT_PM_SET_MASQ4);
-	batch_add(b, "add set %s %s { type ipv6_addr . ipv6_addr; flags interval; }", T, NFT_PM_SET_MASQ6);
+	nft_batch_add(b, "add set %s %s { type ipv4_addr . ipv4_addr; flags interval; }", T, NFT_PM_SET_MASQ4);
+	nft_batch_add(b, "add set %s %s { type ipv6_addr . ipv6_addr; flags interval; }", T, NFT_PM_SET_MASQ6);
 
 	for (size_t i = 0; i < ELEMENTSOF(dnat_chains); i++) {
 		const char *C = dnat_chains[i];
 
 		/* nft accepts the name "dstnat" only on prerouting; output gets its value. */
-		batch_add(b, "add chain %s %s { type nat hook %s priority %s; policy accept; }", T, C,
+		nft_batch_add(b, "add chain %s %s { type nat hook %s priority %s; policy accept; }", T, C,
 			  i == 0 ? "prerouting" : "output", i == 0 ? NFT_PM_PRIO_DNAT : NFT_PM_PRIO_DNAT_OUTPUT);
-		batch_add(b, "flush chain %s %s", T, C);
+		nft_batch_add(b, "flush chain %s %s", T, C);
 		/* hostIP entries first, as the reference's hostip_hostports chain: a more specific
 		 * mapping wins over a wildcard one for the same port. A missing key ends the rule
 		 * (the lookup "breaks"), so each packet costs at most four hash lookups. */
-		batch_add(b, "add rule %s %s dnat ip to ip daddr . meta l4proto . th dport map @%s", T, C,
+		nft_batch_add(b, "add rule %s %s dnat ip to ip daddr . meta l4proto . th dport map @%s", T, C,
 			  NFT_PM_MAP_HOSTIP4);
-		batch_add(b, "add rule %s %s dnat ip6 to ip6 daddr . meta l4proto . th dport map @%s", T, C,
+		nft_batch_add(b, "add rule %s %s dnat ip6 to ip6 daddr . meta l4proto . th dport map @%s", T, C,
 			  NFT_PM_MAP_HOSTIP6);
 		/* The reference's `-m addrtype --dst-type LOCAL`: any of the node's own addresses
 		 * (including 127.0.0.1 from the node itself), never traffic passing through. */
-		batch_add(b, "add rule %s %s fib daddr type local dnat ip to meta l4proto . th dport map @%s", T, C,
+		nft_batch_add(b, "add rule %s %s fib daddr type local dnat ip to meta l4proto . th dport map @%s", T, C,
 			  NFT_PM_MAP_DNAT4);
-		batch_add(b, "add rule %s %s fib daddr type local dnat ip6 to meta l4proto . th dport map @%s", T, C,
+		nft_batch_add(b, "add rule %s %s fib daddr type local dnat ip6 to meta l4proto . th dport map @%s", T, C,
 			  NFT_PM_MAP_DNAT6);
 	}
 
 	/* Before br-postrouting (srcnat): the first NAT binding of a connection wins. `ct status
 	 * dnat` limits it to connections someone DNATed; the set to pods with snat and sources
 	 * whose replies would otherwise bypass the node (same subnet, the pod itself, localhost). */
-	batch_add(b, "add chain %s %s { type nat hook postrouting priority %s; policy accept; }", T,
+	nft_batch_add(b, "add chain %s %s { type nat hook postrouting priority %s; policy accept; }", T,
 		  NFT_PM_CHAIN_POSTROUTING, NFT_PM_PRIO_POSTROUTING);
-	batch_add(b, "flush chain %s %s", T, NFT_PM_CHAIN_POSTROUTING);
-	batch_add(b, "add rule %s %s ct status dnat ip daddr . ip saddr @%s masquerade", T, NFT_PM_CHAIN_POSTROUTING,
+	nft_batch_add(b, "flush chain %s %s", T, NFT_PM_CHAIN_POSTROUTING);
+	nft_batch_add(b, "add rule %s %s ct status dnat ip daddr . ip saddr @%s masquerade", T, NFT_PM_CHAIN_POSTROUTING,
 		  NFT_PM_SET_MASQ4);
-	batch_add(b, "add rule %s %s ct status dnat ip6 daddr . ip6 saddr @%s masquerade", T,
+	nft_batch_add(b, "add rule %s %s ct status dnat ip6 daddr . ip6 saddr @%s masquerade", T,
 		  NFT_PM_CHAIN_POSTROUTING, NFT_PM_SET_MASQ6);
 }
 
@@ -307,13 +266,13 @@ out:
 	return r;
 }
 
-static void batch_remove(Batch *b, const PmObj *o, const char *key, const char *val) {
+static void batch_remove(NftBatch *b, const PmObj *o, const char *key, const char *val) {
 	if (o->is_map) {
-		batch_add(b, "add element %s %s { %s : %s }", T, o->name, key, val);
-		batch_add(b, "delete element %s %s { %s }", T, o->name, key);
+		nft_batch_add(b, "add element %s %s { %s : %s }", T, o->name, key, val);
+		nft_batch_add(b, "delete element %s %s { %s }", T, o->name, key);
 	} else {
-		batch_add(b, "add element %s %s { %s }", T, o->name, key);
-		batch_add(b, "delete element %s %s { %s }", T, o->name, key);
+		nft_batch_add(b, "add element %s %s { %s }", T, o->name, key);
+		nft_batch_add(b, "delete element %s %s { %s }", T, o->name, key);
 	}
 }
 
@@ -363,7 +322,7 @@ static const char *existing_value(const Existing *e, const char *map, const char
 	return NULL;
 }
 
-static int build_add(Batch *b, const char *id, const NftPortmapForward *fwd, size_t n_fwd,
+static int build_add(NftBatch *b, const char *id, const NftPortmapForward *fwd, size_t n_fwd,
 		     const NftPortmapMasq *masq, size_t n_masq, const Existing *ex) {
 	char key[2 * IP_ADDR_STRLEN + 32], val[IP_ADDR_STRLEN + 16];
 	const char *obj;
@@ -379,19 +338,50 @@ static int build_add(Batch *b, const char *id, const NftPortmapForward *fwd, siz
 		old = ex ? existing_value(ex, obj, key) : NULL;
 		/* Replace, not add: a key another attachment held takes our comment, so its
 		 * DEL/GC leaves our mapping alone. */
-		batch_add(b, "add element %s %s { %s : %s }", T, obj, key, old ?: val);
-		batch_add(b, "delete element %s %s { %s }", T, obj, key);
-		batch_add(b, "add element %s %s { %s comment \"%s\" : %s }", T, obj, key, id, val);
+		nft_batch_add(b, "add element %s %s { %s : %s }", T, obj, key, old ?: val);
+		nft_batch_add(b, "delete element %s %s { %s }", T, obj, key);
+		nft_batch_add(b, "add element %s %s { %s comment \"%s\" : %s }", T, obj, key, id, val);
 	}
 	for (size_t i = 0; i < n_masq; i++) {
 		r = masq_text(&masq[i], &obj, key, sizeof(key));
 		if (r < 0)
 			return r;
-		batch_add(b, "add element %s %s { %s }", T, obj, key);
-		batch_add(b, "delete element %s %s { %s }", T, obj, key);
-		batch_add(b, "add element %s %s { %s comment \"%s\" }", T, obj, key, id);
+		nft_batch_add(b, "add element %s %s { %s }", T, obj, key);
+		nft_batch_add(b, "delete element %s %s { %s }", T, obj, key);
+		nft_batch_add(b, "add element %s %s { %s comment \"%s\" }", T, obj, key, id);
 	}
 	return 0;
+}
+
+/* The ADD fast path: `create element` for every forward and masq entry in one transaction.
+ * 0, -EAGAIN (a map/set missing or a key taken: run the full batch), or -ENOMEM/-EINVAL. */
+static int build_creates(const char *id, const NftPortmapForward *fwd, size_t n_fwd, const NftPortmapMasq *masq,
+			 size_t n_masq, NftCtx *c) {
+	char key[2 * IP_ADDR_STRLEN + 32], val[IP_ADDR_STRLEN + 16];
+	const char *obj;
+	NftBatch b;
+	int r;
+
+	r = nft_batch_begin(&b);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n_fwd && r >= 0; i++) {
+		r = forward_text(&fwd[i], &obj, key, sizeof(key), val, sizeof(val));
+		if (r >= 0)
+			nft_batch_add(&b, "create element %s %s { %s comment \"%s\" : %s }", T, obj, key, id, val);
+	}
+	for (size_t i = 0; i < n_masq && r >= 0; i++) {
+		r = masq_text(&masq[i], &obj, key, sizeof(key));
+		if (r >= 0)
+			nft_batch_add(&b, "create element %s %s { %s comment \"%s\" }", T, obj, key, id);
+	}
+	if (r >= 0) {
+		r = nft_batch_apply(c, &b, NULL);
+		if (r < 0 && r != -ENOMEM)
+			r = -EAGAIN;
+	}
+	nft_batch_done(&b);
+	return r;
 }
 
 int nft_portmap_add(NftCtx *c, const char *net, const char *cid, const char *ifname,
@@ -406,18 +396,25 @@ int nft_portmap_add(NftCtx *c, const char *net, const char *cid, const char *ifn
 	if (r < 0)
 		return r;
 
+	/* Fast path (see nft-batch.h): every key new and the maps there — one create-only
+	 * transaction, no prelude, no deletes. Anything else falls through to the full batch. */
+	r = build_creates(id, fwd, n_fwd, masq, n_masq, c);
+	if (r != -EAGAIN)
+		return r;
+	r = 0;
+
 	/* Two tries with the values listed just before: a concurrent ADD taking the same key
 	 * in between gives one more EEXIST. */
 	for (int attempt = 0; attempt < 3; attempt++) {
 		Existing ex = {};
-		Batch b;
+		NftBatch b;
 
 		if (attempt > 0)
 			for (size_t i = 0; i < ELEMENTSOF(pm_objs) && r >= 0; i++)
 				if (pm_objs[i].is_map)
 					r = obj_foreach(c, &pm_objs[i], collect_existing, &ex);
 		if (r >= 0)
-			r = batch_begin(&b);
+			r = nft_batch_begin(&b);
 		if (r < 0) {
 			existing_done(&ex);
 			return r;
@@ -429,9 +426,9 @@ int nft_portmap_add(NftCtx *c, const char *net, const char *cid, const char *ifn
 			/* The EEXIST of a first try is expected: keep only the final error text. */
 			if (err && *err)
 				*err = mfree(*err);
-			r = batch_apply(c, &b, err);
+			r = nft_batch_apply(c, &b, err);
 		}
-		batch_done(&b);
+		nft_batch_done(&b);
 		existing_done(&ex);
 		if (r != -EEXIST)
 			return r;
@@ -447,7 +444,7 @@ typedef struct Match {
 	const char *net;        /* GC: this network and ... */
 	bool (*is_valid)(const char *cid, const char *ifname, void *userdata);
 	void *userdata;
-	Batch *batch;
+	NftBatch *batch;
 	unsigned n;
 } Match;
 
@@ -477,10 +474,10 @@ static int collect_remove(const PmObj *o, const char *key, const char *val, cons
 }
 
 static int remove_matching(NftCtx *c, Match *m) {
-	Batch b;
+	NftBatch b;
 	int r;
 
-	r = batch_begin(&b);
+	r = nft_batch_begin(&b);
 	if (r < 0)
 		return r;
 	/* The prelude keeps the maps existing even if someone deleted them meanwhile, so the
@@ -493,11 +490,11 @@ static int remove_matching(NftCtx *c, Match *m) {
 		if (r < 0)
 			goto out;
 	}
-	r = m->n > 0 ? batch_apply(c, &b, NULL) : 0;
+	r = m->n > 0 ? nft_batch_apply(c, &b, NULL) : 0;
 	if (r >= 0)
 		r = (int) m->n;
 out:
-	batch_done(&b);
+	nft_batch_done(&b);
 	return r;
 }
 
