@@ -123,6 +123,10 @@ int cni_args_parse(const char *s, CniArgs *ret, CniError *err) {
 			r = set_string(&a.k8s_pod_infra_container_id, v);
 		else if (streq(*p, "K8S_POD_UID"))
 			r = set_string(&a.k8s_pod_uid, v);
+		else if (streq(*p, "GATEWAY"))
+			/* static IPAM's key (gateways for the CNI_ARGS IPs); the plugin reads it from
+			 * req->args_raw. Known here so that static works without IgnoreUnknown. */
+			r = 0;
 		else if (a.ignore_unknown)
 			r = 0;
 		else {

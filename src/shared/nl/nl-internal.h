@@ -87,13 +87,15 @@ typedef struct NlLinkChange {
 	int ifindex;
 	int up;                 /* -1 unchanged, 0 down, 1 up */
 	int promisc;            /* -1 unchanged */
+	int allmulti;           /* -1 unchanged */
 	unsigned mtu;           /* 0 unchanged */
 	const uint8_t *mac;
 	int master;             /* -1 unchanged, 0 nomaster */
 	const char *name;
 	int netns_fd;           /* -1 unchanged */
 } NlLinkChange;
-#define NL_LINK_CHANGE_INIT(idx) { .ifindex = (idx), .up = -1, .promisc = -1, .master = -1, .netns_fd = -1 }
+#define NL_LINK_CHANGE_INIT(idx) \
+	{ .ifindex = (idx), .up = -1, .promisc = -1, .allmulti = -1, .master = -1, .netns_fd = -1 }
 int nl_build_link_change(NlMsgBuf *buf, const NlLinkChange *c);
 int nl_build_veth(NlMsgBuf *buf, const char *name, const char *peer, int peer_netns_fd, unsigned mtu,
 		  const uint8_t *peer_mac);

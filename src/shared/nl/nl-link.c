@@ -151,7 +151,7 @@ int nl_build_link_del(NlMsgBuf *buf, const char *name, int ifindex) {
 	return 0;
 }
 
-/* ip link set dev IDX [up|down] [promisc on|off] [mtu N] [address MAC] [master M|nomaster]
+/* ip link set dev IDX [up|down] [promisc on|off] [allmulticast on|off] [mtu N] [address MAC] [master M|nomaster]
  *                     [name NAME] [netns FD] */
 int nl_build_link_change(NlMsgBuf *buf, const NlLinkChange *c) {
 	struct nlmsghdr *nlh = nl_msg_new(buf, RTM_NEWLINK, 0, sizeof(struct ifinfomsg));
@@ -170,6 +170,11 @@ int nl_build_link_change(NlMsgBuf *buf, const NlLinkChange *c) {
 		ifi->ifi_change |= IFF_PROMISC;
 		if (c->promisc)
 			ifi->ifi_flags |= IFF_PROMISC;
+	}
+	if (c->allmulti >= 0) {
+		ifi->ifi_change |= IFF_ALLMULTI;
+		if (c->allmulti)
+			ifi->ifi_flags |= IFF_ALLMULTI;
 	}
 	if (c->mtu > 0)
 		NL_PUT_U32(nlh, IFLA_MTU, c->mtu);
@@ -280,6 +285,12 @@ int nl_link_set_master(NlSock *s, int ifindex, int master_ifindex) {
 int nl_link_set_promisc(NlSock *s, int ifindex, bool on) {
 	NlLinkChange c = NL_LINK_CHANGE_INIT(ifindex);
 	c.promisc = on;
+	return link_change(s, &c);
+}
+
+int nl_link_set_allmulti(NlSock *s, int ifindex, bool on) {
+	NlLinkChange c = NL_LINK_CHANGE_INIT(ifindex);
+	c.allmulti = on;
 	return link_change(s, &c);
 }
 

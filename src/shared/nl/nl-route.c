@@ -14,6 +14,7 @@
 static const NlPolicy route_policy[RTA_MAX + 1] = {
 	[RTA_DST] = { MNL_TYPE_BINARY, 4 },
 	[RTA_GATEWAY] = { MNL_TYPE_BINARY, 4 },
+	[RTA_PREFSRC] = { MNL_TYPE_BINARY, 4 },
 	[RTA_OIF] = { MNL_TYPE_U32 },
 	[RTA_PRIORITY] = { MNL_TYPE_U32 },
 	[RTA_TABLE] = { MNL_TYPE_U32 },
@@ -95,6 +96,11 @@ int nl_build_route(NlMsgBuf *buf, bool add, const NlRoute *r, int flags) {
 	}
 	if (ip_addr_is_set(&r->gw))
 		NL_PUT(nlh, RTA_GATEWAY, size, r->gw.bytes);
+	if (add && ip_addr_is_set(&r->prefsrc)) {
+		if (r->prefsrc.family != family)
+			return -EINVAL;
+		NL_PUT(nlh, RTA_PREFSRC, size, r->prefsrc.bytes);
+	}
 	if (r->oif > 0)
 		NL_PUT_U32(nlh, RTA_OIF, (uint32_t) r->oif);
 	if (r->priority > 0)
@@ -163,6 +169,12 @@ int nl_parse_route(const struct nlmsghdr *nlh, NlRoute *ret) {
 			return -EBADMSG;
 		out.gw.family = rtm->rtm_family;
 		memcpy(out.gw.bytes, mnl_attr_get_payload(tb[RTA_GATEWAY]), size);
+	}
+	if (tb[RTA_PREFSRC]) {
+		if (mnl_attr_get_payload_len(tb[RTA_PREFSRC]) < size)
+			return -EBADMSG;
+		out.prefsrc.family = rtm->rtm_family;
+		memcpy(out.prefsrc.bytes, mnl_attr_get_payload(tb[RTA_PREFSRC]), size);
 	}
 	if (tb[RTA_OIF])
 		out.oif = (int) mnl_attr_get_u32(tb[RTA_OIF]);

@@ -63,6 +63,7 @@ int nl_link_set_mtu(NlSock *s, int ifindex, unsigned mtu);
 int nl_link_set_mac(NlSock *s, int ifindex, const uint8_t mac[6]);
 int nl_link_set_master(NlSock *s, int ifindex, int master_ifindex);   /* 0 = nomaster */
 int nl_link_set_promisc(NlSock *s, int ifindex, bool on);
+int nl_link_set_allmulti(NlSock *s, int ifindex, bool on);
 int nl_link_set_name(NlSock *s, int ifindex, const char *name);
 int nl_link_set_netns(NlSock *s, int ifindex, int netns_fd);
 /* -ENODEV is returned as is; DEL callers treat it as success. */
@@ -140,6 +141,7 @@ int nl_addr_dump(NlSock *s, int family, int ifindex, int (*cb)(const NlAddr *a, 
 typedef struct NlRoute {
 	IpPrefix dst;           /* family from dst.addr.family; 0.0.0.0/0 for default */
 	IpAddr gw;              /* AF_UNSPEC = none */
+	IpAddr prefsrc;         /* RTA_PREFSRC ("src" in ip route); AF_UNSPEC = none */
 	int oif;                /* 0 = none */
 	uint32_t table;         /* 0 = main */
 	uint32_t priority;      /* metric */

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <string.h>
+
+#include "basic/log.h"
+#include "basic/string-util.h"
+#include "cni/cni-exec.h"
+#include "netns/netns.h"
+#include "nl/nl.h"
+#include "pod/pod-cni.h"
+
+bool pod_dns_set(const CniDns *d) {
+	return strv_length(d->nameservers) > 0 || !isempty(d->domain) || strv_length(d->search) > 0 ||
+	       strv_length(d->options) > 0;
+}
+
+void pod_ipam_release(CniRequest *req) {
+	CniError saved = req->error;
+
+	req->error = (CniError) {};
+	if (cni_ipam_exec(req, CNI_CMD_DEL, NULL) < 0)
+		log_warning("rollback: IPAM DEL failed: %s", req->error.msg ?: "unknown error");
+	cni_error_clear(&req->error);
+	req->error = saved;
+}
+
+int pod_ipam_add(CniRequest *req, CniResult **ret) {
+	_cleanup_(cni_result_freep) CniResult *res = NULL;
+	int r;
+
+	r = cni_ipam_exec(req, CNI_CMD_ADD, &res);
+	if (r < 0)
+		return r;
+	if (!res || res->n_ips == 0) {
+		r = cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "IPAM plugin returned missing IP config");
+		pod_ipam_release(req);
+		return r;
+	}
+	*ret = TAKE_PTR(res);
+	return 0;
+}
+
+const CniInterface *pod_result_find_iface(const CniResult *p, const char *name, bool in_sandbox,
+					  const char *sandbox, int *ret_index) {
+	for (size_t i = 0; i < p->n_interfaces; i++) {
+		const CniInterface *f = &p->interfaces[i];
+
+		if (!streq_ptr(f->name, name))
+			continue;
+		if (in_sandbox ? !streq_ptr(f->sandbox, sandbox) : !isempty(f->sandbox))
+			continue;
+		if (ret_index)
+			*ret_index = (int) i;
+		return f;
+	}
+	return NULL;
+}
+
+int pod_check_prev_iface(CniRequest *req, const CniInterface **ret_iface, int *ret_index) {
+	const CniInterface *ci;
+	int index = -1;
+
+	if (!req->prev_result)
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "Required prevResult missing");
+	ci = pod_result_find_iface(req->prev_result, req->ifname, true, req->netns, &index);
+	if (!ci)
+		return cni_fail(req, -ENOENT, CNI_ERR_INTERNAL,
+				"interface %s with sandbox %s is not in prevResult's interfaces", req->ifname, req->netns);
+	if (ret_iface)
+		*ret_iface = ci;
+	if (ret_index)
+		*ret_index = index;
+	return 0;
+}
+
+int pod_link_del_in_netns(CniRequest *req) {
+	_cleanup_(nl_sock_freep) NlSock *cont = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	int r;
+
+	if (isempty(req->netns))
+		return 0;
+	fd = netns_open(req->netns);
+	/* Gone (or only a stale mount point left): the pod's links went with it. */
+	if (fd == -ENOENT || fd == -EINVAL)
+		return 0;
+	if (fd < 0)
+		return cni_fail(req, fd, CNI_ERR_INTERNAL, "failed to open netns \"%s\": %s", req->netns, strerror(-fd));
+	r = nl_sock_open_netns(fd, &cont);
+	if (r >= 0) {
+		/* ip -n POD link del IFNAME */
+		r = nl_link_del_by_name(cont, req->ifname);
+		if (r == -ENODEV)
+			r = 0;
+	}
+	if (r < 0)
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to delete %s in netns \"%s\": %s", req->ifname,
+				req->netns, strerror(-r));
+	return 0;
+}
+
+bool pod_attachment_valid(const char *cid, const char *ifname, void *userdata) {
+	const CniRequest *req = userdata;
+
+	for (size_t i = 0; i < req->n_valid_attachments; i++)
+		if (streq(req->valid_attachments[i].container_id, cid) && streq(req->valid_attachments[i].ifname, ifname))
+			return true;
+	return false;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * CNI-level steps every attachment plugin repeats: running IPAM, choosing DNS, finding the
+ * container interface of a prevResult for CHECK, deleting the pod's interface for DEL, and the
+ * GC "is this attachment still valid" test.
+ */
+
+#include <stdbool.h>
+
+#include "cni/cni-plugin.h"
+#include "cni/cni-types.h"
+
+/* The config's "dns" says anything. */
+bool pod_dns_set(const CniDns *d);
+
+/* Runs IPAM ADD; fails (code 999, "IPAM plugin returned missing IP config") when it returns no
+ * address. On failure after a successful exec, IPAM DEL is run before returning. */
+int pod_ipam_add(CniRequest *req, CniResult **ret);
+/* Rollback helper: IPAM DEL keeping req->error as it is (failures are logged). */
+void pod_ipam_release(CniRequest *req);
+
+/* The interface of `p` named `name`: inside `sandbox` (in_sandbox) or a host one (no sandbox). */
+const CniInterface *pod_result_find_iface(const CniResult *p, const char *name, bool in_sandbox,
+					  const char *sandbox, int *ret_index);
+
+/*
+ * CHECK prologue of the reference plugins: prevResult is required (code 7) and must list
+ * CNI_IFNAME with sandbox CNI_NETNS. Returns 0 with *ret_iface and *ret_index (either may be NULL),
+ * or -errno with req->error set.
+ */
+int pod_check_prev_iface(CniRequest *req, const CniInterface **ret_iface, int *ret_index);
+
+/*
+ * DEL of the pod's interface: `ip -n CNI_NETNS link del CNI_IFNAME`. A missing CNI_NETNS, a
+ * namespace that is gone and an interface that is gone are all success. 0 or -errno with
+ * req->error set.
+ */
+int pod_link_del_in_netns(CniRequest *req);
+
+/* GC callback (nft_bridge_masq_gc() ...): userdata is the CniRequest; true when (cid, ifname) is
+ * one of its cni.dev/valid-attachments. */
+bool pod_attachment_valid(const char *cid, const char *ifname, void *userdata);

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <string.h>
+
+#include "basic/log.h"
+#include "nft/nft-bridge.h"
+#include "pod/pod-cni.h"
+#include "pod/pod-masq.h"
+
+static int nft_open_lazy(CniRequest *req, NftCtx **nft) {
+	int r;
+
+	if (*nft)
+		return 0;
+	r = nft_ctx_open(nft);
+	if (r < 0)
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open nftables context: %s", strerror(-r));
+	return 0;
+}
+
+int pod_masq_add(CniRequest *req, NftCtx **nft, const CniResult *res) {
+	char as[IP_PREFIX_STRLEN];
+	int r;
+
+	r = nft_open_lazy(req, nft);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < res->n_ips; i++) {
+		r = nft_bridge_masq_add(*nft, req->name, req->container_id, req->ifname, &res->ips[i].address);
+		if (r < 0)
+			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set up ipMasq for %s: %s",
+					ip_prefix_to_string(&res->ips[i].address, as), strerror(-r));
+	}
+	return 0;
+}
+
+int pod_masq_del(CniRequest *req, NftCtx **nft) {
+	int r;
+
+	r = nft_open_lazy(req, nft);
+	if (r < 0)
+		return r;
+	r = nft_bridge_masq_del(*nft, req->name, req->container_id, req->ifname);
+	if (r < 0)
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to remove ipMasq elements: %s", strerror(-r));
+	return 0;
+}
+
+void pod_masq_release(CniRequest *req, NftCtx **nft) {
+	CniError saved = req->error;
+
+	req->error = (CniError) {};
+	if (pod_masq_del(req, nft) < 0)
+		log_warning("rollback: %s", req->error.msg ?: "failed to remove ipMasq elements");
+	cni_error_clear(&req->error);
+	req->error = saved;
+}
+
+int pod_masq_gc(CniRequest *req, bool required) {
+	_cleanup_nft_ctx_ NftCtx *nft = NULL;
+	int r;
+
+	r = nft_ctx_open(&nft);
+	if (r >= 0)
+		r = nft_bridge_masq_gc(nft, req->name, pod_attachment_valid, req);
+	if (r < 0 && required)
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to garbage-collect nftables elements: %s",
+				strerror(-r));
+	if (r > 0)
+		log_info("removed nftables elements of %d stale attachments", r);
+	return 0;
+}
