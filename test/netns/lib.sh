@@ -47,11 +47,19 @@ finish() {
 
 require_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
 require_cmd() { local c; for c in "$@"; do command -v "$c" >/dev/null || skip "needs $c"; done; }
-# require_kind vxlan: skip if the kernel cannot create links of this kind.
+# require_kind KIND: skip if the kernel cannot create links of this kind. Kinds that stack on a
+# parent (macvlan, ipvlan, vlan) are probed on a veth inside the probe namespace.
 require_kind() {
-	local kind=$1 ns="wk-$$-$RANDOM"
+	local kind=$1 ns="wk-$$-$RANDOM" args=()
 	ip netns add "$ns"
-	if ! ip -n "$ns" link add probe0 type "$kind" $( [ "$kind" = vxlan ] && echo "id 1 dstport 4789" ) >/dev/null 2>&1; then
+	case $kind in
+	vxlan) args=(id 1 dstport 4789) ;;
+	vlan) ip -n "$ns" link add wkp0 type veth peer name wkp1; args=(id 10) ;;
+	macvlan | ipvlan | macvtap) ip -n "$ns" link add wkp0 type veth peer name wkp1 ;;
+	esac
+	local link=()
+	ip -n "$ns" link show wkp0 >/dev/null 2>&1 && link=(link wkp0)
+	if ! ip -n "$ns" link add "${link[@]}" probe0 type "$kind" "${args[@]}" >/dev/null 2>&1; then
 		ip netns del "$ns"; skip "kernel has no '$kind' link kind (module missing)"
 	fi
 	ip netns del "$ns"
