@@ -6,6 +6,7 @@
  *   weft cni gc NET [--valid CID/IFNAME]...
  *   weft cni status NET
  *   weft cni version TYPE
+ *   weft install-cni --src DIR --dest DIR [--plugins a,b]   (the DaemonSet's init step)
  *
  * Environment as cnitool: NETCONFPATH (/etc/cni/net.d), CNI_PATH (/opt/cni/bin), CNI_IFNAME (eth0),
  * CNI_ARGS ("K=V;K=V"), CAP_ARGS (JSON object of capability args); plus CNI_CONTAINERID to
@@ -24,6 +25,7 @@
 #include "tool/cni-cache.h"
 #include "tool/cni-chain.h"
 #include "tool/cni-conf-load.h"
+#include "tool/install-cni.h"
 
 #define NETCONFPATH_DEFAULT "/etc/cni/net.d"
 #define CNI_PATH_DEFAULT    "/opt/cni/bin"
@@ -44,6 +46,7 @@ static void usage(FILE *f) {
 		"       weft cni gc NET [--valid CONTAINERID/IFNAME]...\n"
 		"       weft cni status NET\n"
 		"       weft cni version TYPE\n"
+		"       weft install-cni --src DIR --dest DIR [--plugins a,b,...] [--conf-src F --conf-dest DIR]\n"
 		"Options: --conf-dir DIR (NETCONFPATH), --cache-dir DIR (CNI_CACHE_DIR),\n"
 		"         --container-id ID (CNI_CONTAINERID)\n"
 		"Environment: CNI_PATH, CNI_IFNAME, CNI_ARGS, CAP_ARGS, as cnitool.\n");
@@ -410,6 +413,8 @@ int main(int argc, char *argv[]) {
 	log_parse_environment();
 	if (argc >= 2 && streq(argv[1], "cni"))
 		return cni_main(argc - 1, argv + 1);
+	if (argc >= 2 && streq(argv[1], "install-cni"))
+		return install_cni_main(argc - 1, argv + 1);
 	if (argc >= 2 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
 		usage(stdout);
 		return EXIT_SUCCESS;
