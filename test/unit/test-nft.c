@@ -165,18 +165,18 @@ static void test_list_json(void **state) {
 static void test_attachment_id(void **state) {
 	char buf[NFT_COMMENT_MAX + 1], longnet[100], cid[65];
 
-	assert_int_equal(nft_bridge_attachment_id("net", "cid", "eth0", buf), 0);
+	assert_int_equal(nft_attachment_id("net", "cid", "eth0", buf), 0);
 	assert_string_equal(buf, "net/cid/eth0");
-	assert_int_equal(nft_bridge_attachment_id("a/b", "cid", "eth0", buf), -EINVAL);
-	assert_int_equal(nft_bridge_attachment_id("net", "c\"d", "eth0", buf), -EINVAL);
-	assert_int_equal(nft_bridge_attachment_id("net", "", "eth0", buf), -EINVAL);
-	assert_int_equal(nft_bridge_attachment_id("net", "cid", NULL, buf), -EINVAL);
+	assert_int_equal(nft_attachment_id("a/b", "cid", "eth0", buf), -EINVAL);
+	assert_int_equal(nft_attachment_id("net", "c\"d", "eth0", buf), -EINVAL);
+	assert_int_equal(nft_attachment_id("net", "", "eth0", buf), -EINVAL);
+	assert_int_equal(nft_attachment_id("net", "cid", NULL, buf), -EINVAL);
 
 	memset(longnet, 'n', sizeof(longnet) - 1);
 	longnet[sizeof(longnet) - 1] = 0;
 	memset(cid, 'c', 64);
 	cid[64] = 0;
-	assert_int_equal(nft_bridge_attachment_id(longnet, cid, "eth0", buf), 0);
+	assert_int_equal(nft_attachment_id(longnet, cid, "eth0", buf), 0);
 	assert_true(buf[0] == '~' && strlen(buf) == 17 + 1 + 64 + 1 + 4);
 }
 

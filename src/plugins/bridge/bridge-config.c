@@ -10,44 +10,16 @@
 
 #include "basic/string-util.h"
 #include "bridge.h"
+#include "pod/pod-conf.h"
 
-static char *json_repr(json_t *v) {
-	char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-	return s ?: strdup("?");
-}
-
-static int bad_type(CniRequest *req, const char *key, json_t *v, const char *want) {
-	_cleanup_free_ char *s = json_repr(v);
-	return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "invalid \"%s\": %s (must be %s)", key, s, want);
-}
-
-/* Absent or null keeps the default, as Go does. */
+/* Keys match exactly (pod_conf_bool() & co. would also take another case). */
 static int conf_bool(CniRequest *req, json_t *obj, const char *key, bool *ret) {
-	json_t *v = json_object_get(obj, key);
-
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_boolean(v))
-		return bad_type(req, key, v, "a boolean");
-	*ret = json_is_true(v);
-	return 0;
+	return pod_conf_value_bool(req, key, json_object_get(obj, key), ret);
 }
 
 /* `name` is how the key is shown in errors (NULL: the key itself). */
 static int conf_int(CniRequest *req, json_t *obj, const char *key, const char *name, json_int_t *ret, bool *ret_set) {
-	json_t *v = json_object_get(obj, key);
-
-	if (!v || json_is_null(v)) {
-		if (ret_set)
-			*ret_set = false;
-		return 0;
-	}
-	if (!json_is_integer(v))
-		return bad_type(req, name ?: key, v, "an integer");
-	*ret = json_integer_value(v);
-	if (ret_set)
-		*ret_set = true;
-	return 0;
+	return pod_conf_value_int(req, name ?: key, json_object_get(obj, key), ret, ret_set);
 }
 
 /* Bridge names: what the kernel's dev_valid_name() accepts. */
@@ -68,7 +40,7 @@ static int parse_trunk(CniRequest *req, BridgeConf *c, json_t *arr) {
 	if (!arr || json_is_null(arr))
 		return 0;
 	if (!json_is_array(arr))
-		return bad_type(req, "vlanTrunk", arr, "a list of {\"id\"} or {\"minID\",\"maxID\"} objects");
+		return pod_conf_invalid(req, "vlanTrunk", arr, "must be a list of {\"id\"} or {\"minID\",\"maxID\"} objects");
 	c->has_trunk = true;
 	set = calloc(4095, 1);
 	if (!set)
@@ -82,7 +54,7 @@ static int parse_trunk(CniRequest *req, BridgeConf *c, json_t *arr) {
 
 		if (!json_is_object(item)) {
 			snprintf(key, sizeof(key), "vlanTrunk[%zu]", i);
-			return bad_type(req, key, item, "an object");
+			return pod_conf_invalid(req, key, item, "must be an object");
 		}
 		snprintf(key, sizeof(key), "vlanTrunk[%zu].minID", i);
 		if ((r = conf_int(req, item, "minID", key, &min, &has_min)) < 0)
@@ -152,7 +124,7 @@ int bridge_parse_config(CniRequest *req, void *userdata) {
 	v = json_object_get(cfg, "bridge");
 	if (v && !json_is_null(v)) {
 		if (!json_is_string(v))
-			return bad_type(req, "bridge", v, "a string");
+			return pod_conf_invalid(req, "bridge", v, "must be a string");
 		if (!bridge_name_valid(json_string_value(v)))
 			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
 					"invalid \"bridge\": \"%s\" is not a valid interface name", json_string_value(v));
@@ -174,13 +146,8 @@ int bridge_parse_config(CniRequest *req, void *userdata) {
 	if (c->is_default_gw)
 		c->is_gw = true;
 
-	if ((r = conf_int(req, cfg, "mtu", NULL, &n, &set)) < 0)
+	if ((r = pod_conf_value_mtu(req, json_object_get(cfg, "mtu"), &c->mtu)) < 0)
 		return r;
-	/* 0 means "kernel default", as in the reference; anything else must be a real MTU. */
-	if (set && n != 0 && (n < 68 || n > 65535))
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "invalid \"mtu\": %lld (must be 68..65535)",
-				(long long) n);
-	c->mtu = set ? (unsigned) n : 0;
 
 	if ((r = conf_int(req, cfg, "vlan", NULL, &n, &set)) < 0)
 		return r;
@@ -200,7 +167,7 @@ int bridge_parse_config(CniRequest *req, void *userdata) {
 		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
 				"cannot set \"hairpinMode\" and \"promiscMode\" at the same time");
 
-	c->is_layer3 = !isempty(json_string_value(json_object_get(req->ipam, "type")));
+	c->is_layer3 = pod_conf_has_ipam(req);
 	if (c->disable_container_iface && c->is_layer3)
 		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
 				"cannot use IPAM (\"ipam\" type \"%s\") when \"disableContainerInterface\" is set",

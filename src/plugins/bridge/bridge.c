@@ -19,23 +19,14 @@
 #include "nft/nft-bridge.h"
 #include "nl/nl.h"
 #include "pod/pod-bridge.h"
+#include "pod/pod-cni.h"
 #include "pod/pod-gateway.h"
 #include "pod/pod-iface.h"
+#include "pod/pod-masq.h"
 #include "pod/pod-veth.h"
 
 /* Result interface indexes, as the reference orders them. */
 enum { IFACE_BRIDGE = 0, IFACE_HOST = 1, IFACE_CONT = 2 };
-
-static int nft_open_lazy(CniRequest *req, NftCtx **ctx) {
-	int r;
-
-	if (*ctx)
-		return 0;
-	r = nft_ctx_open(ctx);
-	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open nftables context: %s", strerror(-r));
-	return 0;
-}
 
 /*
  * ADD rollback guard: every step that succeeded arms its undo here; on success the guard is
@@ -64,30 +55,21 @@ static void bridge_rollback(BridgeRollback **p) {
 	saved = req->error;
 	req->error = (CniError) {};
 
-	if (rb->masq || rb->macspoof) {
-		if (nft_open_lazy(req, rb->nft) >= 0) {
-			if (rb->masq && (r = nft_bridge_masq_del(*rb->nft, req->name, req->container_id, req->ifname)) < 0)
-				log_warning_errno(r, "rollback: failed to remove ipMasq elements: %m");
-			if (rb->macspoof &&
-			    (r = nft_bridge_macspoof_del(*rb->nft, req->name, req->container_id, req->ifname)) < 0)
-				log_warning_errno(r, "rollback: failed to remove macspoofchk elements: %m");
-		}
-	}
+	if (rb->masq)
+		pod_masq_release(req, rb->nft);
+	if (rb->macspoof && pod_nft_open(req, rb->nft) >= 0 &&
+	    (r = nft_bridge_macspoof_del(*rb->nft, req->name, req->container_id, req->ifname)) < 0)
+		log_warning_errno(r, "rollback: failed to remove macspoofchk elements: %m");
 	if (rb->cont_ifindex > 0) {
 		r = nl_link_del(rb->cont, rb->cont_ifindex);
 		if (r < 0 && r != -ENODEV)
 			log_warning_errno(r, "rollback: failed to delete %s in the container: %m", req->ifname);
 	}
-	if (rb->ipam && cni_ipam_exec(req, CNI_CMD_DEL, NULL) < 0)
-		log_warning("rollback: IPAM DEL failed: %s", req->error.msg ?: "unknown error");
+	if (rb->ipam)
+		pod_ipam_release(req);
 
 	cni_error_clear(&req->error);
 	req->error = saved;
-}
-
-static bool dns_set(const CniDns *d) {
-	return strv_length(d->nameservers) > 0 || !isempty(d->domain) || strv_length(d->search) > 0 ||
-	       strv_length(d->options) > 0;
 }
 
 static char *mac_str(const uint8_t mac[6], char buf[18]) {
@@ -172,16 +154,9 @@ static int bridge_add(CniRequest *req, void *userdata, CniResult **ret) {
 	size_t n_gws = 0;
 	int r;
 
-	netns_fd = cni_request_open_netns(req);
-	if (netns_fd < 0)
-		return netns_fd;
-	r = nl_sock_open(&host);
+	r = pod_open_netns_socks(req, &netns_fd, &host, &cont);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket: %s", strerror(-r));
-	r = nl_sock_open_netns(netns_fd, &cont);
-	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s", req->netns,
-				strerror(-r));
+		return r;
 
 	r = pod_bridge_ensure(host,
 			      &(PodBridgeConfig) {
@@ -216,7 +191,7 @@ static int bridge_add(CniRequest *req, void *userdata, CniResult **ret) {
 		return r;
 
 	if (c->macspoofchk) {
-		if ((r = nft_open_lazy(req, &nft)) < 0)
+		if ((r = pod_nft_open(req, &nft)) < 0)
 			return r;
 		rb->macspoof = true; /* armed before: a failed batch may still have applied nothing, del is a no-op */
 		r = nft_bridge_macspoof_add(nft, req->name, req->container_id, req->ifname, host_name, cveth.mac);
@@ -235,12 +210,10 @@ static int bridge_add(CniRequest *req, void *userdata, CniResult **ret) {
 		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
 
 	if (c->is_layer3) {
-		r = cni_ipam_exec(req, CNI_CMD_ADD, &ipam);
+		r = pod_ipam_add(req, &ipam);
 		if (r < 0)
 			return r;
 		rb->ipam = true;
-		if (!ipam || ipam->n_ips == 0)
-			return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "IPAM plugin returned missing IP config");
 
 		gws = calloc(ipam->n_ips, sizeof(IpPrefix));
 		if (!gws)
@@ -312,17 +285,12 @@ static int bridge_add(CniRequest *req, void *userdata, CniResult **ret) {
 		}
 
 		if (c->ip_masq) {
-			if ((r = nft_open_lazy(req, &nft)) < 0)
+			if ((r = pod_nft_open(req, &nft)) < 0)
 				return r;
 			rb->masq = true;
-			for (size_t i = 0; i < res->n_ips; i++) {
-				char as[IP_PREFIX_STRLEN];
-
-				r = nft_bridge_masq_add(nft, req->name, req->container_id, req->ifname, &res->ips[i].address);
-				if (r < 0)
-					return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set up ipMasq for %s: %s",
-							ip_prefix_to_string(&res->ips[i].address, as), strerror(-r));
-			}
+			r = pod_masq_add(req, &nft, res);
+			if (r < 0)
+				return r;
 		}
 	} else if (!c->disable_container_iface) {
 		/* L2 only: no addresses, but the interface is up. */
@@ -346,7 +314,7 @@ static int bridge_add(CniRequest *req, void *userdata, CniResult **ret) {
 		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
 
 	/* DNS from the config when it says anything, else what IPAM returned. */
-	r = cni_dns_merge(&res->dns, dns_set(&req->dns) ? &req->dns : ipam ? &ipam->dns : &req->dns);
+	r = cni_dns_merge(&res->dns, pod_dns_set(&req->dns) ? &req->dns : ipam ? &ipam->dns : &req->dns);
 	if (r < 0)
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "out of memory");
 
@@ -364,38 +332,17 @@ static int bridge_del(CniRequest *req, void *userdata) {
 	if (c->is_layer3)
 		RET_GATHER(r, cni_ipam_exec(req, CNI_CMD_DEL, NULL));
 
-	if (!isempty(req->netns)) {
-		_cleanup_close_ int fd = netns_open(req->netns);
-
-		/* Gone (or only a stale mount point left): the pod's links went with it. */
-		if (fd >= 0) {
-			_cleanup_(nl_sock_freep) NlSock *cont = NULL;
-
-			k = nl_sock_open_netns(fd, &cont);
-			if (k >= 0) {
-				/* ip -n POD link del IFNAME: the host end goes with it */
-				k = nl_link_del_by_name(cont, req->ifname);
-				if (k == -ENODEV)
-					k = 0;
-			}
-			if (k < 0)
-				RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to delete %s in netns \"%s\": %s",
-						       req->ifname, req->netns, strerror(-k)));
-		} else if (fd != -ENOENT && fd != -EINVAL)
-			RET_GATHER(r, cni_fail(req, fd, CNI_ERR_INTERNAL, "failed to open netns \"%s\": %s", req->netns,
-					       strerror(-fd)));
-	}
+	/* The pod's interface; the host end of the veth goes with it. */
+	RET_GATHER(r, pod_link_del_in_netns(req));
 
 	/* By attachment id, so it works without the netns and without knowing the addresses. */
 	if ((c->ip_masq && c->is_layer3) || c->macspoofchk) {
-		k = nft_open_lazy(req, &nft);
+		k = pod_nft_open(req, &nft);
 		if (k < 0)
 			RET_GATHER(r, k);
 		else {
-			if (c->ip_masq && c->is_layer3 &&
-			    (k = nft_bridge_masq_del(nft, req->name, req->container_id, req->ifname)) < 0)
-				RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to remove ipMasq elements: %s",
-						       strerror(-k)));
+			if (c->ip_masq && c->is_layer3)
+				RET_GATHER(r, pod_masq_del(req, &nft));
 			if (c->macspoofchk &&
 			    (k = nft_bridge_macspoof_del(nft, req->name, req->container_id, req->ifname)) < 0)
 				RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to remove macspoofchk elements: %s",
@@ -403,21 +350,6 @@ static int bridge_del(CniRequest *req, void *userdata) {
 		}
 	}
 	return r;
-}
-
-static const CniInterface *find_iface(const CniResult *p, const char *name, bool in_sandbox, const char *sandbox,
-				      int *ret_index) {
-	for (size_t i = 0; i < p->n_interfaces; i++) {
-		const CniInterface *f = &p->interfaces[i];
-		if (!streq_ptr(f->name, name))
-			continue;
-		if (in_sandbox ? !streq_ptr(f->sandbox, sandbox) : !isempty(f->sandbox))
-			continue;
-		if (ret_index)
-			*ret_index = (int) i;
-		return f;
-	}
-	return NULL;
 }
 
 static int bridge_check(CniRequest *req, void *userdata) {
@@ -448,7 +380,7 @@ static int bridge_check(CniRequest *req, void *userdata) {
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket: %s", strerror(-r));
 
 	/* The bridge. */
-	bri = find_iface(p, c->br_name, false, NULL, NULL);
+	bri = pod_result_find_iface(p, c->br_name, false, NULL, NULL);
 	if (!bri)
 		return cni_fail(req, -ENOENT, CNI_ERR_INTERNAL, "bridge %s is not in prevResult's interfaces", c->br_name);
 	r = nl_link_get(host, c->br_name, 0, &br);
@@ -469,7 +401,7 @@ static int bridge_check(CniRequest *req, void *userdata) {
 				c->promisc ? "true" : "false", (br.flags & IFF_PROMISC) ? "true" : "false");
 
 	/* The container interface. */
-	ci = find_iface(p, req->ifname, true, req->netns, &ci_index);
+	ci = pod_result_find_iface(p, req->ifname, true, req->netns, &ci_index);
 	if (!ci)
 		return cni_fail(req, -ENOENT, CNI_ERR_INTERNAL,
 				"interface %s with sandbox %s is not in prevResult's interfaces", req->ifname, req->netns);
@@ -522,30 +454,14 @@ static int bridge_check(CniRequest *req, void *userdata) {
 	return pod_iface_check(cont, req->ifname, p, ci_index, &req->error);
 }
 
-static bool attachment_valid(const char *cid, const char *ifname, void *userdata) {
-	const CniRequest *req = userdata;
-
-	for (size_t i = 0; i < req->n_valid_attachments; i++)
-		if (streq(req->valid_attachments[i].container_id, cid) && streq(req->valid_attachments[i].ifname, ifname))
-			return true;
-	return false;
-}
-
 static int bridge_gc(CniRequest *req, void *userdata) {
 	const BridgeConf *c = userdata;
-	_cleanup_nft_ctx_ NftCtx *nft = NULL;
-	int r = 0, k;
+	int r = 0;
 
 	/* Collect even when the config no longer asks for ipMasq/macspoofchk: elements from an older
-	 * config of this network are still ours. Without those options, nft trouble is not fatal. */
-	k = nft_ctx_open(&nft);
-	if (k >= 0)
-		k = nft_bridge_masq_gc(nft, req->name, attachment_valid, req);
-	if (k < 0 && (c->ip_masq || c->macspoofchk))
-		RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to garbage-collect nftables elements: %s",
-				       strerror(-k)));
-	else if (k > 0)
-		log_info("removed nftables elements of %d stale attachments", k);
+	 * config of this network are still ours (nft_bridge_masq_gc() collects macspoofchk's too).
+	 * Without those options, nft trouble is not fatal. */
+	RET_GATHER(r, pod_masq_gc(req, c->ip_masq || c->macspoofchk));
 
 	if (c->is_layer3)
 		RET_GATHER(r, cni_ipam_exec(req, CNI_CMD_GC, NULL));

@@ -15,25 +15,14 @@
 #include <string.h>
 
 #include "basic/string-util.h"
+#include "pod/pod-conf.h"
 #include "portmap.h"
 
 #define DEFAULT_MARK_BIT 13 /* the reference's: Kubernetes uses 14 and 15, Calico 20-31 */
 
-static int bad_type(CniRequest *req, const char *key, json_t *v, const char *want) {
-	_cleanup_free_ char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-
-	return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "invalid \"%s\": %s (must be %s)", key, s ?: "?", want);
-}
-
+/* Keys match exactly, as they always did here. */
 static int conf_bool(CniRequest *req, const char *key, bool *ret) {
-	json_t *v = json_object_get(req->config, key);
-
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_boolean(v))
-		return bad_type(req, key, v, "a boolean");
-	*ret = json_is_true(v);
-	return 0;
+	return pod_conf_value_bool(req, key, json_object_get(req->config, key), ret);
 }
 
 static int conf_conditions(CniRequest *req, const char *key) {
@@ -44,10 +33,10 @@ static int conf_conditions(CniRequest *req, const char *key) {
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_array(v))
-		return bad_type(req, key, v, "a list of strings");
+		return pod_conf_invalid(req, key, v, "must be a list of strings");
 	json_array_foreach(v, i, e)
 		if (!json_is_string(e))
-			return bad_type(req, key, v, "a list of strings");
+			return pod_conf_invalid(req, key, v, "must be a list of strings");
 	if (json_array_size(v) == 0)
 		return 0;
 	s = json_dumps(v, JSON_COMPACT);
@@ -69,7 +58,7 @@ int portmap_parse_config(CniRequest *req, void *userdata) {
 	v = json_object_get(cfg, "markMasqBit");
 	if (v && !json_is_null(v)) {
 		if (!json_is_integer(v))
-			return bad_type(req, "markMasqBit", v, "an integer");
+			return pod_conf_invalid(req, "markMasqBit", v, "must be an integer");
 		if (json_integer_value(v) < 0 || json_integer_value(v) > 31)
 			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
 					"invalid \"markMasqBit\": %lld (MasqMarkBit must be between 0 and 31)",
@@ -80,7 +69,7 @@ int portmap_parse_config(CniRequest *req, void *userdata) {
 	v = json_object_get(cfg, "externalSetMarkChain");
 	if (v && !json_is_null(v)) {
 		if (!json_is_string(v))
-			return bad_type(req, "externalSetMarkChain", v, "a string");
+			return pod_conf_invalid(req, "externalSetMarkChain", v, "must be a string");
 		c->has_external_set_mark_chain = true;
 	}
 	if (c->has_mark_masq_bit && c->has_external_set_mark_chain)
@@ -93,7 +82,7 @@ int portmap_parse_config(CniRequest *req, void *userdata) {
 	v = json_object_get(cfg, "backend");
 	if (v && !json_is_null(v)) {
 		if (!json_is_string(v))
-			return bad_type(req, "backend", v, "a string");
+			return pod_conf_invalid(req, "backend", v, "must be a string");
 		/* Both accepted: the rules land in nftables either way. "" = auto, as the reference. */
 		if (!isempty(json_string_value(v)) && !streq(json_string_value(v), "iptables") &&
 		    !streq(json_string_value(v), "nftables"))

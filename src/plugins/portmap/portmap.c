@@ -17,9 +17,11 @@
 
 #include "basic/log.h"
 #include "basic/string-util.h"
+#include "cni/cni-attachment.h"
 #include "netns/netns.h"
 #include "nft/nft-portmap.h"
 #include "nl/nl.h"
+#include "pod/pod-cni.h"
 #include "portmap.h"
 
 /* The container's addresses, as the reference picks them: the first IPv4 and the first IPv6 of
@@ -142,14 +144,6 @@ static const char *strempty_trim(char *s) {
 	return s;
 }
 
-static int nft_open(CniRequest *req, NftCtx **ret) {
-	int r = nft_ctx_open(ret);
-
-	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open nftables context: %s", strerror(-r));
-	return 0;
-}
-
 /*
  * As the reference's enableLocalnetRouting(): 127.0.0.1:hostPort from the node is DNATed to the
  * pod and leaves through the interface that routes to it with source 127.0.0.1 (masqueraded only
@@ -228,7 +222,7 @@ static int portmap_add(CniRequest *req, void *userdata, CniResult **ret) {
 			goto out;
 
 	if (plan.n_fwd + plan.n_masq > 0) {
-		r = nft_open(req, &nft);
+		r = pod_nft_open(req, &nft);
 		if (r < 0)
 			goto out;
 		/* One batch for every family: all of it or nothing. */
@@ -254,7 +248,7 @@ static int portmap_del(CniRequest *req, void *userdata) {
 	_cleanup_nft_ctx_ NftCtx *nft = NULL;
 	int r;
 
-	r = nft_open(req, &nft);
+	r = pod_nft_open(req, &nft);
 	if (r < 0)
 		return r;
 	r = nft_portmap_del(nft, req->name, req->container_id, req->ifname);
@@ -283,7 +277,7 @@ static int portmap_check(CniRequest *req, void *userdata) {
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "out of memory");
 	if (plan.n_fwd + plan.n_masq == 0)
 		goto out;
-	r = nft_open(req, &nft);
+	r = pod_nft_open(req, &nft);
 	if (r < 0)
 		goto out;
 	r = nft_portmap_check(nft, req->name, req->container_id, req->ifname, plan.fwd, plan.n_fwd, plan.masq,
@@ -302,23 +296,14 @@ out:
 	return r;
 }
 
-static bool attachment_valid(const char *cid, const char *ifname, void *userdata) {
-	const CniRequest *req = userdata;
-
-	for (size_t i = 0; i < req->n_valid_attachments; i++)
-		if (streq(req->valid_attachments[i].container_id, cid) && streq(req->valid_attachments[i].ifname, ifname))
-			return true;
-	return false;
-}
-
 static int portmap_gc(CniRequest *req, void *userdata) {
 	_cleanup_nft_ctx_ NftCtx *nft = NULL;
 	int r;
 
-	r = nft_open(req, &nft);
+	r = pod_nft_open(req, &nft);
 	if (r < 0)
 		return r;
-	r = nft_portmap_gc(nft, req->name, attachment_valid, req);
+	r = nft_portmap_gc(nft, req->name, cni_attachment_is_valid_cb, req);
 	if (r < 0)
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to garbage-collect nftables port mappings: %s",
 				strerror(-r));

@@ -183,16 +183,9 @@ static int ptp_add(CniRequest *req, void *userdata, CniResult **ret) {
 		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
 				"ptp needs an IPAM plugin: \"ipam\" has no \"type\"");
 
-	netns_fd = cni_request_open_netns(req);
-	if (netns_fd < 0)
-		return netns_fd;
-	r = nl_sock_open(&host);
+	r = pod_open_netns_socks(req, &netns_fd, &host, &cont);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket: %s", strerror(-r));
-	r = nl_sock_open_netns(netns_fd, &cont);
-	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s", req->netns,
-				strerror(-r));
+		return r;
 
 	r = pod_ipam_add(req, &ipam);
 	if (r < 0)

@@ -26,6 +26,7 @@
 #include "netns/netns.h"
 #include "nl/nl.h"
 #include "pod/pod-bridge.h"
+#include "pod/pod-cni.h"
 #include "pod/pod-gateway.h"
 #include "pod/pod-iface.h"
 #include "pod/pod-veth.h"
@@ -211,16 +212,9 @@ static int weft_add(CniRequest *req, void *userdata, CniResult **ret) {
 	NlLink br, hveth, cveth;
 	int r;
 
-	netns_fd = cni_request_open_netns(req);
-	if (netns_fd < 0)
-		return netns_fd;
-	r = nl_sock_open(&host);
+	r = pod_open_netns_socks(req, &netns_fd, &host, &cont);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket: %s", strerror(-r));
-	r = nl_sock_open_netns(netns_fd, &cont);
-	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s", req->netns,
-				strerror(-r));
+		return r;
 
 	r = pod_bridge_ensure(host, &(PodBridgeConfig) { .name = c->bridge, .mtu = mtu }, &br, &req->error);
 	if (r < 0)

@@ -9,7 +9,7 @@
  * something — an element (even one added earlier in the same batch), a rule (`flush chain`), or
  * that re-adds an existing base chain — makes the closing of the nftables socket wait ~10 ms for
  * the kernel's deferred destruction. A transaction of new elements only costs well under 1 ms. Hot
- * paths therefore try a create-only batch first (nft_batch_apply_fast) and fall back to the full,
+ * paths therefore try a create-only batch first (nft_elem_apply_creates) and fall back to the full,
  * idempotent batch only when that fails.
  */
 

@@ -6,7 +6,7 @@
  * (table bridge weft). Every call is ONE atomic batch that also (re)creates the table, chains
  * and sets and re-installs the fixed rules (flush + add), so it is safe with many plugin
  * processes running at once and needs no prior setup. Per-attachment data lives in set
- * elements whose comment is "<net>/<cid>/<ifname>", so DEL and GC need no state of their own.
+ * elements whose comment is "<net>/<cid>/<ifname>" (nft_attachment_id()), so DEL and GC need no state of their own.
  *
  * Attachment identifiers must be non-empty and must not contain '/', '"', '\\' or control
  * characters (-EINVAL otherwise); CNI names and container IDs never do.
@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "ip/ip-addr.h"
+#include "nft/nft-elem.h"
 #include "nft/nft-table.h"
 #include "nft/nft.h"
 
@@ -44,9 +45,7 @@ int nft_bridge_masq_del(NftCtx *c, const char *net, const char *cid, const char 
  * left alone. One listing per set, then one batch. Returns the number of set elements removed
  * (>= 0; an IPv4 masq attachment has 2, a macspoof attachment 2) or -errno.
  */
-int nft_bridge_masq_gc(NftCtx *c, const char *net,
-		       bool (*is_valid)(const char *cid, const char *ifname, void *userdata),
-		       void *userdata);
+int nft_bridge_masq_gc(NftCtx *c, const char *net, NftAttachmentValidFn is_valid, void *userdata);
 
 /*
  * macspoofchk: frames entering the bridge from host_veth whose source MAC is not `mac` are
@@ -60,10 +59,3 @@ int nft_bridge_macspoof_del(NftCtx *c, const char *net, const char *cid, const c
 /* Removes every br-* chain and set in both weft tables (and the tables if they end up empty).
  * For tests and uninstall. Missing = 0. */
 int nft_bridge_flush_all(NftCtx *c);
-
-/* Formats the element comment "<net>/<cid>/<ifname>" into buf. When that exceeds
- * NFT_COMMENT_MAX characters, <net> is replaced by "~" + 16 hex digits of a hash of it (GC
- * recognises both forms). -EINVAL for a bad component, -ENAMETOOLONG if it still does not fit.
- * Exposed for tests. */
-int nft_bridge_attachment_id(const char *net, const char *cid, const char *ifname,
-			     char buf[static NFT_COMMENT_MAX + 1]);

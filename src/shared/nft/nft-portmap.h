@@ -14,7 +14,7 @@
  *       ct status dnat ip6 daddr . ip6 saddr @pm-masq6 masquerade
  *
  * The rules are fixed; every mapping is one map element and every snat source one set element,
- * commented "<net>/<cid>/<ifname>" (nft_bridge_attachment_id()), so DEL and GC work from the
+ * commented "<net>/<cid>/<ifname>" (nft_attachment_id()), so DEL and GC work from the
  * comment alone (no prevResult, no netns) and an ADD costs the same with 1 or 1000 pods.
  * Each call is ONE atomic batch that also (re)creates the table, chains, maps and sets and
  * re-installs the fixed rules (flush + add).
@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "ip/ip-addr.h"
+#include "nft/nft-elem.h"
 #include "nft/nft-table.h"
 #include "nft/nft.h"
 
@@ -81,5 +82,4 @@ int nft_portmap_check(NftCtx *c, const char *net, const char *cid, const char *i
  * rejects; other networks' elements and uncommented elements are left alone. Returns the number
  * of elements removed or -errno.
  */
-int nft_portmap_gc(NftCtx *c, const char *net,
-		   bool (*is_valid)(const char *cid, const char *ifname, void *userdata), void *userdata);
+int nft_portmap_gc(NftCtx *c, const char *net, NftAttachmentValidFn is_valid, void *userdata);

@@ -99,11 +99,29 @@ int pod_link_del_in_netns(CniRequest *req) {
 	return 0;
 }
 
-bool pod_attachment_valid(const char *cid, const char *ifname, void *userdata) {
-	const CniRequest *req = userdata;
+int pod_open_netns_socks(CniRequest *req, int *ret_netns_fd, NlSock **ret_host, NlSock **ret_cont) {
+	int r;
 
-	for (size_t i = 0; i < req->n_valid_attachments; i++)
-		if (streq(req->valid_attachments[i].container_id, cid) && streq(req->valid_attachments[i].ifname, ifname))
-			return true;
-	return false;
+	*ret_netns_fd = cni_request_open_netns(req);
+	if (*ret_netns_fd < 0)
+		return *ret_netns_fd;
+	r = nl_sock_open(ret_host);
+	if (r < 0)
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket: %s", strerror(-r));
+	r = nl_sock_open_netns(*ret_netns_fd, ret_cont);
+	if (r < 0)
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s", req->netns,
+				strerror(-r));
+	return 0;
+}
+
+int pod_nft_open(CniRequest *req, NftCtx **nft) {
+	int r;
+
+	if (*nft)
+		return 0;
+	r = nft_ctx_open(nft);
+	if (r < 0)
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open nftables context: %s", strerror(-r));
+	return 0;
 }

@@ -2,15 +2,18 @@
 #pragma once
 
 /*
- * CNI-level steps every attachment plugin repeats: running IPAM, choosing DNS, finding the
- * container interface of a prevResult for CHECK, deleting the pod's interface for DEL, and the
- * GC "is this attachment still valid" test.
+ * CNI-level steps every attachment plugin repeats: opening the netlink sockets and the nftables
+ * context, running IPAM, choosing DNS, finding the container interface of a prevResult for CHECK
+ * and deleting the pod's interface for DEL. GC's "is this attachment still valid" test is
+ * cni/cni-attachment.h's.
  */
 
 #include <stdbool.h>
 
 #include "cni/cni-plugin.h"
 #include "cni/cni-types.h"
+#include "nft/nft.h"
+#include "nl/nl.h"
 
 /* The config's "dns" says anything. */
 bool pod_dns_set(const CniDns *d);
@@ -39,6 +42,13 @@ int pod_check_prev_iface(CniRequest *req, const CniInterface **ret_iface, int *r
  */
 int pod_link_del_in_netns(CniRequest *req);
 
-/* GC callback (nft_bridge_masq_gc() ...): userdata is the CniRequest; true when (cid, ifname) is
- * one of its cni.dev/valid-attachments. */
-bool pod_attachment_valid(const char *cid, const char *ifname, void *userdata);
+/*
+ * ADD prologue: opens CNI_NETNS (cni_request_open_netns()), a netlink socket in the host namespace
+ * and one inside the pod's. 0 with all three set (caller owns them), or -errno with req->error
+ * set; on failure the outputs hold what was opened so far, for the caller's cleanup attributes.
+ */
+int pod_open_netns_socks(CniRequest *req, int *ret_netns_fd, NlSock **ret_host, NlSock **ret_cont);
+
+/* Opens the nftables context on first use (*nft NULL to start with; caller frees). 0 or -errno
+ * with req->error set. */
+int pod_nft_open(CniRequest *req, NftCtx **nft);

@@ -19,10 +19,8 @@ static json_t *conf_get(CniRequest *req, const char *key) {
 	return v && !json_is_null(v) ? v : NULL;
 }
 
-int pod_conf_bool(CniRequest *req, const char *key, bool *ret) {
-	json_t *v = conf_get(req, key);
-
-	if (!v)
+int pod_conf_value_bool(CniRequest *req, const char *key, json_t *v, bool *ret) {
+	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_boolean(v))
 		return pod_conf_invalid(req, key, v, "must be a boolean");
@@ -30,9 +28,9 @@ int pod_conf_bool(CniRequest *req, const char *key, bool *ret) {
 	return 0;
 }
 
-int pod_conf_int(CniRequest *req, const char *key, json_int_t *ret, bool *ret_set) {
-	json_t *v = conf_get(req, key);
-
+int pod_conf_value_int(CniRequest *req, const char *key, json_t *v, json_int_t *ret, bool *ret_set) {
+	if (v && json_is_null(v))
+		v = NULL;
 	if (ret_set)
 		*ret_set = !!v;
 	if (!v)
@@ -41,6 +39,14 @@ int pod_conf_int(CniRequest *req, const char *key, json_int_t *ret, bool *ret_se
 		return pod_conf_invalid(req, key, v, "must be an integer");
 	*ret = json_integer_value(v);
 	return 0;
+}
+
+int pod_conf_bool(CniRequest *req, const char *key, bool *ret) {
+	return pod_conf_value_bool(req, key, conf_get(req, key), ret);
+}
+
+int pod_conf_int(CniRequest *req, const char *key, json_int_t *ret, bool *ret_set) {
+	return pod_conf_value_int(req, key, conf_get(req, key), ret, ret_set);
 }
 
 int pod_conf_string(CniRequest *req, const char *key, const char **ret) {
@@ -55,12 +61,12 @@ int pod_conf_string(CniRequest *req, const char *key, const char **ret) {
 	return 0;
 }
 
-int pod_conf_mtu(CniRequest *req, unsigned *ret) {
+int pod_conf_value_mtu(CniRequest *req, json_t *v, unsigned *ret) {
 	json_int_t n = 0;
 	bool set;
 	int r;
 
-	r = pod_conf_int(req, "mtu", &n, &set);
+	r = pod_conf_value_int(req, "mtu", v, &n, &set);
 	if (r < 0)
 		return r;
 	/* 0 means "kernel default", as in the reference; anything else must be a real MTU. */
@@ -69,6 +75,10 @@ int pod_conf_mtu(CniRequest *req, unsigned *ret) {
 				(long long) n);
 	*ret = set ? (unsigned) n : 0;
 	return 0;
+}
+
+int pod_conf_mtu(CniRequest *req, unsigned *ret) {
+	return pod_conf_value_mtu(req, conf_get(req, "mtu"), ret);
 }
 
 int pod_conf_ifname(CniRequest *req, const char *key, const char **ret) {

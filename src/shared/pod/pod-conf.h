@@ -7,6 +7,10 @@
  * value of the wrong JSON type is an error. Every error is code 7 naming the key and the value:
  *     invalid "mtu": "1500" (must be an integer)
  * Used by the plugins that came after bridge (ptp, macvlan, ipvlan, vlan, host-device).
+ *
+ * The pod_conf_value_*() forms check a value the caller looked up itself (bridge and portmap
+ * match their keys exactly, and vlanTrunk's come from nested objects); v NULL or JSON null =
+ * absent, keeps the default; `key` is how the value is named in errors.
  */
 
 #include <jansson.h>
@@ -16,6 +20,10 @@
 
 /* Fails with `invalid "<key>": <json value> (<why>)`, code 7. Returns -EINVAL. */
 int pod_conf_invalid(CniRequest *req, const char *key, json_t *v, const char *why);
+
+int pod_conf_value_bool(CniRequest *req, const char *key, json_t *v, bool *ret);
+int pod_conf_value_int(CniRequest *req, const char *key, json_t *v, json_int_t *ret, bool *ret_set);
+int pod_conf_value_mtu(CniRequest *req, json_t *v, unsigned *ret);
 
 /* `key` of req->config. */
 int pod_conf_bool(CniRequest *req, const char *key, bool *ret);

@@ -3,26 +3,16 @@
 #include <string.h>
 
 #include "basic/log.h"
+#include "cni/cni-attachment.h"
 #include "nft/nft-bridge.h"
 #include "pod/pod-cni.h"
 #include "pod/pod-masq.h"
-
-static int nft_open_lazy(CniRequest *req, NftCtx **nft) {
-	int r;
-
-	if (*nft)
-		return 0;
-	r = nft_ctx_open(nft);
-	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open nftables context: %s", strerror(-r));
-	return 0;
-}
 
 int pod_masq_add(CniRequest *req, NftCtx **nft, const CniResult *res) {
 	char as[IP_PREFIX_STRLEN];
 	int r;
 
-	r = nft_open_lazy(req, nft);
+	r = pod_nft_open(req, nft);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < res->n_ips; i++) {
@@ -37,7 +27,7 @@ int pod_masq_add(CniRequest *req, NftCtx **nft, const CniResult *res) {
 int pod_masq_del(CniRequest *req, NftCtx **nft) {
 	int r;
 
-	r = nft_open_lazy(req, nft);
+	r = pod_nft_open(req, nft);
 	if (r < 0)
 		return r;
 	r = nft_bridge_masq_del(*nft, req->name, req->container_id, req->ifname);
@@ -62,7 +52,7 @@ int pod_masq_gc(CniRequest *req, bool required) {
 
 	r = nft_ctx_open(&nft);
 	if (r >= 0)
-		r = nft_bridge_masq_gc(nft, req->name, pod_attachment_valid, req);
+		r = nft_bridge_masq_gc(nft, req->name, cni_attachment_is_valid_cb, req);
 	if (r < 0 && required)
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to garbage-collect nftables elements: %s",
 				strerror(-r));
