@@ -15,6 +15,7 @@ PKGS=(
 	# tests
 	libcmocka-dev nftables iproute2 iputils-ping jq curl python3 netcat-openbsd tcpdump procps psmisc shellcheck
 	busybox-static runc   # runtime tests (podman/containerd run a busybox rootfs)
+	dnsmasq-base          # DHCP server for the dhcp plugin test
 	# interop: reference plugins, cnitool sources (tools/build-cnitool.sh), runtimes
 	golang-go golang-github-appc-cni-dev containernetworking-plugins containerd podman
 	# weftd datastore

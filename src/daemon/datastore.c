@@ -7,6 +7,7 @@
 const DatastoreOps *datastore_ops_find(const char *kind) {
 	static const DatastoreOps *const table[] = {
 		&datastore_etcd_ops,
+		&datastore_kube_ops,
 	};
 
 	if (!kind)

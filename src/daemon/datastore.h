@@ -105,6 +105,7 @@ typedef struct DatastoreOps {
  */
 
 extern const DatastoreOps datastore_etcd_ops;
+extern const DatastoreOps datastore_kube_ops;   /* "kubernetes": Node.spec.podCIDRs + annotations */
 
 /* Finds the ops for a kind name ("etcd"); NULL if unknown. */
 const DatastoreOps *datastore_ops_find(const char *kind);

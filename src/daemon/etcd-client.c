@@ -5,33 +5,24 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/timerfd.h>
-#include <time.h>
 
 #include "basic/base64.h"
 #include "basic/string-util.h"
 #include "daemon/etcd-client.h"
+#include "daemon/http-multi.h"
 
-/* A response bigger than this is not something we asked for. */
-#define RESPONSE_MAX (64u * 1024u * 1024u)
-
+/* One etcd call on top of an HttpTransfer (the curl-multi/epoll glue lives in http-multi.c). */
 struct EtcdRequest {
 	EtcdClient *client;
-	EtcdRequest *prev, *next;
-	CURL *easy;
+	EtcdRequest *prev, *next;       /* client->requests, while on the multi */
+	HttpTransfer *t;
 	char *body;
-	char *buf;
-	size_t len, alloc;
 	size_t endpoint;        /* index the transfer went to, for fail-over */
 	bool stream;
-	bool on_multi;          /* linked in client->requests and added to the multi handle */
-	bool cancelled;
-	int stream_error;       /* set when on_message aborted the transfer */
+	bool in_done;
 	EtcdMessageFn on_message;
 	EtcdDoneFn done;
 	void *userdata;
-	char errbuf[CURL_ERROR_SIZE];
 };
 
 struct EtcdClient {
@@ -42,22 +33,12 @@ struct EtcdClient {
 	char last_error[512];
 	struct curl_slist *headers;
 
-	CURLM *multi;
-	int epfd;
-	int timerfd;
-	uint64_t curl_deadline; /* usec CLOCK_MONOTONIC; 0 = none */
-	uint64_t wakeup;
-	unsigned in_curl;       /* >0 while curl may be calling our callbacks */
+	HttpMulti *multi;
 	EtcdRequest *requests;
 };
 
-static void multi_setup(EtcdClient *c);
-
 uint64_t etcd_now_usec(void) {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+	return http_now_usec();
 }
 
 static void set_error(EtcdClient *c, const char *fmt, ...) _printf_(2, 3);
@@ -82,32 +63,6 @@ void etcd_client_set_timeouts(EtcdClient *c, long connect_ms, long total_ms) {
 		c->connect_ms = connect_ms;
 	if (total_ms > 0)
 		c->total_ms = total_ms;
-}
-
-static int curl_code_to_errno(CURLcode code) {
-	switch (code) {
-	case CURLE_OK:
-		return 0;
-	case CURLE_COULDNT_CONNECT:
-		return -ECONNREFUSED;
-	case CURLE_OPERATION_TIMEDOUT:
-		return -ETIMEDOUT;
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-		return -EHOSTUNREACH;
-	case CURLE_GOT_NOTHING:
-	case CURLE_RECV_ERROR:
-	case CURLE_SEND_ERROR:
-	case CURLE_PARTIAL_FILE:
-		return -ECONNRESET;
-	case CURLE_OUT_OF_MEMORY:
-		return -ENOMEM;
-	case CURLE_URL_MALFORMAT:
-	case CURLE_UNSUPPORTED_PROTOCOL:
-		return -EINVAL;
-	default:
-		return -EIO;
-	}
 }
 
 /* gRPC status codes as the gateway reports them in {"code": N}. */
@@ -160,7 +115,6 @@ int etcd_client_new(const char *endpoints, EtcdClient **ret) {
 		curl_global_cleanup();
 		return -ENOMEM;
 	}
-	c->epfd = c->timerfd = -EBADF;
 	c->connect_ms = 1000;
 	c->total_ms = 5000;
 
@@ -182,19 +136,9 @@ int etcd_client_new(const char *endpoints, EtcdClient **ret) {
 	c->headers = curl_slist_append(NULL, "Content-Type: application/json");
 	if (!c->headers)
 		return -ENOMEM;
-	c->multi = curl_multi_init();
-	if (!c->multi)
-		return -ENOMEM;
-	c->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (c->epfd < 0)
-		return negative_errno();
-	multi_setup(c);
-	c->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (c->timerfd < 0)
-		return negative_errno();
-	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->timerfd,
-		      &(struct epoll_event) { .events = EPOLLIN, .data.fd = c->timerfd }) < 0)
-		return negative_errno();
+	r = http_multi_new(&c->multi);
+	if (r < 0)
+		return r;
 
 	*ret = TAKE_PTR(c);
 	return 0;
@@ -203,22 +147,15 @@ int etcd_client_new(const char *endpoints, EtcdClient **ret) {
 static EtcdRequest *request_free(EtcdRequest *req) {
 	if (!req)
 		return NULL;
-	if (req->on_multi) {
-		EtcdClient *c = req->client;
-
-		if (req->prev)
-			req->prev->next = req->next;
-		else if (c->requests == req)
-			c->requests = req->next;
-		if (req->next)
-			req->next->prev = req->prev;
-		if (req->easy)
-			curl_multi_remove_handle(c->multi, req->easy);
-	}
-	if (req->easy)
-		curl_easy_cleanup(req->easy);
+	if (req->prev)
+		req->prev->next = req->next;
+	else if (req->client && req->client->requests == req)
+		req->client->requests = req->next;
+	if (req->next)
+		req->next->prev = req->prev;
+	/* On the multi: cancel (freed now, or by the next dispatch from inside curl). Blocking: free. */
+	http_transfer_cancel(req->t);
 	free(req->body);
-	free(req->buf);
 	free(req);
 	return NULL;
 }
@@ -229,11 +166,8 @@ EtcdClient *etcd_client_free(EtcdClient *c) {
 		return NULL;
 	while (c->requests)
 		request_free(c->requests);
-	if (c->multi)
-		curl_multi_cleanup(c->multi);
+	http_multi_free(c->multi);
 	curl_slist_free_all(c->headers);
-	safe_close(c->timerfd);
-	safe_close(c->epfd);
 	for (size_t i = 0; i < c->n_endpoints; i++)
 		free(c->endpoints[i]);
 	free(c->endpoints);
@@ -242,114 +176,58 @@ EtcdClient *etcd_client_free(EtcdClient *c) {
 	return NULL;
 }
 
-static int buf_append(EtcdRequest *req, const char *data, size_t n) {
-	if (req->len + n + 1 > req->alloc) {
-		size_t a = MAX(req->alloc * 2, req->len + n + 1);
-		char *p;
-
-		if (a > RESPONSE_MAX)
-			return -EFBIG;
-		p = realloc(req->buf, MAX(a, (size_t) 256));
-		if (!p)
-			return -ENOMEM;
-		req->buf = p;
-		req->alloc = MAX(a, (size_t) 256);
-	}
-	memcpy(req->buf + req->len, data, n);
-	req->len += n;
-	req->buf[req->len] = 0;
-	return 0;
-}
-
-/* Streams: hand every complete line to on_message. Only for 200 responses; errors are
- * collected whole and parsed at the end. */
-static int stream_process_lines(EtcdRequest *req) {
-	size_t start = 0;
-	long code = 0;
-
-	curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &code);
-	if (code != 200)
-		return 0;
-
-	for (;;) {
-		char *nl = memchr(req->buf + start, '\n', req->len - start);
-		size_t n;
-
-		if (!nl)
-			break;
-		n = (size_t) (nl - (req->buf + start));
-		if (n > 0 && !req->cancelled) {
-			json_error_t jerr;
-			json_t *msg = json_loadb(req->buf + start, n, 0, &jerr);
-			int r;
-
-			if (!msg) {
-				set_error(req->client, "malformed stream message from %s: %s",
-					  req->client->endpoints[req->endpoint], jerr.text);
-				return -EBADMSG;
-			}
-			r = req->on_message ? req->on_message(req->client, msg, req->userdata) : 0;
-			json_decref(msg);
-			if (r < 0)
-				return r;
-		}
-		start += n + 1;
-	}
-	if (start > 0) {
-		memmove(req->buf, req->buf + start, req->len - start);
-		req->len -= start;
-		req->buf[req->len] = 0;
-	}
-	return 0;
-}
-
-static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *userdata) {
+/* Streams: every complete line of a 200 response is one JSON message. Error bodies are
+ * collected whole by the transfer and parsed at the end. */
+static int stream_line(HttpTransfer *t, const char *line, size_t n, void *userdata) {
 	EtcdRequest *req = userdata;
-	size_t n = size * nmemb;
+	EtcdClient *c = req->client;
+	json_error_t jerr;
+	json_t *msg;
 	int r;
 
-	if (req->cancelled)
-		return 0;
-	r = buf_append(req, ptr, n);
-	if (r >= 0 && req->stream)
-		r = stream_process_lines(req);
-	if (r < 0) {
-		req->stream_error = r;
-		return 0; /* makes curl fail the transfer with CURLE_WRITE_ERROR */
+	msg = json_loadb(line, n, 0, &jerr);
+	if (!msg) {
+		set_error(c, "malformed stream message from %s: %s", c->endpoints[req->endpoint], jerr.text);
+		return -EBADMSG;
 	}
-	return n;
+	/* on_message may cancel req: do not touch it afterwards. */
+	r = req->on_message ? req->on_message(c, msg, req->userdata) : 0;
+	json_decref(msg);
+	return r;
 }
 
 static int request_setup(EtcdClient *c, EtcdRequest *req, const char *path, json_t *body_json, bool stream) {
 	_cleanup_free_ char *url = NULL;
+	CURL *easy;
+	int r;
 
 	req->client = c;
 	req->stream = stream;
 	req->endpoint = c->current;
 	req->body = json_dumps(body_json, JSON_COMPACT);
 	url = strdup_printf("%s%s", c->endpoints[req->endpoint], path);
-	req->easy = curl_easy_init();
-	if (!req->body || !url || !req->easy)
+	if (!req->body || !url)
 		return -ENOMEM;
+	r = http_transfer_new(0, &req->t);
+	if (r < 0)
+		return r;
+	if (stream)
+		http_transfer_set_line_fn(req->t, stream_line);
+	easy = http_transfer_easy(req->t);
 
-	curl_easy_setopt(req->easy, CURLOPT_URL, url);
-	curl_easy_setopt(req->easy, CURLOPT_POST, 1L);
-	curl_easy_setopt(req->easy, CURLOPT_POSTFIELDS, req->body);
-	curl_easy_setopt(req->easy, CURLOPT_HTTPHEADER, c->headers);
-	curl_easy_setopt(req->easy, CURLOPT_WRITEFUNCTION, write_cb);
-	curl_easy_setopt(req->easy, CURLOPT_WRITEDATA, req);
-	curl_easy_setopt(req->easy, CURLOPT_PRIVATE, req);
-	curl_easy_setopt(req->easy, CURLOPT_ERRORBUFFER, req->errbuf);
-	curl_easy_setopt(req->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(req->easy, CURLOPT_CONNECTTIMEOUT_MS, c->connect_ms);
+	curl_easy_setopt(easy, CURLOPT_URL, url);
+	curl_easy_setopt(easy, CURLOPT_POST, 1L);
+	curl_easy_setopt(easy, CURLOPT_POSTFIELDS, req->body);
+	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, c->headers);
+	curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, c->connect_ms);
 	/* Streams have no end; a dead peer is found by TCP keepalive instead. */
-	curl_easy_setopt(req->easy, CURLOPT_TIMEOUT_MS, stream ? 0L : c->total_ms);
-	curl_easy_setopt(req->easy, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(req->easy, CURLOPT_TCP_KEEPIDLE, 5L);
-	curl_easy_setopt(req->easy, CURLOPT_TCP_KEEPINTVL, 2L);
+	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, stream ? 0L : c->total_ms);
+	curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(easy, CURLOPT_TCP_KEEPIDLE, 5L);
+	curl_easy_setopt(easy, CURLOPT_TCP_KEEPINTVL, 2L);
 	/* No proxies from the environment: etcd is on the cluster network. */
-	curl_easy_setopt(req->easy, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(req->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
 	return 0;
 }
 
@@ -358,18 +236,21 @@ static int request_result(EtcdRequest *req, CURLcode code, json_t **ret) {
 	EtcdClient *c = req->client;
 	const char *ep = c->endpoints[req->endpoint];
 	json_error_t jerr;
-	long http = 0;
+	const char *body;
+	size_t len;
+	long http;
 	json_t *j;
 	int r;
 
-	if (req->stream_error < 0)
-		return req->stream_error;
+	if (http_transfer_abort_error(req->t) < 0)
+		return http_transfer_abort_error(req->t);
 	if (code != CURLE_OK) {
-		r = curl_code_to_errno(code);
-		set_error(c, "%s: %s", ep, req->errbuf[0] ? req->errbuf : curl_easy_strerror(code));
+		r = http_curl_code_to_errno(code);
+		set_error(c, "%s: %s", ep, http_transfer_error_text(req->t, code));
 		return r;
 	}
-	curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &http);
+	http = http_transfer_status(req->t);
+	body = http_transfer_body(req->t, &len);
 
 	if (req->stream && http == 200) {
 		if (ret)
@@ -378,7 +259,7 @@ static int request_result(EtcdRequest *req, CURLcode code, json_t **ret) {
 		return 0;
 	}
 
-	j = req->len > 0 ? json_loadb(req->buf, req->len, 0, &jerr) : NULL;
+	j = len > 0 ? json_loadb(body, len, 0, &jerr) : NULL;
 	if (http != 200) {
 		json_t *m = j ? json_object_get(j, "message") : NULL;
 
@@ -388,7 +269,7 @@ static int request_result(EtcdRequest *req, CURLcode code, json_t **ret) {
 			    ? grpc_code_to_errno((long) json_integer_value(json_object_get(j, "code")))
 			    : http == 404 ? -ENOENT : http >= 500 ? -EAGAIN : -EIO;
 		set_error(c, "%s: HTTP %ld: %s", ep, http,
-			  json_is_string(m) ? json_string_value(m) : req->len > 0 ? req->buf : "(no body)");
+			  json_is_string(m) ? json_string_value(m) : len > 0 ? body : "(no body)");
 		json_decref(j);
 		return r;
 	}
@@ -413,7 +294,7 @@ int etcd_client_call(EtcdClient *c, const char *path, json_t *req_json, json_t *
 		r = request_setup(c, req, path, req_json, false);
 		if (r < 0)
 			return r;
-		code = curl_easy_perform(req->easy);
+		code = http_transfer_perform(req->t, req);
 		r = request_result(req, code, ret);
 		if (r >= 0 || !error_is_transport(r))
 			return r;
@@ -422,52 +303,24 @@ int etcd_client_call(EtcdClient *c, const char *path, json_t *req_json, json_t *
 	return r;
 }
 
-/* ---- multi interface ---- */
+/* ---- non-blocking ---- */
 
-static void timer_arm(EtcdClient *c) {
-	uint64_t d = c->curl_deadline;
-	struct itimerspec its = {};
+static void request_done(HttpTransfer *t, CURLcode code, void *userdata) {
+	EtcdRequest *req = userdata;
+	EtcdClient *c = req->client;
+	json_t *resp = NULL;
+	int r;
 
-	if (c->wakeup && (!d || c->wakeup < d))
-		d = c->wakeup;
-	if (d) {
-		its.it_value.tv_sec = (time_t) (d / 1000000u);
-		its.it_value.tv_nsec = (long) (d % 1000000u) * 1000;
-	}
-	/* A deadline already past fires at once (absolute time); 0 would disarm instead. */
-	(void) timerfd_settime(c->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
-}
-
-static int socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp) {
-	EtcdClient *c = userp;
-	struct epoll_event ev = { .data.fd = s };
-
-	if (what == CURL_POLL_REMOVE) {
-		/* curl may already have closed it; then the kernel dropped it from the set. */
-		(void) epoll_ctl(c->epfd, EPOLL_CTL_DEL, s, NULL);
-		return 0;
-	}
-	ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0);
-	if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, s, &ev) < 0) {
-		if (errno != ENOENT || epoll_ctl(c->epfd, EPOLL_CTL_ADD, s, &ev) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-static int multi_timer_cb(CURLM *m, long timeout_ms, void *userp) {
-	EtcdClient *c = userp;
-
-	c->curl_deadline = timeout_ms < 0 ? 0 : etcd_now_usec() + (uint64_t) timeout_ms * 1000u + 1;
-	timer_arm(c);
-	return 0;
-}
-
-static void multi_setup(EtcdClient *c) {
-	curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
-	curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
-	curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, multi_timer_cb);
-	curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+	r = request_result(req, code, &resp);
+	if (r < 0 && error_is_transport(r))
+		advance_endpoint(c, req->endpoint);
+	/* The multi frees the transfer after we return. */
+	req->t = NULL;
+	req->in_done = true;
+	if (req->done)
+		req->done(c, r, r < 0 ? NULL : resp, req->userdata);
+	json_decref(resp);
+	request_free(req);
 }
 
 static int start_async(EtcdClient *c, const char *path, json_t *body, bool stream, EtcdMessageFn on_message,
@@ -485,13 +338,13 @@ static int start_async(EtcdClient *c, const char *path, json_t *body, bool strea
 	req->done = done;
 	req->userdata = userdata;
 
+	r = http_multi_add(c->multi, req->t, request_done, req);
+	if (r < 0)
+		return r;
 	req->next = c->requests;
 	if (c->requests)
 		c->requests->prev = req;
 	c->requests = req;
-	req->on_multi = true;
-	if (curl_multi_add_handle(c->multi, req->easy) != CURLM_OK)
-		return -ENOMEM;
 	if (ret)
 		*ret = req;
 	TAKE_PTR(req);
@@ -511,111 +364,27 @@ int etcd_client_stream(EtcdClient *c, const char *path, json_t *req, EtcdMessage
 void etcd_request_cancel(EtcdRequest *req) {
 	if (!req)
 		return;
-	req->cancelled = true;
 	req->on_message = NULL;
 	req->done = NULL;
-	/* curl forbids removing a handle from inside its own callbacks: dispatch() sweeps it later. */
-	if (req->client->in_curl == 0 && req->on_multi)
+	/* From inside its own done callback, request_done frees it on return. */
+	if (!req->in_done)
 		request_free(req);
 }
 
 int etcd_client_get_fd(EtcdClient *c) {
-	return c->epfd;
+	return http_multi_get_fd(c->multi);
 }
 
 void etcd_client_set_wakeup(EtcdClient *c, uint64_t deadline_usec) {
-	c->wakeup = deadline_usec;
-	timer_arm(c);
+	http_multi_set_wakeup(c->multi, deadline_usec);
 }
 
 int etcd_client_next_timeout_ms(EtcdClient *c) {
-	uint64_t d = c->curl_deadline, now;
-
-	if (c->wakeup && (!d || c->wakeup < d))
-		d = c->wakeup;
-	if (!d)
-		return -1;
-	now = etcd_now_usec();
-	if (d <= now)
-		return 0;
-	return (int) MIN((d - now + 999) / 1000, (uint64_t) INT32_MAX);
-}
-
-static void socket_action(EtcdClient *c, curl_socket_t s, int flags) {
-	int running;
-
-	c->in_curl++;
-	curl_multi_socket_action(c->multi, s, flags, &running);
-	c->in_curl--;
-}
-
-static void finish_transfers(EtcdClient *c) {
-	CURLMsg *msg;
-	int left;
-
-	/* Handles cancelled from inside curl callbacks. */
-	for (EtcdRequest *req = c->requests, *next; req; req = next) {
-		next = req->next;
-		if (req->cancelled)
-			request_free(req);
-	}
-
-	while ((msg = curl_multi_info_read(c->multi, &left))) {
-		EtcdRequest *req = NULL;
-		json_t *resp = NULL;
-		int r;
-
-		if (msg->msg != CURLMSG_DONE)
-			continue;
-		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **) &req);
-		if (!req)
-			continue;
-		r = request_result(req, msg->data.result, &resp);
-		if (r < 0 && error_is_transport(r))
-			advance_endpoint(c, req->endpoint);
-		/* Detach first so the callback may start new requests or cancel others freely. */
-		curl_multi_remove_handle(c->multi, req->easy);
-		if (req->done && !req->cancelled)
-			req->done(c, r, r < 0 ? NULL : resp, req->userdata);
-		json_decref(resp);
-		request_free(req);
-	}
+	return http_multi_next_timeout_ms(c->multi);
 }
 
 int etcd_client_dispatch(EtcdClient *c) {
-	struct epoll_event evs[16];
-	int n;
-
-	n = epoll_wait(c->epfd, evs, (int) ELEMENTSOF(evs), 0);
-	if (n < 0 && errno != EINTR)
-		return negative_errno();
-
-	for (int i = 0; i < n; i++) {
-		int flags = 0;
-
-		if (evs[i].data.fd == c->timerfd) {
-			uint64_t x;
-
-			(void) !read(c->timerfd, &x, sizeof(x));
-			continue;
-		}
-		if (evs[i].events & EPOLLIN)
-			flags |= CURL_CSELECT_IN;
-		if (evs[i].events & EPOLLOUT)
-			flags |= CURL_CSELECT_OUT;
-		if (evs[i].events & (EPOLLERR | EPOLLHUP))
-			flags |= CURL_CSELECT_ERR;
-		socket_action(c, evs[i].data.fd, flags);
-	}
-
-	if (c->curl_deadline && c->curl_deadline <= etcd_now_usec()) {
-		c->curl_deadline = 0;
-		socket_action(c, CURL_SOCKET_TIMEOUT, 0);
-	}
-
-	finish_transfers(c);
-	timer_arm(c);
-	return 0;
+	return http_multi_dispatch(c->multi);
 }
 
 /* ---- v3 helpers ---- */

@@ -11,6 +11,7 @@
  * SIGTERM works while we are still waiting for etcd.
  *
  *   weftd --node-name n1 --iface eth0 --etcd-endpoints http://10.99.0.2:2379 ...
+ *   weftd --datastore kubernetes --node-name n1 --net-config /etc/weft/net-conf.json ...
  *   weftd uninstall [--cni-conf-dir D] [--run-dir D]
  */
 #include <errno.h>
@@ -35,6 +36,8 @@
 #include "daemon/event-loop.h"
 #include "daemon/firewall.h"
 #include "daemon/http.h"
+#include "daemon/kube-client.h"
+#include "daemon/kubeconfig.h"
 #include "daemon/metrics.h"
 #include "daemon/network-config.h"
 #include "daemon/reconcile.h"
@@ -52,6 +55,8 @@ typedef struct Args {
 	const char *node_name;
 	const char *public_ip;
 	const char *iface;
+	const char *datastore;          /* "etcd" | "kubernetes" */
+	const char *kubeconfig;         /* NULL = in-cluster service account */
 	const char *etcd_endpoints;
 	const char *etcd_prefix;
 	const char *net_config;
@@ -141,6 +146,10 @@ static void help(void) {
 	       "  --node-name NAME          this node (default: hostname)\n"
 	       "  --public-ip ADDR          underlay address other nodes use\n"
 	       "  --iface IFACE             take the underlay address from IFACE\n"
+	       "  --datastore etcd|kubernetes  where leases live (default etcd); kubernetes: the node's\n"
+	       "                            spec.podCIDRs, needs --net-config\n"
+	       "  --kubeconfig PATH         kubernetes datastore credentials (default: the in-cluster\n"
+	       "                            service account)\n"
 	       "  --etcd-endpoints URLS     http://host:2379[,...] (default http://127.0.0.1:2379)\n"
 	       "  --etcd-prefix PREFIX      key prefix (default /weft/network)\n"
 	       "  --etcd-timeout DURATION   give up start-up after this long (default 0 = never)\n"
@@ -174,6 +183,8 @@ enum {
 	ARG_LEASE_TTL,
 	ARG_KEEP_LEASE,
 	ARG_IPAM_DATA_DIR,
+	ARG_DATASTORE,
+	ARG_KUBECONFIG,
 };
 
 static int parse_args(int argc, char *argv[], Args *a) {
@@ -195,11 +206,14 @@ static int parse_args(int argc, char *argv[], Args *a) {
 		{ "lease-ttl", required_argument, NULL, ARG_LEASE_TTL },
 		{ "keep-lease", no_argument, NULL, ARG_KEEP_LEASE },
 		{ "ipam-data-dir", required_argument, NULL, ARG_IPAM_DATA_DIR },
+		{ "datastore", required_argument, NULL, ARG_DATASTORE },
+		{ "kubeconfig", required_argument, NULL, ARG_KUBECONFIG },
 		{}
 	};
 	int c;
 
 	*a = (Args) {
+		.datastore = "etcd",
 		.etcd_endpoints = "http://127.0.0.1:2379",
 		.etcd_prefix = "/weft/network",
 		.cni_conf_dir = "/etc/cni/net.d",
@@ -228,6 +242,12 @@ static int parse_args(int argc, char *argv[], Args *a) {
 		case ARG_LISTEN: a->listen = optarg; break;
 		case ARG_KEEP_LEASE: a->keep_lease = true; break;
 		case ARG_IPAM_DATA_DIR: a->ipam_data_dir = optarg; break;
+		case ARG_KUBECONFIG: a->kubeconfig = optarg; break;
+		case ARG_DATASTORE:
+			if (!streq(optarg, "etcd") && !streq(optarg, "kubernetes"))
+				return log_error_errno(EINVAL, "Invalid --datastore '%s' (etcd or kubernetes)", optarg);
+			a->datastore = optarg;
+			break;
 		case ARG_ETCD_TIMEOUT:
 			if (parse_duration(optarg, &a->etcd_timeout_usec) < 0)
 				return log_error_errno(EINVAL, "Invalid --etcd-timeout '%s'", optarg);
@@ -669,24 +689,26 @@ static int validate_config(Manager *m) {
 
 /* Returns 0 when done, -EAGAIN to retry later, other < 0 fatal (loop exit already requested). */
 static int startup_connect(Manager *m) {
+	bool kube = streq(m->args.datastore, "kubernetes");
 	DatastoreConfig dc = {
-		.kind = "etcd",
+		.kind = m->args.datastore,
 		.endpoints = m->args.etcd_endpoints,
 		.prefix = m->args.etcd_prefix,
+		.kubeconfig = m->args.kubeconfig,
 		.lease_ttl_sec = m->args.lease_ttl_sec,
 	};
+	const char *where = kube ? m->args.kubeconfig ?: "the in-cluster API server" : m->args.etcd_endpoints;
 	_cleanup_free_ char *json = NULL, *err = NULL;
 	int r;
 
 	if (!m->ds) {
 		r = m->ds_ops->open(&dc, &m->ds);
 		if (r < 0) {
-			log_warning_errno(r, "Datastore at %s unreachable (attempt %u): %m", m->args.etcd_endpoints,
-					  m->attempt);
+			log_warning_errno(r, "Datastore at %s unreachable (attempt %u): %m", where, m->attempt);
 			return -EAGAIN;
 		}
 		m->metrics.datastore_connected = true;
-		log_info("Connected to etcd at %s", m->args.etcd_endpoints);
+		log_info("Connected to %s at %s", m->args.datastore, where);
 	}
 	if (m->config)
 		return 0;
@@ -742,6 +764,11 @@ static int startup_acquire(Manager *m) {
 	have_prev = state_read_subnet(m, &prev) >= 0;
 	if (m->ds_ops->set_subnet_range)
 		(void) m->ds_ops->set_subnet_range(m->ds, &m->config->subnet_min, &m->config->subnet_max);
+	/* Dual-stack: a store that can assign the IPv6 subnet with the IPv4 one does it in the same
+	 * compare-and-swap (etcd); Kubernetes brings both in podCIDRs. */
+	if (ip_addr_is_set(&m->config->network.addr) && ip_addr_is_set(&m->config->network6.addr) &&
+	    m->ds_ops->set_network6)
+		(void) m->ds_ops->set_network6(m->ds, &m->config->network6, m->config->subnet_len6);
 
 	r = m->ds_ops->acquire(m->ds, network, subnet_len, &self, have_prev ? &prev : NULL, &lease);
 	if (r == -ENOSPC) {
@@ -754,9 +781,10 @@ static int startup_acquire(Manager *m) {
 				  m->ds_ops->last_error ? m->ds_ops->last_error(m->ds) : "");
 		return -EAGAIN;
 	}
-	/* Dual-stack: publish the IPv6 subnet that goes with the IPv4 one (same lease, re-put). */
+	/* Dual-stack with a store that did not assign IPv6 itself: publish the IPv6 subnet that goes
+	 * with the IPv4 one (same lease, re-put). */
 	if (ip_addr_is_set(&m->config->network.addr) && ip_addr_is_set(&m->config->network6.addr) &&
-	    !ip_prefix_equal(&lease.subnet6, &subnet6)) {
+	    !ip_addr_is_set(&lease.subnet6.addr)) {
 		r = derive_subnet6(m->config, &lease.subnet, &subnet6);
 		if (r < 0) {
 			log_error("Network6 %s has no room for subnet index of %s",
@@ -866,9 +894,26 @@ static int run_daemon(Manager *m) {
 		return log_error_errno(EINVAL, "Invalid --public-ip '%s'", m->args.public_ip);
 	lease_path_init(m);
 
-	m->ds_ops = datastore_ops_find("etcd");
+	m->ds_ops = datastore_ops_find(m->args.datastore);
 	if (!m->ds_ops)
-		return log_error_errno(ENOTSUP, "No etcd datastore compiled in");
+		return log_error_errno(ENOTSUP, "No %s datastore compiled in", m->args.datastore);
+	if (streq(m->args.datastore, "kubernetes")) {
+		_cleanup_(kubeconfig_freep) KubeConfig *k = NULL;
+
+		/* The network config is a ConfigMap, not something the API server gives us. */
+		if (!m->args.net_config) {
+			log_error("--datastore kubernetes needs --net-config (the network config ConfigMap, mounted)");
+			return -EXIT_CONFIG;
+		}
+		/* A broken kubeconfig is a configuration error, not something to retry. */
+		r = m->args.kubeconfig ? kubeconfig_load(m->args.kubeconfig, &k, &err)
+				       : kubeconfig_load_in_cluster(NULL, &k, &err);
+		if (r < 0) {
+			log_error("Invalid Kubernetes client config: %s", err ?: strerror(-r));
+			return -EXIT_CONFIG;
+		}
+		err = mfree(err);
+	}
 
 	/* A config file is checked before anything else: a bad one must not program anything. */
 	if (m->args.net_config) {

@@ -21,6 +21,7 @@
 # WEFTD_ARGS (extra weftd args for every node), WEFTD_LEASE_TTL (default 10).
 
 CLUSTER_NETWORK=${CLUSTER_NETWORK:-10.244.0.0/16}
+CLUSTER_NETWORK6=${CLUSTER_NETWORK6:-}   # e.g. fd00:10:244::/56 for dual-stack (SubnetLen6 64)
 CLUSTER_SUBNET_LEN=${CLUSTER_SUBNET_LEN:-24}
 CLUSTER_MASQ=${CLUSTER_MASQ:-true}
 CLUSTER_EXTRA_BACKEND=${CLUSTER_EXTRA_BACKEND:-}
@@ -64,8 +65,10 @@ cluster_config_json() {
 	local be extra=""
 	be="\"Type\": \"$CLUSTER_BACKEND\""
 	[ -n "$CLUSTER_EXTRA_BACKEND" ] && extra=", $CLUSTER_EXTRA_BACKEND"
-	printf '{"Network": "%s", "SubnetLen": %s, "Backend": {%s%s}, "Masquerade": %s}\n' \
-		"$CLUSTER_NETWORK" "$CLUSTER_SUBNET_LEN" "$be" "$extra" "$CLUSTER_MASQ"
+	local net6=""
+	[ -n "$CLUSTER_NETWORK6" ] && net6=$(printf ', "Network6": "%s", "SubnetLen6": 64' "$CLUSTER_NETWORK6")
+	printf '{"Network": "%s", "SubnetLen": %s%s, "Backend": {%s%s}, "Masquerade": %s}\n' \
+		"$CLUSTER_NETWORK" "$CLUSTER_SUBNET_LEN" "$net6" "$be" "$extra" "$CLUSTER_MASQ"
 }
 
 etcdctl_() { ip netns exec "$ETCD_NS" etcdctl --endpoints "$ETCD_URL" --dial-timeout 2s "$@"; }

@@ -1,0 +1,622 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The Kubernetes datastore (modelled on flannel's kube subnet manager). kube-controller-manager
+ * (--allocate-node-cidrs) owns the subnets: each Node's spec.podCIDRs is its lease, and weftd never
+ * allocates in this mode. What other nodes need to reach us is published as annotations on our own
+ * Node object:
+ *
+ *   weft.dev/public-ip     192.0.2.1            (underlay address; weft.dev/public-ip6 if IPv6)
+ *   weft.dev/backend-type  vxlan | host-gw
+ *   weft.dev/vtep-mac      aa:bb:cc:dd:ee:ff    (vxlan)
+ *
+ * A node with podCIDRs AND a public-ip(6) annotation is a NodeLease; others are not ready yet and
+ * ignored, and a node that loses either is reported deleted. The watch is client-go's reflector in
+ * small: LIST /api/v1/nodes, then WATCH from the list's resourceVersion (bookmarks on); a watch the
+ * server ends normally (timeoutSeconds) resumes from the last resourceVersion; 410 Gone or a
+ * broken stream means LIST again, which is a RESYNC. Everything after start-up is non-blocking, on
+ * the client's one fd.
+ *
+ * The network config is not here: in Kubernetes it is a ConfigMap mounted as --net-config.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "basic/log.h"
+#include "basic/string-util.h"
+#include "daemon/datastore.h"
+#include "daemon/http-multi.h"
+#include "daemon/kube-client.h"
+#include "daemon/kubeconfig.h"
+
+#define ANNOTATION_PUBLIC_IP    "weft.dev/public-ip"
+#define ANNOTATION_PUBLIC_IP6   "weft.dev/public-ip6"
+#define ANNOTATION_BACKEND      "weft.dev/backend-type"
+#define ANNOTATION_VTEP_MAC     "weft.dev/vtep-mac"
+
+#define WATCH_BACKOFF_MIN_MS  100u
+#define WATCH_BACKOFF_MAX_MS  5000u
+/* Like client-go: ask the server to end each watch after 5-10 minutes, so a silently stuck stream
+ * cannot last forever; a normal end resumes from the last resourceVersion without a LIST. */
+#define WATCH_TIMEOUT_MIN_SEC 300u
+
+typedef enum WatchState {
+	WATCH_OFF,
+	WATCH_LIST,             /* listing every node (for RESYNC) */
+	WATCH_STREAM,           /* streaming deltas */
+	WATCH_BACKOFF,          /* waiting to list again */
+} WatchState;
+
+struct Datastore {
+	KubeClient *client;
+	char error[1024];
+
+	bool have_lease;
+	NodeLease self;
+
+	DatastoreEventFn cb;
+	void *userdata;
+	WatchState watch_state;
+	KubeRequest *watch_req;
+	char *resource_version;
+	uint64_t retry_at;
+	unsigned backoff_ms;
+	bool connected;
+	NodeLease *cache;       /* ready nodes, as last reported */
+	size_t n_cache;
+};
+
+static void ds_set_error(Datastore *d, int r, const char *what) {
+	snprintf(d->error, sizeof(d->error), "%s: %s (%s)", what, kube_client_last_error(d->client), strerror(-r));
+}
+
+static const char *kube_last_error(Datastore *d) {
+	return d ? d->error : "";
+}
+
+static void update_wakeup(Datastore *d) {
+	kube_client_set_wakeup(d->client, d->watch_state == WATCH_BACKOFF ? d->retry_at : 0);
+}
+
+static void emit(Datastore *d, const DatastoreEvent *ev) {
+	if (d->cb)
+		d->cb(ev, d->userdata);
+}
+
+/* ---- Node objects ---- */
+
+static const char *json_path_str(const json_t *o, const char *a, const char *b) {
+	const json_t *v = json_object_get(json_object_get(o, a), b);
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static const char *annotation(const json_t *node, const char *key) {
+	const json_t *v = json_object_get(json_object_get(json_object_get(node, "metadata"), "annotations"), key);
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* spec.podCIDRs (spec.podCIDR on old servers) split by family. */
+static void node_pod_cidrs(const json_t *node, IpPrefix *ret4, IpPrefix *ret6) {
+	const json_t *spec = json_object_get(node, "spec"), *l = json_object_get(spec, "podCIDRs"), *v;
+	size_t i;
+
+	*ret4 = *ret6 = (IpPrefix) {};
+	if (!json_is_array(l) || json_array_size(l) == 0) {
+		IpPrefix p;
+		v = json_object_get(spec, "podCIDR");
+		if (json_is_string(v) && ip_prefix_parse(json_string_value(v), &p) >= 0)
+			*(p.addr.family == AF_INET ? ret4 : ret6) = ip_prefix_mask(&p);
+		return;
+	}
+	json_array_foreach(l, i, v) {
+		IpPrefix p;
+
+		if (!json_is_string(v) || ip_prefix_parse(json_string_value(v), &p) < 0)
+			continue;
+		if (p.addr.family == AF_INET && ret4->addr.family == AF_UNSPEC)
+			*ret4 = ip_prefix_mask(&p);
+		else if (p.addr.family == AF_INET6 && ret6->addr.family == AF_UNSPEC)
+			*ret6 = ip_prefix_mask(&p);
+	}
+}
+
+/* 1 and *ret filled if the node is ready (podCIDRs + public IP annotation), 0 if not, < 0 if it
+ * cannot be a lease at all (no name). *ret->node_name is set in every case >= 0. */
+static int node_to_lease(const json_t *node, NodeLease *ret) {
+	const char *name = json_path_str(node, "metadata", "name"), *s;
+	IpPrefix p4, p6;
+	NodeLease l = {};
+
+	if (!name || strlen(name) >= sizeof(l.node_name))
+		return -EINVAL;
+	snprintf(l.node_name, sizeof(l.node_name), "%s", name);
+	node_pod_cidrs(node, &p4, &p6);
+	if (p4.addr.family == AF_INET) {
+		l.subnet = p4;
+		l.subnet6 = p6;
+	} else
+		l.subnet = p6; /* IPv6-only cluster */
+
+	s = annotation(node, ANNOTATION_PUBLIC_IP);
+	if (!s || ip_addr_parse(s, &l.public_ip) < 0) {
+		s = annotation(node, ANNOTATION_PUBLIC_IP6);
+		if (!s || ip_addr_parse(s, &l.public_ip) < 0)
+			l.public_ip = (IpAddr) {};
+	}
+	s = annotation(node, ANNOTATION_BACKEND);
+	if (s)
+		snprintf(l.backend, sizeof(l.backend), "%s", s);
+	s = annotation(node, ANNOTATION_VTEP_MAC);
+	if (s && ether_addr_parse(s, l.vtep_mac) >= 0)
+		l.has_vtep_mac = true;
+
+	*ret = l;
+	return ip_addr_is_set(&l.subnet.addr) && ip_addr_is_set(&l.public_ip);
+}
+
+static bool lease_same(const NodeLease *a, const NodeLease *b) {
+	return streq(a->node_name, b->node_name) && ip_prefix_equal(&a->subnet, &b->subnet) &&
+	       ip_prefix_equal(&a->subnet6, &b->subnet6) && ip_addr_equal(&a->public_ip, &b->public_ip) &&
+	       streq(a->backend, b->backend) && a->has_vtep_mac == b->has_vtep_mac &&
+	       (!a->has_vtep_mac || memcmp(a->vtep_mac, b->vtep_mac, 6) == 0);
+}
+
+/* ---- the cache behind RESYNC, and the deltas ---- */
+
+static NodeLease *cache_find(Datastore *d, const char *name) {
+	for (size_t i = 0; i < d->n_cache; i++)
+		if (streq(d->cache[i].node_name, name))
+			return &d->cache[i];
+	return NULL;
+}
+
+static void node_deleted(Datastore *d, const char *name) {
+	NodeLease *c = cache_find(d, name), l;
+
+	if (!c)
+		return;
+	l = *c;
+	*c = d->cache[--d->n_cache];
+	emit(d, &(DatastoreEvent) { .type = DS_EVENT_NODE_DELETE, .node = &l });
+}
+
+static void node_changed(Datastore *d, const json_t *node) {
+	NodeLease l, *c;
+	int r;
+
+	r = node_to_lease(node, &l);
+	if (r < 0)
+		return;
+	if (r == 0) {
+		/* Not (or no longer) ready: podCIDRs or our annotations are missing. */
+		node_deleted(d, l.node_name);
+		return;
+	}
+	c = cache_find(d, l.node_name);
+	if (c) {
+		/* Kubelet heartbeats modify Nodes every few seconds: only real changes are events. */
+		if (lease_same(c, &l))
+			return;
+		*c = l;
+	} else {
+		NodeLease *n = reallocarray(d->cache, d->n_cache + 1, sizeof(NodeLease));
+
+		if (!n)
+			return;
+		d->cache = n;
+		c = &d->cache[d->n_cache++];
+		*c = l;
+	}
+	emit(d, &(DatastoreEvent) { .type = DS_EVENT_NODE_UPSERT, .node = c });
+}
+
+static void set_resource_version(Datastore *d, const json_t *obj) {
+	const char *rv = json_path_str(obj, "metadata", "resourceVersion");
+	char *s;
+
+	if (isempty(rv))
+		return;
+	s = strdup(rv);
+	if (!s)
+		return;
+	free(d->resource_version);
+	d->resource_version = s;
+}
+
+static void set_connected(Datastore *d, bool connected) {
+	if (d->connected == connected)
+		return;
+	d->connected = connected;
+	if (connected)
+		log_info("kubernetes: connected to %s", kube_client_config(d->client)->server);
+	else
+		log_warning("kubernetes: lost connection: %s", d->error);
+	emit(d, &(DatastoreEvent) { .type = DS_EVENT_CONNECTION, .connected = connected });
+}
+
+/* ---- list + watch ---- */
+
+static void watch_start_list(Datastore *d);
+
+static void watch_failed(Datastore *d, int r, const char *what) {
+	d->watch_req = NULL;
+	if (what) /* NULL: d->error already says it */
+		ds_set_error(d, r, what);
+	set_connected(d, false);
+	d->watch_state = WATCH_BACKOFF;
+	d->retry_at = http_now_usec() + (uint64_t) d->backoff_ms * 1000u;
+	d->backoff_ms = MIN(d->backoff_ms * 2, WATCH_BACKOFF_MAX_MS);
+	update_wakeup(d);
+}
+
+static int on_watch_event(KubeClient *c, const char *type, json_t *obj, void *userdata) {
+	Datastore *d = userdata;
+
+	if (streq(type, "ERROR")) {
+		/* A Status object. 410 Gone: our resourceVersion is older than what the server (etcd)
+		 * still has; the only way on is a fresh LIST. */
+		const json_t *code = json_object_get(obj, "code"), *msg = json_object_get(obj, "message");
+
+		snprintf(d->error, sizeof(d->error), "watch ERROR event %lld: %s",
+			 json_is_integer(code) ? (long long) json_integer_value(code) : 0LL,
+			 json_is_string(msg) ? json_string_value(msg) : "(no message)");
+		return json_is_integer(code) && json_integer_value(code) == 410 ? -ESTALE : -EIO;
+	}
+	set_resource_version(d, obj);
+	if (streq(type, "ADDED") || streq(type, "MODIFIED"))
+		node_changed(d, obj);
+	else if (streq(type, "DELETED")) {
+		const char *name = json_path_str(obj, "metadata", "name");
+		if (name)
+			node_deleted(d, name);
+	}
+	/* BOOKMARK: only the resourceVersion. Unknown types: ignore (a newer server may send more). */
+	d->backoff_ms = WATCH_BACKOFF_MIN_MS;
+	return 0;
+}
+
+static void watch_start_stream(Datastore *d);
+
+static void on_watch_done(KubeClient *c, int error, json_t *resp, void *userdata) {
+	Datastore *d = userdata;
+
+	d->watch_req = NULL;
+	if (error == 0) {
+		/* The server ended the watch (timeoutSeconds): resume where we were. */
+		watch_start_stream(d);
+		return;
+	}
+	if (error == -ESTALE) {
+		log_info("kubernetes: %s; listing nodes again", d->error);
+		watch_start_list(d);
+		return;
+	}
+	if (error == -EIO && startswith(d->error, "watch ERROR event"))
+		watch_failed(d, error, NULL);
+	else
+		watch_failed(d, error, "watching nodes");
+}
+
+static void watch_start_stream(Datastore *d) {
+	_cleanup_free_ char *path = NULL;
+	int r;
+
+	path = strdup_printf("/api/v1/nodes?watch=1&resourceVersion=%s&allowWatchBookmarks=true&timeoutSeconds=%u",
+			     d->resource_version, WATCH_TIMEOUT_MIN_SEC + (unsigned) (random() % WATCH_TIMEOUT_MIN_SEC));
+	if (!path)
+		return watch_failed(d, -ENOMEM, "watching nodes");
+	d->watch_state = WATCH_STREAM;
+	r = kube_client_watch(d->client, path, on_watch_event, on_watch_done, d, &d->watch_req);
+	if (r < 0)
+		watch_failed(d, r, "watching nodes");
+}
+
+static void on_list_done(KubeClient *c, int error, json_t *resp, void *userdata) {
+	Datastore *d = userdata;
+	const json_t *items = json_object_get(resp, "items"), *node;
+	const char *rv = json_path_str(resp, "metadata", "resourceVersion");
+	NodeLease *list;
+	size_t i, n = 0;
+
+	d->watch_req = NULL;
+	if (error < 0)
+		return watch_failed(d, error, "listing nodes");
+	if (!json_is_array(items) || isempty(rv)) {
+		snprintf(d->error, sizeof(d->error), "listing nodes: malformed NodeList (no items or resourceVersion)");
+		return watch_failed(d, -EBADMSG, NULL);
+	}
+	list = calloc(MAX(json_array_size(items), (size_t) 1), sizeof(NodeLease));
+	if (!list)
+		return watch_failed(d, -ENOMEM, "listing nodes");
+	json_array_foreach(items, i, node)
+		if (node_to_lease(node, &list[n]) > 0)
+			n++;
+	free(d->cache);
+	d->cache = list;
+	d->n_cache = n;
+	free(d->resource_version);
+	d->resource_version = strdup(rv);
+	if (!d->resource_version)
+		return watch_failed(d, -ENOMEM, "listing nodes");
+
+	set_connected(d, true);
+	emit(d, &(DatastoreEvent) { .type = DS_EVENT_RESYNC, .nodes = d->cache, .n_nodes = d->n_cache });
+	if (d->watch_state != WATCH_LIST) /* the callback stopped us */
+		return;
+	watch_start_stream(d);
+}
+
+static void watch_start_list(Datastore *d) {
+	int r;
+
+	d->watch_state = WATCH_LIST;
+	d->retry_at = 0;
+	update_wakeup(d);
+	r = kube_client_call_async(d->client, "GET", "/api/v1/nodes", NULL, NULL, on_list_done, d, &d->watch_req);
+	if (r < 0)
+		watch_failed(d, r, "listing nodes");
+}
+
+static int kube_watch(Datastore *d, DatastoreEventFn cb, void *userdata) {
+	if (!d || !cb)
+		return -EINVAL;
+	kube_request_cancel(TAKE_PTR(d->watch_req));
+	d->cb = cb;
+	d->userdata = userdata;
+	d->backoff_ms = WATCH_BACKOFF_MIN_MS;
+	watch_start_list(d);
+	return 0;
+}
+
+/* ---- lifecycle ---- */
+
+static Datastore *kube_free(Datastore *d) {
+	if (!d)
+		return NULL;
+	/* Requests reference d as userdata: drop them with the client, before d. */
+	kube_client_free(d->client);
+	free(d->resource_version);
+	free(d->cache);
+	free(d);
+	return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(Datastore *, kube_free);
+
+static int kube_open(const DatastoreConfig *cfg, Datastore **ret) {
+	_cleanup_(kube_freep) Datastore *d = NULL;
+	_cleanup_(kubeconfig_freep) KubeConfig *k = NULL;
+	_cleanup_free_ char *err = NULL;
+	int r;
+
+	if (!cfg)
+		return -EINVAL;
+	r = cfg->kubeconfig ? kubeconfig_load(cfg->kubeconfig, &k, &err) : kubeconfig_load_in_cluster(NULL, &k, &err);
+	if (r < 0) {
+		log_error("kubernetes: %s", err ?: strerror(-r));
+		return r;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->connected = true;
+	d->backoff_ms = WATCH_BACKOFF_MIN_MS;
+	r = kube_client_new(&k, &d->client);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(d);
+	return 0;
+}
+
+static int kube_get_network_config(Datastore *d, char **ret_json) {
+	snprintf(d->error, sizeof(d->error),
+		 "the kubernetes datastore has no network config: mount the ConfigMap and pass --net-config");
+	return -ENOENT;
+}
+
+static char *node_path(const char *name) {
+	char *e = curl_easy_escape(NULL, name, 0), *p;
+
+	p = e ? strdup_printf("/api/v1/nodes/%s", e) : NULL;
+	curl_free(e);
+	return p;
+}
+
+/* A merge patch of our annotations; self NULL = remove them (null deletes a key in a merge patch). */
+static char *annotations_patch(const NodeLease *self) {
+	char a[IP_ADDR_STRLEN], mac[18];
+	json_t *ann = json_object(), *o;
+	bool v6 = self && self->public_ip.family == AF_INET6;
+	char *s;
+
+	if (!ann)
+		return NULL;
+	json_object_set_new(ann, ANNOTATION_PUBLIC_IP,
+			    self && !v6 ? json_string(ip_addr_to_string(&self->public_ip, a)) : json_null());
+	json_object_set_new(ann, ANNOTATION_PUBLIC_IP6,
+			    self && v6 ? json_string(ip_addr_to_string(&self->public_ip, a)) : json_null());
+	json_object_set_new(ann, ANNOTATION_BACKEND,
+			    self && self->backend[0] ? json_string(self->backend) : json_null());
+	json_object_set_new(ann, ANNOTATION_VTEP_MAC,
+			    self && self->has_vtep_mac ? json_string(ether_addr_format(self->vtep_mac, mac)) : json_null());
+	o = json_pack("{s:{s:o}}", "metadata", "annotations", ann);
+	if (!o)
+		return NULL;
+	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	return s;
+}
+
+/*
+ * Cloud route controllers mark new Nodes NetworkUnavailable=True (which taints them) until pod
+ * routes exist; with weft the routes are ours, so say so, as flannel does. Best-effort: a
+ * ClusterRole without nodes/status patch only costs a warning. Conditions merge by type, which
+ * needs a strategic merge patch.
+ */
+static void set_network_available(Datastore *d, const char *path) {
+	_cleanup_free_ char *status_path = strdup_printf("%s/status", path), *body = NULL;
+	char now[32];
+	time_t t = time(NULL);
+	struct tm tm;
+	json_t *o;
+	int r;
+
+	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+	o = json_pack("{s:{s:[{s:s, s:s, s:s, s:s, s:s, s:s}]}}", "status", "conditions", "type", "NetworkUnavailable",
+		      "status", "False", "reason", "WeftIsUp", "message", "weftd is running on this node",
+		      "lastTransitionTime", now, "lastHeartbeatTime", now);
+	body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (!status_path || !body)
+		return;
+	r = kube_client_call(d->client, "PATCH", status_path, "application/strategic-merge-patch+json", body, NULL);
+	if (r < 0)
+		log_warning("kubernetes: could not clear the NetworkUnavailable condition of our Node: %s",
+			    kube_client_last_error(d->client));
+}
+
+/* Whether the Node already says NetworkUnavailable=False (then there is nothing to patch). */
+static bool network_available(const json_t *node) {
+	const json_t *conds = json_object_get(json_object_get(node, "status"), "conditions"), *c;
+	size_t i;
+
+	json_array_foreach(conds, i, c)
+		if (streq_ptr(json_string_value(json_object_get(c, "type")), "NetworkUnavailable"))
+			return streq_ptr(json_string_value(json_object_get(c, "status")), "False");
+	return false;
+}
+
+static int kube_acquire(Datastore *d, const IpPrefix *network, unsigned subnet_len, const NodeLease *self,
+			const IpPrefix *prev, NodeLease *ret) {
+	_cleanup_free_ char *path = NULL, *patch = NULL;
+	char a[IP_PREFIX_STRLEN], b[IP_PREFIX_STRLEN];
+	json_t *node = NULL;
+	IpPrefix p4, p6;
+	bool network_ok;
+	NodeLease l;
+	int r;
+
+	if (!self || !self->node_name[0]) {
+		snprintf(d->error, sizeof(d->error), "invalid acquire arguments");
+		return -EINVAL;
+	}
+	path = node_path(self->node_name);
+	if (!path)
+		return -ENOMEM;
+
+	r = kube_client_call(d->client, "GET", path, NULL, NULL, &node);
+	if (r == -ENOENT) {
+		snprintf(d->error, sizeof(d->error), "there is no Node \"%s\" in the cluster (--node-name must be the "
+			 "Kubernetes node name)", self->node_name);
+		return -EAGAIN;
+	}
+	if (r < 0) {
+		ds_set_error(d, r, "reading our Node");
+		return r;
+	}
+	node_pod_cidrs(node, &p4, &p6);
+	network_ok = network_available(node);
+	json_decref(node);
+
+	l = *self;
+	l.expiration = 0;
+	if (!network || network->addr.family != AF_INET6) {
+		l.subnet = p4;
+		l.subnet6 = p6;
+	} else {
+		l.subnet = p6;
+		l.subnet6 = (IpPrefix) {};
+	}
+	if (!ip_addr_is_set(&l.subnet.addr)) {
+		snprintf(d->error, sizeof(d->error),
+			 "Node \"%s\" has no %s spec.podCIDRs yet (assigned by kube-controller-manager with "
+			 "--allocate-node-cidrs)", self->node_name, network && network->addr.family == AF_INET6 ? "IPv6" : "IPv4");
+		return -EAGAIN;
+	}
+	if (network && ip_addr_is_set(&network->addr) && !ip_prefix_contains(network, &l.subnet.addr)) {
+		/* Routes and masquerading are built from the Network: a mismatch would half work. */
+		snprintf(d->error, sizeof(d->error),
+			 "Node \"%s\" podCIDR %s is outside the Network %s of the net config (it must match "
+			 "kube-controller-manager's --cluster-cidr)", self->node_name, ip_prefix_to_string(&l.subnet, a),
+			 ip_prefix_to_string(network, b));
+		return -EINVAL;
+	}
+
+	patch = annotations_patch(&l);
+	if (!patch)
+		return -ENOMEM;
+	r = kube_client_call(d->client, "PATCH", path, "application/merge-patch+json", patch, NULL);
+	if (r < 0) {
+		ds_set_error(d, r, "annotating our Node");
+		return r;
+	}
+	if (!network_ok)
+		set_network_available(d, path);
+	d->self = l;
+	d->have_lease = true;
+	*ret = l;
+	return 0;
+}
+
+static int kube_release(Datastore *d) {
+	_cleanup_free_ char *path = NULL, *patch = NULL;
+	int r;
+
+	if (!d->have_lease)
+		return 0;
+	path = node_path(d->self.node_name);
+	patch = annotations_patch(NULL);
+	if (!path || !patch)
+		return -ENOMEM;
+	/* The subnet stays with the Node (the controller owns it); withdrawing our annotations makes
+	 * every other node drop its routes to us. */
+	r = kube_client_call(d->client, "PATCH", path, "application/merge-patch+json", patch, NULL);
+	if (r == -ENOENT)
+		r = 0;
+	if (r < 0) {
+		ds_set_error(d, r, "removing our Node annotations");
+		return r;
+	}
+	d->have_lease = false;
+	return 0;
+}
+
+static int kube_get_fd(Datastore *d) {
+	return kube_client_get_fd(d->client);
+}
+
+static int kube_dispatch(Datastore *d) {
+	int r;
+
+	r = kube_client_dispatch(d->client);
+	if (r < 0)
+		return r;
+	if (d->watch_state == WATCH_BACKOFF && d->retry_at && d->retry_at <= http_now_usec())
+		watch_start_list(d);
+	update_wakeup(d);
+	return 0;
+}
+
+static int kube_next_timeout_ms(Datastore *d) {
+	return kube_client_next_timeout_ms(d->client);
+}
+
+const DatastoreOps datastore_kube_ops = {
+	.kind = "kubernetes",
+	.open = kube_open,
+	.free = kube_free,
+	.get_network_config = kube_get_network_config,
+	.acquire = kube_acquire,
+	.release = kube_release,
+	.watch = kube_watch,
+	.get_fd = kube_get_fd,
+	.dispatch = kube_dispatch,
+	.next_timeout_ms = kube_next_timeout_ms,
+	.last_error = kube_last_error,
+};
