@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 
 #include "basic/macro.h"
-#include "daemon/event-loop.h"
+#include "event/event-loop.h"
 
 typedef struct HttpServer HttpServer;
 

@@ -4,7 +4,7 @@
  * every other node's subnet (host-gw or vxlan backend), installs the node-* nftables chains,
  * and tells the CNI plugin about it (lease file + conflist), like flanneld.
  *
- * One thread, one epoll loop (event-loop.c). Sources: the datastore's fd and timeout, an
+ * One thread, one epoll loop (src/shared/event/). Sources: the datastore's fd and timeout, an
  * rtnetlink multicast socket (our objects deleted behind our back), a periodic resync timer, a
  * debounce timer that coalesces bursts of events into one reconcile pass, a signalfd and the
  * HTTP listener. Start-up itself runs from a timer in the loop, so /healthz answers (503) and
@@ -33,7 +33,6 @@
 #include "daemon/backend.h"
 #include "daemon/cni-conf.h"
 #include "daemon/datastore.h"
-#include "daemon/event-loop.h"
 #include "daemon/firewall.h"
 #include "daemon/http.h"
 #include "daemon/kube-client.h"
@@ -41,6 +40,7 @@
 #include "daemon/metrics.h"
 #include "daemon/network-config.h"
 #include "daemon/reconcile.h"
+#include "event/event-loop.h"
 #include "lease/lease-file.h"
 #include "nft/nft.h"
 #include "nl/nl.h"

@@ -10,10 +10,8 @@
 require_root
 require_cmd ip jq ping
 [ -x "$CNITOOL" ] || skip "no cnitool at $CNITOOL (tools/build-cnitool.sh)"
-for p in bridge host-local loopback; do
-	[ -x "$WEFT_BIN/$p" ] || skip "no $WEFT_BIN/$p (build first)"
-	[ -x "$REF_BIN/$p" ] || skip "no reference $p in $REF_BIN"
-done
+require_plugins bridge host-local loopback
+require_ref_plugins bridge host-local loopback
 
 # setup SIDE: a conf dir with the two networks, a host and a pod namespace.
 setup() {
@@ -27,20 +25,7 @@ setup() {
 	jq -n '{"cniVersion":"1.0.0","name":"lonet","plugins":[{"type":"loopback"}]}' >"$dir/conf/20-lonet.conflist"
 }
 # tool SIDE HOSTNS BINDIR CMD NET NETNS: cnitool inside the side's host namespace
-tool() {
-	local side=$1 hostns=$2 bindir=$3 cmd=$4 net=$5 netns=$6
-	ip netns exec "$hostns" env -i PATH="$PATH" NETCONFPATH="$T/$side/conf" CNI_PATH="$bindir" \
-		CNI_IFNAME=eth0 CNI_ARGS="IgnoreUnknown=1" CAP_ARGS='{}' \
-		ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
-		"$CNITOOL" "$cmd" "$net" "$netns"
-}
-# Normalise what legitimately differs: MACs, host veth name, sandbox path.
-norm() {
-	jq -S '(.interfaces // []) |= map(
-		(if .mac then .mac = "MAC" else . end)
-		| (if .sandbox then .sandbox = "SANDBOX" else . end)
-		| (if (.name | test("^veth[0-9a-f]{8}$")) then .name = "VETH" else . end))'
-}
+tool() { cnitool_in "$2" "$T/$1/conf" "$3" "$4" "$5" "$6" '{}'; }
 
 # (a route without "gw" would trip the reference CHECK: it matches the gateway exactly)
 setup weft
@@ -56,29 +41,21 @@ declare -A OUT
 for side in weft ref; do
 	if [ $side = weft ]; then h=$HW p=$PW bin=$WEFT_BIN; else h=$HR p=$PR bin=$REF_BIN; fi
 	for net in brnet lonet; do
-		set +e
-		OUT[$side.$net]=$(tool $side "$h" "$bin" add $net "$(nspath "$p")" 2>"$T/$side.$net.err")
-		rc=$?
-		set -e
-		[ $rc = 0 ] || fail "cnitool add $net ($side) failed: ${OUT[$side.$net]} $(cat "$T/$side.$net.err")"
+		tool $side "$h" "$bin" add $net "$(nspath "$p")"
+		[ "$CNI_RC" = 0 ] || fail "cnitool add $net ($side) failed: $CNI_OUT $CNI_ERR"
+		OUT[$side.$net]=$CNI_OUT
 	done
 done
 
 for net in brnet lonet; do
-	a=$(norm <<<"${OUT[weft.$net]}")
-	b=$(norm <<<"${OUT[ref.$net]}")
-	if [ "$a" != "$b" ]; then
-		check_fail "$net: results differ (weft vs reference):"
-		diff <(echo "$a") <(echo "$b") >&2 || true
-	fi
+	assert_same_result "$net" "${OUT[weft.$net]}" "${OUT[ref.$net]}"
 	# Belt and braces: the raw key sets and IP order as well.
-	assert_eq "$(jq -c '[paths | map(tostring) | join(".")] | sort' <<<"${OUT[weft.$net]}")" \
-		"$(jq -c '[paths | map(tostring) | join(".")] | sort' <<<"${OUT[ref.$net]}")" "$net: same keys"
+	assert_eq "$(json_paths "${OUT[weft.$net]}")" "$(json_paths "${OUT[ref.$net]}")" "$net: same keys"
 done
 assert_eq "$(jq -c '[.ips[].address]' <<<"${OUT[weft.brnet]}")" '["10.50.0.2/24","fd00:50::2/64"]' "weft IPs in order"
 assert_eq "$(jq -c '[.interfaces[].name][0,2]' <<<"${OUT[weft.brnet]}" | tr '\n' ' ')" '"br0" "eth0" ' "interface order"
 
-info "brnet result (normalised): $(norm <<<"${OUT[weft.brnet]}" | jq -c .)"
+info "brnet result (normalised): $(norm_result <<<"${OUT[weft.brnet]}" | jq -c .)"
 info "traffic on both sides"
 assert_ping "$PW" 10.50.0.1
 assert_ping "$PR" 10.50.0.1
@@ -89,12 +66,12 @@ for side in weft ref; do
 	if [ $side = weft ]; then h=$HW p=$PW bin=$WEFT_BIN; else h=$HR p=$PR bin=$REF_BIN; fi
 	for cmd in check del; do
 		for net in brnet lonet; do
-			tool $side "$h" "$bin" $cmd $net "$(nspath "$p")" >"$T/out" 2>&1 ||
-				check_fail "cnitool $cmd $net ($side) failed: $(cat "$T/out")"
+			tool $side "$h" "$bin" $cmd $net "$(nspath "$p")"
+			[ "$CNI_RC" = 0 ] || check_fail "cnitool $cmd $net ($side) failed: $CNI_OUT $CNI_ERR"
 		done
 	done
 	assert_eq "$(ip -n "$p" -j link show | jq -c '[.[].ifname]')" '["lo"]' "$side: pod has only lo after del"
-	assert_eq "$(ip -n "$h" -j link show type veth | jq length)" 0 "$side: no host veth after del"
+	assert_eq "$(veths_in "$h")" 0 "$side: no host veth after del"
 done
 
 finish

@@ -11,10 +11,8 @@
 require_root
 require_cmd ip jq ping
 [ -x "$CNITOOL" ] || skip "no cnitool at $CNITOOL (tools/build-cnitool.sh)"
-for p in ptp macvlan host-local; do
-	[ -x "$WEFT_BIN/$p" ] || skip "no $WEFT_BIN/$p (build first)"
-	[ -x "$REF_BIN/$p" ] || skip "no reference $p in $REF_BIN"
-done
+require_plugins ptp macvlan host-local
+require_ref_plugins ptp macvlan host-local
 
 setup() { # SIDE NODE
 	local dir=$T/$1
@@ -29,24 +27,11 @@ setup() { # SIDE NODE
 		 "ipam":{"type":"host-local","dataDir":$store,
 			 "ranges":[[{"subnet":"10.91.0.0/24","rangeStart":"10.91.0.10"}]],
 			 "routes":[{"dst":"0.0.0.0/0","gw":"10.91.0.1"}]}}]}' >"$dir/conf/20-mvnet.conflist"
-	ip -n "$2" link add mv0 type veth peer name mv0p
-	ip -n "$2" link set mv0 up
-	ip -n "$2" link set mv0p up
+	mk_veth "$2" mv0 mv0p
 	ip -n "$2" addr add 10.91.0.1/24 dev mv0p
 }
 # tool SIDE NODE BINDIR CMD NET NETNS [CAP_ARGS]: cnitool inside the side's node namespace
-tool() {
-	ip netns exec "$2" env -i PATH="$PATH" NETCONFPATH="$T/$1/conf" CNI_PATH="$3" \
-		CNI_IFNAME=eth0 CNI_ARGS="IgnoreUnknown=1" CAP_ARGS="${7:-{\}}" \
-		ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
-		"$CNITOOL" "$4" "$5" "$6"
-}
-norm() {
-	jq -S '(.interfaces // []) |= map(
-		(if .mac then .mac = "MAC" else . end)
-		| (if .sandbox then .sandbox = "SANDBOX" else . end)
-		| (if (.name | test("^veth[0-9a-f]{8}$")) then .name = "VETH" else . end))'
-}
+tool() { cnitool_in "$2" "$T/$1/conf" "$3" "$4" "$5" "$6" "${7:-}"; }
 
 NW=$(mk_netns node-weft)
 NR=$(mk_netns node-ref)
@@ -61,24 +46,16 @@ POD[ref.mvnet]=$(mk_netns pr2)
 for side in weft ref; do
 	if [ $side = weft ]; then node=$NW bin=$WEFT_BIN; else node=$NR bin=$REF_BIN; fi
 	for net in ptpnet mvnet; do
-		set +e
-		OUT[$side.$net]=$(tool $side "$node" "$bin" add $net "$(nspath "${POD[$side.$net]}")" 2>"$T/err")
-		rc=$?
-		set -e
-		[ $rc = 0 ] || fail "cnitool add $net ($side) failed: ${OUT[$side.$net]} $(cat "$T/err")"
+		tool $side "$node" "$bin" add $net "$(nspath "${POD[$side.$net]}")"
+		[ "$CNI_RC" = 0 ] || fail "cnitool add $net ($side) failed: $CNI_OUT $CNI_ERR"
+		OUT[$side.$net]=$CNI_OUT
 	done
 done
 
 for net in ptpnet mvnet; do
-	a=$(norm <<<"${OUT[weft.$net]}")
-	b=$(norm <<<"${OUT[ref.$net]}")
-	if [ "$a" != "$b" ]; then
-		check_fail "$net: results differ (weft vs reference):"
-		diff <(echo "$a") <(echo "$b") >&2 || true
-	fi
-	assert_eq "$(jq -c '[paths | map(tostring) | join(".")] | sort' <<<"${OUT[weft.$net]}")" \
-		"$(jq -c '[paths | map(tostring) | join(".")] | sort' <<<"${OUT[ref.$net]}")" "$net: same keys"
-	info "$net result (normalised): $(jq -c . <<<"$a")"
+	assert_same_result "$net" "${OUT[weft.$net]}" "${OUT[ref.$net]}"
+	assert_eq "$(json_paths "${OUT[weft.$net]}")" "$(json_paths "${OUT[ref.$net]}")" "$net: same keys"
+	info "$net result (normalised): $(norm_result <<<"${OUT[weft.$net]}" | jq -c .)"
 done
 assert_eq "$(jq -c '[.ips[].address]' <<<"${OUT[weft.ptpnet]}")" '["10.90.0.2/24","fd00:90::2/64"]' "ptp IPs in order"
 
@@ -105,8 +82,8 @@ for side in weft ref; do
 	if [ $side = weft ]; then node=$NW bin=$WEFT_BIN; else node=$NR bin=$REF_BIN; fi
 	for cmd in check del; do
 		for net in ptpnet mvnet; do
-			tool $side "$node" "$bin" $cmd $net "$(nspath "${POD[$side.$net]}")" >"$T/out" 2>&1 ||
-				check_fail "cnitool $cmd $net ($side) failed: $(cat "$T/out")"
+			tool $side "$node" "$bin" $cmd $net "$(nspath "${POD[$side.$net]}")"
+			[ "$CNI_RC" = 0 ] || check_fail "cnitool $cmd $net ($side) failed: $CNI_OUT $CNI_ERR"
 		done
 	done
 	for net in ptpnet mvnet; do
@@ -119,11 +96,12 @@ info "macvlan with a requested MAC (CAP_ARGS mac): exactly as asked on both side
 for side in weft ref; do
 	if [ $side = weft ]; then node=$NW bin=$WEFT_BIN; else node=$NR bin=$REF_BIN; fi
 	jq '.plugins[0].capabilities = {"mac": true}' "$T/$side/conf/20-mvnet.conflist" >"$T/x" && mv "$T/x" "$T/$side/conf/20-mvnet.conflist"
-	OUT[$side.mac]=$(tool $side "$node" "$bin" add mvnet "$(nspath "${POD[$side.mvnet]}")" '{"mac":"02:00:00:00:91:01"}') ||
-		fail "cnitool add with mac ($side) failed: ${OUT[$side.mac]}"
+	tool $side "$node" "$bin" add mvnet "$(nspath "${POD[$side.mvnet]}")" '{"mac":"02:00:00:00:91:01"}'
+	[ "$CNI_RC" = 0 ] || fail "cnitool add with mac ($side) failed: $CNI_OUT $CNI_ERR"
+	OUT[$side.mac]=$CNI_OUT
 	assert_eq "$(jq -r '.interfaces[0].mac' <<<"${OUT[$side.mac]}")" 02:00:00:00:91:01 "$side: requested MAC in the result"
-	tool $side "$node" "$bin" del mvnet "$(nspath "${POD[$side.mvnet]}")" '{"mac":"02:00:00:00:91:01"}' >/dev/null ||
-		check_fail "cnitool del with mac ($side) failed"
+	tool $side "$node" "$bin" del mvnet "$(nspath "${POD[$side.mvnet]}")" '{"mac":"02:00:00:00:91:01"}'
+	[ "$CNI_RC" = 0 ] || check_fail "cnitool del with mac ($side) failed"
 done
 assert_eq "$(jq -S 'del(.interfaces[0].sandbox)' <<<"${OUT[weft.mac]}")" "$(jq -S 'del(.interfaces[0].sandbox)' <<<"${OUT[ref.mac]}")" "results with a requested MAC"
 finish

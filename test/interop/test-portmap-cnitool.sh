@@ -11,10 +11,8 @@
 require_root
 require_cmd ip jq nc timeout nft
 [ -x "$CNITOOL" ] || skip "no cnitool at $CNITOOL (tools/build-cnitool.sh)"
-for p in bridge host-local portmap; do
-	[ -x "$WEFT_BIN/$p" ] || skip "no $WEFT_BIN/$p (build first)"
-	[ -x "$REF_BIN/$p" ] || skip "no reference $p in $REF_BIN"
-done
+require_plugins bridge host-local portmap
+require_ref_plugins bridge host-local portmap
 command -v iptables >/dev/null || skip "the reference portmap needs iptables"
 
 CAP='{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp"}]}'
@@ -30,18 +28,8 @@ setup() {
 		 "ipam":{"type":"host-local","dataDir":$store,"ranges":[[{"subnet":"10.70.0.0/24"}]]}},
 		{"type":"portmap","capabilities":{"portMappings":true},"snat":true}]}' >"$dir/conf/10-pmnet.conflist"
 }
-# tool SIDE HOSTNS BINDIR CMD NETNS [CAP_ARGS]
-tool() {
-	ip netns exec "$2" env -i PATH="$PATH" NETCONFPATH="$T/$1/conf" CNI_PATH="$3" CNI_IFNAME=eth0 \
-		CAP_ARGS="${6:-$CAP}" ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
-		"$CNITOOL" "$4" pmnet "$5"
-}
-norm() {
-	jq -S '(.interfaces // []) |= map(
-		(if .mac then .mac = "MAC" else . end)
-		| (if .sandbox then .sandbox = "SANDBOX" else . end)
-		| (if (.name | test("^veth[0-9a-f]{8}$")) then .name = "VETH" else . end))'
-}
+# tool SIDE HOSTNS BINDIR CMD NETNS [CAP_ARGS]: cnitool inside the side's host namespace (no CNI_ARGS)
+tool() { CNITOOL_ARGS='' cnitool_in "$2" "$T/$1/conf" "$3" "$4" pmnet "$5" "${6:-$CAP}"; }
 # reach FROM ADDR POD: a connection to ADDR:8080 from FROM reaches a listener on POD:80
 reach() {
 	local tok="tok-$RANDOM" got
@@ -70,20 +58,13 @@ done
 for side in weft ref; do
 	bin=$WEFT_BIN
 	[ $side = ref ] && bin=$REF_BIN
-	set +e
-	OUT[$side]=$(tool $side "${H[$side]}" "$bin" add "$(nspath "${P[$side]}")" 2>"$T/$side.err")
-	rc=$?
-	set -e
-	[ $rc = 0 ] || fail "cnitool add ($side) failed: ${OUT[$side]} $(cat "$T/$side.err")"
+	tool $side "${H[$side]}" "$bin" add "$(nspath "${P[$side]}")"
+	[ "$CNI_RC" = 0 ] || fail "cnitool add ($side) failed: $CNI_OUT $CNI_ERR"
+	OUT[$side]=$CNI_OUT
 done
 
-a=$(norm <<<"${OUT[weft]}")
-b=$(norm <<<"${OUT[ref]}")
-if [ "$a" != "$b" ]; then
-	check_fail "results differ (weft vs reference):"
-	diff <(echo "$a") <(echo "$b") >&2 || true
-fi
-info "result (normalised): $(jq -c . <<<"$a")"
+assert_same_result "pmnet" "${OUT[weft]}" "${OUT[ref]}"
+info "result (normalised): $(norm_result <<<"${OUT[weft]}" | jq -c .)"
 assert_eq "$(ip netns exec "${H[weft]}" nft -j list map inet weft pm-dnat4 | jq -r '[.nftables[].map.elem[]?[0].elem.comment] | length')" \
 	1 "weft: one pm-dnat4 element"
 
@@ -98,17 +79,18 @@ info "cnitool check, then del"
 for side in weft ref; do
 	bin=$WEFT_BIN
 	[ $side = ref ] && bin=$REF_BIN
-	if ! tool $side "${H[$side]}" "$bin" check "$(nspath "${P[$side]}")" >"$T/out" 2>&1; then
+	tool $side "${H[$side]}" "$bin" check "$(nspath "${P[$side]}")"
+	if [ "$CNI_RC" != 0 ]; then
 		# Reference 1.1.1 bug: its CHECK looks for the per-pod chain in ip6tables too, even for
 		# an IPv4-only pod, and fails whenever ip6tables works. Not something to copy.
-		if [ $side = ref ] && grep -q "could not check ipv6 dnat" "$T/out"; then
-			info "ref: check hits the reference's IPv4-only CHECK bug: $(cat "$T/out")"
+		if [ $side = ref ] && grep -q "could not check ipv6 dnat" <<<"$CNI_OUT $CNI_ERR"; then
+			info "ref: check hits the reference's IPv4-only CHECK bug: $CNI_OUT $CNI_ERR"
 		else
-			check_fail "cnitool check ($side) failed: $(cat "$T/out")"
+			check_fail "cnitool check ($side) failed: $CNI_OUT $CNI_ERR"
 		fi
 	fi
-	tool $side "${H[$side]}" "$bin" del "$(nspath "${P[$side]}")" >"$T/out" 2>&1 ||
-		check_fail "cnitool del ($side) failed: $(cat "$T/out")"
+	tool $side "${H[$side]}" "$bin" del "$(nspath "${P[$side]}")"
+	[ "$CNI_RC" = 0 ] || check_fail "cnitool del ($side) failed: $CNI_OUT $CNI_ERR"
 	! reach "${C[$side]}" 192.168.70.1 "${P[$side]}" 2>/dev/null || check_fail "$side: still forwarded after del"
 	assert_eq "$(ip -n "${H[$side]}" -j link show type veth | jq '[.[] | select(.ifname != "up0")] | length')" 0 \
 		"$side: no pod veth after del"

@@ -76,23 +76,36 @@ mk_netns() {
 }
 nspath() { echo "/run/netns/$1"; }
 
-# cni PLUGIN CMD CID NETNS IFNAME CONF [ARGS]: run one of our plugins (or REF=1 for the reference)
-# with the CNI environment; CONF is a file name or a JSON string. Sets CNI_OUT (stdout), CNI_ERR
-# (stderr) and CNI_RC; never fails by itself.
-cni() {
-	local plugin=$1 cmd=$2 cid=$3 netns=$4 ifname=$5 conf=$6 args=${7:-}
-	local bindir=$WEFT_BIN
-	[ "${REF:-0}" = 1 ] && bindir=$REF_BIN
+# _cni_run NODE BINDIR CNI_PATH PLUGIN CMD CID NETNS IFNAME CONF [ARGS]: what cni and hcni run.
+# NODE "" = this namespace, else the plugin runs inside it (ip netns exec). NETNS "-" leaves
+# CNI_NETNS unset; a bare name is resolved with nspath. CONF is a file name or a JSON string.
+_cni_run() {
+	local node=$1 bindir=$2 path=$3 plugin=$4 cmd=$5 cid=$6 netns=$7 ifname=$8 conf=$9 cniargs=${10:-}
+	local -a in_node=() nsenv=(CNI_NETNS="$netns")
+	[ -z "$node" ] || in_node=(ip netns exec "$node")
+	if [ "$netns" = - ]; then
+		nsenv=()
+	elif [ -n "$netns" ] && [ "${netns#/}" = "$netns" ]; then
+		nsenv=(CNI_NETNS="$(nspath "$netns")")
+	fi
 	[ -f "$conf" ] || { printf '%s' "$conf" >"$T/.conf"; conf=$T/.conf; }
-	[ -n "$netns" ] && [ "${netns#/}" = "$netns" ] && netns=$(nspath "$netns")
 	set +e
-	CNI_OUT=$(env -i PATH="$PATH" CNI_COMMAND="$cmd" CNI_CONTAINERID="$cid" CNI_NETNS="$netns" \
-		CNI_IFNAME="$ifname" CNI_PATH="${CNI_PATH_OVERRIDE:-$bindir}" CNI_ARGS="$args" \
+	CNI_OUT=$("${in_node[@]}" env -i PATH="$PATH" CNI_COMMAND="$cmd" CNI_CONTAINERID="$cid" "${nsenv[@]}" \
+		CNI_IFNAME="$ifname" CNI_PATH="$path" CNI_ARGS="$cniargs" \
 		WEFT_LOG_LEVEL="${WEFT_LOG_LEVEL:-warning}" ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
 		"$bindir/$plugin" <"$conf" 2>"$T/.stderr")
 	CNI_RC=$?
 	set -e
 	CNI_ERR=$(cat "$T/.stderr")
+}
+
+# cni PLUGIN CMD CID NETNS IFNAME CONF [ARGS]: run one of our plugins (or REF=1 for the reference)
+# with the CNI environment, in this namespace; CONF is a file name or a JSON string. Sets CNI_OUT
+# (stdout), CNI_ERR (stderr) and CNI_RC; never fails by itself.
+cni() {
+	local bindir=$WEFT_BIN
+	[ "${REF:-0}" = 1 ] && bindir=$REF_BIN
+	_cni_run "" "$bindir" "${CNI_PATH_OVERRIDE:-$bindir}" "$@"
 }
 # cni_ok ...: like cni, but fail the test on a non-zero exit.
 cni_ok() {
@@ -103,11 +116,50 @@ cni_ok() {
 cni_err() {
 	local code=$1; shift
 	cni "$@"
-	[ "$CNI_RC" != 0 ] || { check_fail "$1 $2: expected error $code, got success: $CNI_OUT"; return; }
-	local got
-	got=$(jq -r .code <<<"$CNI_OUT" 2>/dev/null || echo "not-json")
-	[ "$got" = "$code" ] || check_fail "$1 $2: expected code $code, got $got: $CNI_OUT"
+	_check_error "$code" "" "$1 $2" || true
 }
+
+# hcni PLUGIN CMD CID NETNS IFNAME CONF [ARGS]: cni, but run inside the node namespace $HOSTNS
+# (HNS= another one), so the plugin's host side lives in a throwaway namespace. BIN= the plugin
+# directory (default $WEFT_BIN; BIN=$REF_BIN for the reference), IPATH= its CNI_PATH (default
+# $IPAM_PATH where the script sets one, else $WEFT_BIN). NETNS "-" leaves CNI_NETNS unset.
+hcni() { _cni_run "${HNS:-$HOSTNS}" "${BIN:-$WEFT_BIN}" "${IPATH:-${IPAM_PATH:-$WEFT_BIN}}" "$@"; }
+# hcni_ok ...: like hcni, but fail the test on a non-zero exit (showing the last lines of
+# $HCNI_LOG first, where the script names one: a daemon's log, say).
+hcni_ok() {
+	hcni "$@"
+	[ "$CNI_RC" = 0 ] && return 0
+	[ -z "${HCNI_LOG:-}" ] || tail -20 "$HCNI_LOG"
+	fail "$1 $2 $3 exited $CNI_RC: $CNI_OUT $CNI_ERR"
+}
+# hcni_err CODE TEXT PLUGIN CMD ...: expect hcni to fail with CNI error CODE ("" = any code) and a
+# msg that contains TEXT (soft checks).
+hcni_err() {
+	local code=$1 text=$2; shift 2
+	hcni "$@"
+	_check_error "$code" "$text" "$1 $2 $3" || true
+}
+# hcni_expect CODE TEXT DESC PLUGIN CMD ...: hcni_err, then - when the plugin did fail - the
+# script's own `assert_clean DESC`, which checks that the failed call left nothing behind.
+hcni_expect() {
+	local code=$1 text=$2 desc=$3; shift 3
+	declare -F assert_clean >/dev/null || fail "hcni_expect: the script defines no assert_clean"
+	hcni "$@"
+	_check_error "$code" "$text" "$desc" || return 0
+	assert_clean "$desc"
+}
+# _check_error CODE TEXT DESC: the run just made failed with CODE and TEXT in its msg; status 1
+# (after recording the failure) when it succeeded instead.
+_check_error() {
+	local code=$1 text=$2 desc=$3 got msg
+	if [ "$CNI_RC" = 0 ]; then check_fail "$desc: expected error ${code:-code}, got success: $CNI_OUT"; return 1; fi
+	got=$(jq -r .code <<<"$CNI_OUT" 2>/dev/null || echo not-json)
+	msg=$(jq -r .msg <<<"$CNI_OUT" 2>/dev/null || echo "$CNI_OUT")
+	[ -z "$code" ] || [ "$got" = "$code" ] || check_fail "$desc: expected code $code, got $got: $msg ${CNI_ERR:+(stderr: $CNI_ERR)}"
+	[[ $msg == *"$text"* ]] || check_fail "$desc: message should mention '$text': $msg"
+}
+# with_prev CONF RESULT: CONF with RESULT as its prevResult (a chained plugin's config)
+with_prev() { jq -c --argjson r "$2" '. + {prevResult: $r}' <<<"$1"; }
 
 # jqr EXPR [JSON]: jq -r on JSON (default: $CNI_OUT)
 jqr() { jq -r "$1" <<<"${2:-$CNI_OUT}"; }
@@ -122,3 +174,67 @@ assert_no_ping() {
 }
 # links_in NS: list of link names in a namespace
 links_in() { ip -n "$1" -j link show | jq -r '.[].ifname' | sort | tr '\n' ' '; }
+# veths_in NS: how many veth links a namespace holds
+veths_in() { ip -n "$1" -j link show type veth | jq length; }
+# reservations_in DIR: how many addresses a host-local store (or one network of it) holds
+reservations_in() { { find "$1" -type f ! -name 'last_reserved_ip*' ! -name lock ! -name '.*' 2>/dev/null || true; } | wc -l; }
+
+# require_plugins NAME...: skip unless our build has these plugins
+require_plugins() { local p; for p in "$@"; do [ -x "$WEFT_BIN/$p" ] || skip "no $WEFT_BIN/$p (build first)"; done; }
+# require_ref_plugins NAME...: skip unless the reference plugins are installed in $REF_BIN
+require_ref_plugins() { local p; for p in "$@"; do [ -x "$REF_BIN/$p" ] || skip "no reference $p in $REF_BIN"; done; }
+
+# mk_veth NS NAME PEER: a veth pair NAME ══ PEER inside NS, both ends up
+mk_veth() {
+	ip -n "$1" link add "$2" type veth peer name "$3"
+	ip -n "$1" link set "$2" up
+	ip -n "$1" link set "$3" up
+}
+# mk_outside NODE: an "outside" host behind the node namespace NODE; prints its namespace.
+#   NODE: up0 192.0.2.1/24, IPv4 forwarding on ══ veth ══ up1 192.0.2.2/24, default via 192.0.2.1
+mk_outside() {
+	local out
+	out=$(mk_netns out) &&
+		ip -n "$1" link add up0 type veth peer name up1 netns "$out" &&
+		ip -n "$1" addr add 192.0.2.1/24 dev up0 && ip -n "$1" link set up0 up &&
+		ip -n "$out" addr add 192.0.2.2/24 dev up1 && ip -n "$out" link set up1 up &&
+		ip -n "$out" route add default via 192.0.2.1 &&
+		ip netns exec "$1" sysctl -qw net.ipv4.ip_forward=1 &&
+		echo "$out"
+}
+
+# --- interop: cnitool (libcni) against our plugins and the reference ones
+
+# cnitool_in NODE CONFDIR BINDIR CMD NET NETNS [CAP_ARGS]: cnitool inside the node namespace NODE
+# with NETCONFPATH=CONFDIR, CNI_PATH=BINDIR, CNI_IFNAME=eth0, CAP_ARGS (default {}) and CNI_ARGS
+# $CNITOOL_ARGS (default IgnoreUnknown=1; empty = unset). Sets CNI_OUT, CNI_ERR, CNI_RC.
+cnitool_in() {
+	local -a argenv=()
+	[ -z "${CNITOOL_ARGS-IgnoreUnknown=1}" ] || argenv=(CNI_ARGS="${CNITOOL_ARGS-IgnoreUnknown=1}")
+	set +e
+	CNI_OUT=$(ip netns exec "$1" env -i PATH="$PATH" NETCONFPATH="$2" CNI_PATH="$3" CNI_IFNAME=eth0 \
+		"${argenv[@]}" CAP_ARGS="${7:-{\}}" ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
+		"$CNITOOL" "$4" "$5" "$6" 2>"$T/.stderr")
+	CNI_RC=$?
+	set -e
+	CNI_ERR=$(cat "$T/.stderr")
+}
+# norm_result: stdin's result with what legitimately differs between implementations normalised:
+# MACs, host veth names (veth + 8 hex), sandbox paths.
+norm_result() {
+	jq -S '(.interfaces // []) |= map(
+		(if .mac then .mac = "MAC" else . end)
+		| (if .sandbox then .sandbox = "SANDBOX" else . end)
+		| (if (.name | test("^veth[0-9a-f]{8}$")) then .name = "VETH" else . end))'
+}
+# assert_same_result DESC OURS REF: equal after norm_result; the diff goes to stderr when not
+assert_same_result() {
+	local a b
+	a=$(norm_result <<<"$2")
+	b=$(norm_result <<<"$3")
+	[ "$a" = "$b" ] && return 0
+	check_fail "$1: results differ (weft vs reference):"
+	diff <(echo "$a") <(echo "$b") >&2 || true
+}
+# json_paths JSON: every key path of a JSON document, sorted (to compare key sets)
+json_paths() { jq -c '[paths | map(tostring) | join(".")] | sort' <<<"$1"; }

@@ -8,36 +8,12 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd ip tc jq iperf3
-[ -x "$WEFT_BIN/bandwidth" ] || skip "no $WEFT_BIN/bandwidth (build first)"
-[ -x "$WEFT_BIN/bridge" ] || skip "no $WEFT_BIN/bridge"
+require_plugins bandwidth bridge
 
 HOSTNS=$(mk_netns host)
 ip -n "$HOSTNS" link add probeifb0 type ifb 2>/dev/null || skip "kernel has no ifb"
 ip -n "$HOSTNS" link del probeifb0
 STORE=$T/store
-
-# hcni PLUGIN CMD CID NETNS IFNAME CONF: lib.sh's cni, run inside $HOSTNS.
-hcni() {
-	local plugin=$1 cmd=$2 cid=$3 netns=$4 ifname=$5 conf=$6
-	printf '%s' "$conf" >"$T/.conf"
-	[ -n "$netns" ] && [ "${netns#/}" = "$netns" ] && netns=$(nspath "$netns")
-	set +e
-	CNI_OUT=$(ip netns exec "$HOSTNS" env -i PATH="$PATH" CNI_COMMAND="$cmd" CNI_CONTAINERID="$cid" \
-		CNI_NETNS="$netns" CNI_IFNAME="$ifname" CNI_PATH="$WEFT_BIN" CNI_ARGS="" \
-		ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" "${PLUGIN_BIN:-$WEFT_BIN}/$plugin" <"$T/.conf" 2>"$T/.stderr")
-	CNI_RC=$?
-	set -e
-	CNI_ERR=$(cat "$T/.stderr")
-}
-hcni_ok() { hcni "$@"; [ "$CNI_RC" = 0 ] || fail "$1 $2 $3 exited $CNI_RC: $CNI_OUT $CNI_ERR"; }
-hcni_err() { # CODE TEXT ...
-	local code=$1 text=$2; shift 2
-	hcni "$@"
-	[ "$CNI_RC" != 0 ] || { check_fail "$2 $3: expected error $code, got success"; return; }
-	[ "$(jq -r .code <<<"$CNI_OUT")" = "$code" ] || check_fail "$2 $3: expected code $code: $CNI_OUT"
-	[[ $(jq -r .msg <<<"$CNI_OUT") == *"$text"* ]] || check_fail "$2 $3: message should mention '$text': $CNI_OUT"
-}
-with_prev() { jq -c --argjson r "$2" '. + {prevResult: $r}' <<<"$1"; }
 
 BR=$(jq -c -n --arg s "$STORE" '{"cniVersion":"1.0.0","name":"bwnet","type":"bridge","bridge":"br0","isGateway":true,
 	"ipam":{"type":"host-local","dataDir":$s,"ranges":[[{"subnet":"10.30.0.0/24"}]]}}')
@@ -70,7 +46,7 @@ assert_eq "$(jq -r '[.[] | select(.kind=="u32") | .options.actions[]? | select(.
 # The reference's CHECK accepts what we installed and ours accepts the same values.
 hcni_ok bandwidth CHECK c1 "$P" eth0 "$(with_prev "$BW" "$R")"
 if [ -x "$REF_BIN/bandwidth" ]; then
-	PLUGIN_BIN=$REF_BIN hcni bandwidth CHECK c1 "$P" eth0 "$(with_prev "$BW" "$R")"
+	BIN=$REF_BIN hcni bandwidth CHECK c1 "$P" eth0 "$(with_prev "$BW" "$R")"
 	[ "$CNI_RC" = 0 ] || check_fail "the reference's CHECK rejects our qdiscs: $CNI_OUT"
 fi
 

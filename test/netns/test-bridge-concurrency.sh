@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd ip nft jq ping
-[ -x "$WEFT_BIN/bridge" ] || skip "no $WEFT_BIN/bridge (build first)"
+require_plugins bridge
 [ -x "$WEFT_BIN/host-local" ] || [ -x "$REF_BIN/host-local" ] || skip "no host-local IPAM"
 
 N=${N:-50}
@@ -75,8 +75,8 @@ wait
 for ((i = 1; i <= N; i++)); do
 	[ "$(cat "$T/DEL.$i.rc")" = 0 ] || check_fail "DEL $i failed: $(cat "$T/DEL.$i.out" "$T/DEL.$i.err")"
 done
-assert_eq "$(find "$STORE/conc" -type f ! -name 'last_reserved_ip*' ! -name lock ! -name '.*' | wc -l)" 0 "IPAM store empty"
-assert_eq "$(ip -n "$HOSTNS" -j link show type veth | jq length)" 0 "no veth left in the host namespace"
+assert_eq "$(reservations_in "$STORE/conc")" 0 "IPAM store empty"
+assert_eq "$(veths_in "$HOSTNS")" 0 "no veth left in the host namespace"
 for ((i = 1; i <= N; i++)); do
 	[ "$(ip -n "${PODS[$i]}" -j link show | jq length)" = 1 ] || check_fail "pod $i still has links: $(links_in "${PODS[$i]}")"
 done

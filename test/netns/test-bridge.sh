@@ -12,43 +12,15 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd ip bridge nft jq ping
-[ -x "$WEFT_BIN/bridge" ] || skip "no $WEFT_BIN/bridge (build first)"
+require_plugins bridge
 [ -x "$WEFT_BIN/host-local" ] || [ -x "$REF_BIN/host-local" ] || skip "no host-local IPAM"
 
 HOSTNS=$(mk_netns host)
 STORE=$T/store
 # Our host-local first; the reference one is only a fallback while ours is missing.
+# shellcheck disable=SC2034 # the CNI_PATH of lib.sh's hcni
 IPAM_PATH=$WEFT_BIN:$REF_BIN
 
-# hcni PLUGIN CMD CID NETNS IFNAME CONF [ARGS]: like lib.sh's cni, but run inside $HOSTNS.
-hcni() {
-	local plugin=$1 cmd=$2 cid=$3 netns=$4 ifname=$5 conf=$6 args=${7:-}
-	[ -f "$conf" ] || { printf '%s' "$conf" >"$T/.conf"; conf=$T/.conf; }
-	[ -n "$netns" ] && [ "${netns#/}" = "$netns" ] && netns=$(nspath "$netns")
-	set +e
-	CNI_OUT=$(ip netns exec "$HOSTNS" env -i PATH="$PATH" CNI_COMMAND="$cmd" CNI_CONTAINERID="$cid" \
-		CNI_NETNS="$netns" CNI_IFNAME="$ifname" CNI_PATH="$IPAM_PATH" CNI_ARGS="$args" \
-		WEFT_LOG_LEVEL="${WEFT_LOG_LEVEL:-warning}" ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
-		UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" "$WEFT_BIN/$plugin" <"$conf" 2>"$T/.stderr")
-	CNI_RC=$?
-	set -e
-	CNI_ERR=$(cat "$T/.stderr")
-}
-hcni_ok() {
-	hcni "$@"
-	[ "$CNI_RC" = 0 ] || fail "$2 $3 exited $CNI_RC: $CNI_OUT $CNI_ERR"
-}
-# hcni_fails_with TEXT ...: expect failure whose message contains TEXT
-hcni_fails_with() {
-	local text=$1; shift
-	hcni "$@"
-	if [ "$CNI_RC" = 0 ]; then check_fail "$2 $3: expected failure mentioning '$text', got success"; return; fi
-	local msg
-	msg=$(jq -r .msg <<<"$CNI_OUT" 2>/dev/null || echo "$CNI_OUT")
-	[[ $msg == *"$text"* ]] || check_fail "$2 $3: error should mention '$text': $msg"
-}
-# with_prev CONF RESULT: CONF plus prevResult
-with_prev() { jq -c --argjson r "$2" '. + {prevResult: $r}' <<<"$1"; }
 masq_elems() { ip netns exec "$HOSTNS" nft -j list ruleset | jq -r '[.nftables[] | select(.set?.name? | tostring | test("^br-")) | .set.elem[]? | .elem?.comment? // empty] | .[]' | sort | tr '\n' ' '; }
 
 CONF=$(jq -c --arg store "$STORE" '.' <<EOF
@@ -112,23 +84,22 @@ hcni bridge CHECK c1 "$P1" eth0 "$C1"
 [ "$CNI_RC" = 0 ] || check_fail "CHECK after ADD failed: $CNI_OUT"
 
 ip -n "$P1" addr del 10.20.0.2/24 dev eth0
-hcni_fails_with "missing address 10.20.0.2/24" bridge CHECK c1 "$P1" eth0 "$C1"
+hcni_err "" "missing address 10.20.0.2/24" bridge CHECK c1 "$P1" eth0 "$C1"
 ip -n "$P1" addr add 10.20.0.2/24 dev eth0
 ip -n "$P1" route add default via 10.20.0.1
 hcni bridge CHECK c1 "$P1" eth0 "$C1"
 [ "$CNI_RC" = 0 ] || check_fail "CHECK after restoring the address failed: $CNI_OUT"
 
 ip -n "$P1" -6 route del default
-hcni_fails_with "route ::/0 via fd00:20::1" bridge CHECK c1 "$P1" eth0 "$C1"
+hcni_err "" "route ::/0 via fd00:20::1" bridge CHECK c1 "$P1" eth0 "$C1"
 ip -n "$P1" -6 route add default via fd00:20::1
 
 ip -n "$HOSTNS" link set "$VETH1" nomaster
-hcni_fails_with "$VETH1 is not attached" bridge CHECK c1 "$P1" eth0 "$C1"
+hcni_err "" "$VETH1 is not attached" bridge CHECK c1 "$P1" eth0 "$C1"
 ip -n "$HOSTNS" link set "$VETH1" master br0
 hcni bridge CHECK c1 "$P1" eth0 "$C1"
 [ "$CNI_RC" = 0 ] || check_fail "CHECK after re-attaching failed: $CNI_OUT"
-hcni_fails_with "prevResult" bridge CHECK c1 "$P1" eth0 "$CONF"
-[ "$(jqr .code)" = 7 ] || check_fail "CHECK without prevResult: code $(jqr .code), want 7"
+hcni_err 7 "prevResult" bridge CHECK c1 "$P1" eth0 "$CONF"
 
 info "macspoofchk drops frames with a changed source MAC"
 MAC1=$(jqr '.interfaces[2].mac' "$R1")
@@ -173,7 +144,7 @@ hcni_ok bridge GC "" "" "" "$GC"
 hcni_ok bridge STATUS "" "" "" "$CONF11"
 hcni_ok bridge DEL c4 "$P4" eth0 "$CONF11"
 hcni_ok bridge DEL c2 "$P2" eth0 "$CONF"
-assert_eq "$(find "$STORE/brtest" -type f ! -name 'last_reserved_ip*' ! -name lock ! -name '.*' | wc -l)" 0 "IPAM store empty"
+assert_eq "$(reservations_in "$STORE/brtest")" 0 "IPAM store empty"
 assert_eq "$(masq_elems)" "" "no nft elements left"
 
 info "options: mtu, hairpinMode, portIsolation (L2)"
@@ -262,7 +233,7 @@ assert_ping "$PG" 10.21.0.254
 info "a different gateway address without forceAddress is refused; with it, replaced"
 PG2=$(mk_netns podg2)
 GW2=$(jq -c '.ipam.ranges[0][0].gateway = "10.21.0.253"' <<<"$GWCONF")
-hcni_fails_with "already has an IP address different from 10.21.0.253/24" bridge ADD cg2 "$PG2" eth0 "$GW2"
+hcni_err "" "already has an IP address different from 10.21.0.253/24" bridge ADD cg2 "$PG2" eth0 "$GW2"
 assert_eq "$(ip -n "$PG2" -j link show | jq -r '[.[].ifname] | tostring')" '["lo"]' "failed ADD left nothing in the pod"
 hcni_ok bridge ADD cg2 "$PG2" eth0 "$(jq -c '.forceAddress = true' <<<"$GW2")"
 assert_eq "$(ip -n "$HOSTNS" -j addr show br5 | jq -r '[.[0].addr_info[] | select(.family=="inet") | .local] | tostring')" \

@@ -15,11 +15,12 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd ip jq ping dnsmasq
-[ -x "$WEFT_BIN/dhcp" ] || skip "no $WEFT_BIN/dhcp (build first)"
-[ -x "$WEFT_BIN/bridge" ] || skip "no $WEFT_BIN/bridge (build first)"
+require_plugins dhcp bridge
 
 LAN=$(mk_netns lan)
 NODE=$(mk_netns node)
+# shellcheck disable=SC2034 # where lib.sh's hcni runs the plugins
+HOSTNS=$NODE
 SOCK=$T/dhcp.sock
 LEASES=$T/dnsmasq.leases
 
@@ -57,33 +58,9 @@ stop_daemon() {
 start_daemon
 on_exit 'stop_daemon'
 
-# ncni PLUGIN CMD CID NETNS IFNAME CONF [ARGS]: lib.sh's cni, run inside the node namespace.
-ncni() {
-	local plugin=$1 cmd=$2 cid=$3 netns=$4 ifname=$5 conf=$6 args=${7:-}
-	[ -f "$conf" ] || { printf '%s' "$conf" >"$T/.conf"; conf=$T/.conf; }
-	[ -n "$netns" ] && [ "${netns#/}" = "$netns" ] && netns=$(nspath "$netns")
-	set +e
-	CNI_OUT=$(ip netns exec "$NODE" env -i PATH="$PATH" CNI_COMMAND="$cmd" CNI_CONTAINERID="$cid" \
-		CNI_NETNS="$netns" CNI_IFNAME="$ifname" CNI_PATH="$WEFT_BIN" CNI_ARGS="$args" \
-		WEFT_LOG_LEVEL="${WEFT_LOG_LEVEL:-warning}" ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
-		UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" "$WEFT_BIN/$plugin" <"$conf" 2>"$T/.stderr")
-	CNI_RC=$?
-	set -e
-	CNI_ERR=$(cat "$T/.stderr")
-}
-ncni_ok() {
-	ncni "$@"
-	[ "$CNI_RC" = 0 ] || { tail -20 "$T/daemon.log"; fail "$1 $2 $3 exited $CNI_RC: $CNI_OUT $CNI_ERR"; }
-}
-ncni_err() { # CODE TEXT PLUGIN CMD ...: expect that code and a message containing TEXT
-	local code=$1 text=$2; shift 2
-	ncni "$@"
-	[ "$CNI_RC" != 0 ] || { check_fail "$1 $2: expected error $code, got success: $CNI_OUT"; return; }
-	assert_eq "$(jq -r .code <<<"$CNI_OUT")" "$code" "$1 $2 error code"
-	[[ $(jq -r .msg <<<"$CNI_OUT") == *"$text"* ]] || check_fail "$1 $2: message should mention '$text': $CNI_OUT"
-}
+# shellcheck disable=SC2034 # a failing hcni_ok shows the end of the daemon's log
+HCNI_LOG=$T/daemon.log
 lease_of() { awk -v ip="$1" '$3 == ip {print $1}' "$LEASES"; }
-with_prev() { jq -c --argjson r "$2" '. + {prevResult: $r}' <<<"$1"; }
 
 CONF=$(jq -nc --arg sock "$SOCK" '{cniVersion:"1.0.0",name:"dhcpnet",type:"bridge",bridge:"cni-dhcp0",
 	ipam:{type:"dhcp",daemonSocketPath:$sock,provide:[{option:"host-name",fromArg:"K8S_POD_NAME"}]}}')
@@ -93,9 +70,9 @@ info "ADD two pods through the bridge plugin"
 P1=$(mk_netns pod1)
 P2=$(mk_netns pod2)
 T0=$SECONDS
-ncni_ok bridge ADD c1 "$P1" eth0 "$CONF" "IgnoreUnknown=1;K8S_POD_NAME=pod-one"
+hcni_ok bridge ADD c1 "$P1" eth0 "$CONF" "IgnoreUnknown=1;K8S_POD_NAME=pod-one"
 R1=$CNI_OUT
-ncni_ok bridge ADD c2 "$P2" eth0 "$CONF"
+hcni_ok bridge ADD c2 "$P2" eth0 "$CONF"
 R2=$CNI_OUT
 info "two ADDs took $((SECONDS - T0)) s"
 A1=$(jqr '.ips[0].address' "$R1")
@@ -121,18 +98,18 @@ CLID="00$(printf '%s' c1/dhcpnet/eth0 | od -An -v -tx1 | tr -d '\n' | tr -s ' ' 
 grep -q "$CLID" "$LEASES" || check_fail "client id $CLID not in dnsmasq's lease file: $(cat "$LEASES")"
 
 info "ADD retried for an attachment that holds a lease returns the same lease"
-ncni_ok dhcp ADD c1 "$P1" eth0 "$IPAM"
+hcni_ok dhcp ADD c1 "$P1" eth0 "$IPAM"
 assert_eq "$(jqr '.ips[0].address')" "$A1" "repeated ADD"
 
 info "CHECK"
-ncni_ok bridge CHECK c1 "$P1" eth0 "$(with_prev "$CONF" "$R1")"
-ncni_ok dhcp CHECK c1 "$P1" eth0 "$(with_prev "$IPAM" "$R1")"
-ncni_err 999 "not in prevResult" dhcp CHECK c1 "$P1" eth0 "$(with_prev "$IPAM" "$R2")"
-ncni_err 999 "no DHCP lease held" dhcp CHECK c9 "$P1" eth0 "$IPAM"
+hcni_ok bridge CHECK c1 "$P1" eth0 "$(with_prev "$CONF" "$R1")"
+hcni_ok dhcp CHECK c1 "$P1" eth0 "$(with_prev "$IPAM" "$R1")"
+hcni_err 999 "not in prevResult" dhcp CHECK c1 "$P1" eth0 "$(with_prev "$IPAM" "$R2")"
+hcni_err 999 "no DHCP lease held" dhcp CHECK c9 "$P1" eth0 "$IPAM"
 
 info "a pod namespace deleted without DEL"
 P3=$(mk_netns pod3)
-ncni_ok bridge ADD c3 "$P3" eth0 "$CONF"
+hcni_ok bridge ADD c3 "$P3" eth0 "$CONF"
 ip netns del "$P3"
 
 info "renewal at T1 (10 s): dnsmasq's expiry for pod1 moves forward"
@@ -142,37 +119,37 @@ E2=$(lease_of "$IP1")
 if [ -z "$E2" ] || [ "$E2" -le "$E1" ]; then check_fail "lease of $IP1 not renewed (expiry $E1 -> ${E2:-gone})"; fi
 grep -q "DHCPREQUEST(br0) $IP1" "$T/dnsmasq.log" || check_fail "no renewing DHCPREQUEST in dnsmasq's log"
 grep -q "c3/dhcpnet/eth0: dropping the lease" "$T/daemon.log" || check_fail "daemon did not drop the lease of the deleted pod"
-ncni_ok dhcp STATUS "" "" "" "$(jq -c '.cniVersion = "1.1.0"' <<<"$IPAM")"
+hcni_ok dhcp STATUS "" "" "" "$(jq -c '.cniVersion = "1.1.0"' <<<"$IPAM")"
 assert_ping "$P1" 10.77.0.1
 
 info "DEL releases (DHCPRELEASE), DEL again is fine"
-ncni_ok bridge DEL c1 "$P1" eth0 "$CONF"
+hcni_ok bridge DEL c1 "$P1" eth0 "$CONF"
 for _ in $(seq 20); do [ -z "$(lease_of "$IP1")" ] && break; sleep 0.1; done
 [ -z "$(lease_of "$IP1")" ] || check_fail "dnsmasq still holds $IP1 after DEL"
 grep -q "DHCPRELEASE(br0) $IP1" "$T/dnsmasq.log" || check_fail "no DHCPRELEASE for $IP1 in dnsmasq's log"
-ncni_ok bridge DEL c1 "$P1" eth0 "$CONF"
-ncni_ok dhcp DEL c1 "$P1" eth0 "$IPAM"
+hcni_ok bridge DEL c1 "$P1" eth0 "$CONF"
+hcni_ok dhcp DEL c1 "$P1" eth0 "$IPAM"
 
 info "GC releases attachments not in the valid list"
 GC=$(jq -c '.cniVersion = "1.1.0" | .["cni.dev/valid-attachments"] = [{containerID:"c1",ifname:"eth0"}]' <<<"$IPAM")
-ncni_ok dhcp GC "" "" "" "$GC"
+hcni_ok dhcp GC "" "" "" "$GC"
 for _ in $(seq 20); do [ -z "$(lease_of "$IP2")" ] && break; sleep 0.1; done
 [ -z "$(lease_of "$IP2")" ] || check_fail "GC did not release $IP2"
-ncni_err 999 "no DHCP lease held" dhcp CHECK c2 "$P2" eth0 "$IPAM"
+hcni_err 999 "no DHCP lease held" dhcp CHECK c2 "$P2" eth0 "$IPAM"
 
 info "bad config"
-ncni_err 7 "ipam.provide[0]" dhcp ADD c5 "$P2" eth0 "$(jq -c '.ipam.provide = [{option:"no-such-option",value:"x"}]' <<<"$IPAM")"
-ncni_err 7 "ipam.request" dhcp ADD c5 "$P2" eth0 "$(jq -c '.ipam.request = "1"' <<<"$IPAM")"
-ncni_err 999 "error looking up" dhcp ADD c5 "$P2" nosuch0 "$IPAM"
+hcni_err 7 "ipam.provide[0]" dhcp ADD c5 "$P2" eth0 "$(jq -c '.ipam.provide = [{option:"no-such-option",value:"x"}]' <<<"$IPAM")"
+hcni_err 7 "ipam.request" dhcp ADD c5 "$P2" eth0 "$(jq -c '.ipam.request = "1"' <<<"$IPAM")"
+hcni_err 999 "error looking up" dhcp ADD c5 "$P2" nosuch0 "$IPAM"
 
 info "no daemon: ADD fails naming the socket, STATUS 50, DEL succeeds"
 stop_daemon
 [ ! -e "$SOCK" ] || check_fail "daemon left its socket behind"
 [ ! -e "$T/daemon.pid" ] || check_fail "daemon left its pidfile behind"
-ncni_err 999 "error dialing DHCP daemon: dial unix $SOCK" dhcp ADD c4 "$P2" eth0 "$IPAM"
-ncni_err 999 "error dialing DHCP daemon" bridge ADD c4 "$P2" eth1 "$CONF"
-ncni_err 50 "$SOCK" dhcp STATUS "" "" "" "$(jq -c '.cniVersion = "1.1.0"' <<<"$IPAM")"
-ncni_ok dhcp DEL c4 "$P2" eth0 "$IPAM"
+hcni_err 999 "error dialing DHCP daemon: dial unix $SOCK" dhcp ADD c4 "$P2" eth0 "$IPAM"
+hcni_err 999 "error dialing DHCP daemon" bridge ADD c4 "$P2" eth1 "$CONF"
+hcni_err 50 "$SOCK" dhcp STATUS "" "" "" "$(jq -c '.cniVersion = "1.1.0"' <<<"$IPAM")"
+hcni_ok dhcp DEL c4 "$P2" eth0 "$IPAM"
 grep -E "ERROR|runtime error|AddressSanitizer" "$T/daemon.log" && check_fail "daemon reported errors"
 
 finish

@@ -8,55 +8,25 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd ip jq ping
-[ -x "$WEFT_BIN/host-device" ] || skip "no $WEFT_BIN/host-device (build first)"
-[ -x "$WEFT_BIN/host-local" ] || skip "no $WEFT_BIN/host-local"
+require_plugins host-device host-local
 
 HOSTNS=$(mk_netns host)
 STORE=$T/store
 # mkdev NS NAME: a veth NAME (the "device") whose peer NAMEp holds 10.80.0.1/24 in NS
 mkdev() {
-	ip -n "$1" link add "$2" type veth peer name "${2}p"
-	ip -n "$1" link set "${2}p" up
-	ip -n "$1" link set "$2" up
+	mk_veth "$1" "$2" "${2}p"
 	ip -n "$1" addr add 10.80.0.1/24 dev "${2}p" 2>/dev/null || true
 }
 mkdev "$HOSTNS" hd0
 
-hcni() {
-	local plugin=$1 cmd=$2 cid=$3 netns=$4 ifname=$5 conf=$6 args=${7:-}
-	local bin=${BIN:-$WEFT_BIN} hns=${HNS:-$HOSTNS}
-	local -a nsenv=(CNI_NETNS="$netns")
-	[ "$netns" = - ] && nsenv=()
-	[ -n "$netns" ] && [ "$netns" != - ] && [ "${netns#/}" = "$netns" ] && nsenv=(CNI_NETNS="$(nspath "$netns")")
-	[ -f "$conf" ] || { printf '%s' "$conf" >"$T/.conf"; conf=$T/.conf; }
-	set +e
-	CNI_OUT=$(ip netns exec "$hns" env -i PATH="$PATH" CNI_COMMAND="$cmd" CNI_CONTAINERID="$cid" \
-		"${nsenv[@]}" CNI_IFNAME="$ifname" CNI_PATH="${IPATH:-$WEFT_BIN}" CNI_ARGS="$args" \
-		ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
-		"$bin/$plugin" <"$conf" 2>"$T/.stderr")
-	CNI_RC=$?
-	set -e
-	CNI_ERR=$(cat "$T/.stderr")
-}
-hcni_ok() { hcni "$@"; [ "$CNI_RC" = 0 ] || fail "$2 $3 exited $CNI_RC: $CNI_OUT $CNI_ERR"; }
-with_prev() { jq -c --argjson r "$2" '. + {prevResult: $r}' <<<"$1"; }
-reservations() { find "$STORE" -type f ! -name 'last_reserved_ip*' ! -name lock ! -name '.*' 2>/dev/null | wc -l; }
 devstate() { ip -n "$HOSTNS" -j link show hd0 2>/dev/null | jq -c '.[0] | {ifname, up: (.flags | index("UP") != null), ifalias}'; }
 POD_LINKS="lo " BASE_RES=0
-expect() {
-	local code=$1 text=$2 desc=$3; shift 3
-	local before
-	before=$(devstate)
-	hcni host-device "$@"
-	if [ "$CNI_RC" = 0 ]; then check_fail "$desc: expected error $code, got success"; return; fi
-	local got msg
-	got=$(jq -r .code <<<"$CNI_OUT" 2>/dev/null || echo not-json)
-	msg=$(jq -r .msg <<<"$CNI_OUT" 2>/dev/null || echo "$CNI_OUT")
-	[ "$got" = "$code" ] || check_fail "$desc: expected code $code, got $got: $msg"
-	[[ $msg == *"$text"* ]] || check_fail "$desc: message should mention '$text': $msg"
-	assert_eq "$(links_in "$PE")" "$POD_LINKS" "$desc: pod links"
-	assert_eq "$(devstate)" "$before" "$desc: hd0 back in the node as it was"
-	assert_eq "$(reservations)" "$BASE_RES" "$desc: IPAM reservations"
+# assert_clean DESC: what hcni_expect checks after a failed call - nothing left behind, and hd0
+# back in the node as it was before the bad-input calls ($HD0)
+assert_clean() {
+	assert_eq "$(links_in "$PE")" "$POD_LINKS" "$1: pod links"
+	assert_eq "$(devstate)" "$HD0" "$1: hd0 back in the node as it was"
+	assert_eq "$(reservations_in "$STORE")" "$BASE_RES" "$1: IPAM reservations"
 }
 
 CONF=$(jq -c -n --arg store "$STORE" '{"cniVersion":"1.0.0","name":"hdnet","type":"host-device","device":"hd0",
@@ -91,7 +61,7 @@ info "DEL moves it back under its name; DEL again"
 hcni_ok host-device DEL c1 "$P1" eth0 "$CONF"
 assert_eq "$(links_in "$P1")" "lo " "pod1 has only lo"
 assert_eq "$(ip -n "$HOSTNS" -j link show hd0 | jq -r '.[0].address')" "$MAC" "hd0 is back in the node"
-assert_eq "$(reservations)" 0 "address released"
+assert_eq "$(reservations_in "$STORE")" 0 "address released"
 hcni_ok host-device DEL c1 "$P1" eth0 "$CONF"
 hcni_ok host-device DEL c1 - eth0 "$CONF"
 
@@ -110,27 +80,29 @@ P3=$(mk_netns pod3)
 hcni_ok host-device ADD c3 "$P3" eth0 "$(jq -c '.device = "hd1"' <<<"$CONF")"
 ip netns del "$P3"
 hcni_ok host-device DEL c3 "/run/netns/$P3" eth0 "$(jq -c '.device = "hd1"' <<<"$CONF")"
-assert_eq "$(reservations)" 0 "address released with the netns gone"
+assert_eq "$(reservations_in "$STORE")" 0 "address released with the netns gone"
 
 info "bad input: code, message naming key/value, the device back as it was"
 PE=$(mk_netns pode)
+HD0=$(devstate)
 bad() { jq -c "$1" <<<"$CONF"; }
-expect 7 'specify either "device", "hwaddr", "kernelpath" or "pciBusID"' "no device selector" ADD c1 "$PE" eth0 "$(bad 'del(.device)')"
-expect 7 '"hwaddr"' "bad hwaddr" ADD c1 "$PE" eth0 "$(bad 'del(.device) | .hwaddr = "nope"')"
-expect 7 '/tmp/x' "kernelpath outside /sys/devices" ADD c1 "$PE" eth0 "$(bad 'del(.device) | .kernelpath = "/tmp/x"')"
-expect 7 '"pciBusID": "xyz"' "pciBusID not a PCI address" ADD c1 "$PE" eth0 "$(bad 'del(.device) | .pciBusID = "xyz"')"
-expect 7 'DeviceID bogus' "runtimeConfig.deviceID not a PCI address" ADD c1 "$PE" eth0 "$(bad '.runtimeConfig = {"deviceID":"bogus"}')"
-expect 999 'pci device 0000:ff:1f.7' "no such PCI device" ADD c1 "$PE" eth0 "$(bad 'del(.device) | .pciBusID = "0000:ff:1f.7"')"
-expect 999 '"device" nosuch0' "device does not exist" ADD c1 "$PE" eth0 "$(bad '.device = "nosuch0"')"
-expect 999 "hwaddr" "no device with that hwaddr" ADD c1 "$PE" eth0 "$(bad 'del(.device) | .hwaddr = "02:00:00:00:00:99"')"
-expect 7 "loopback" "the loopback device" ADD c1 "$PE" eth0 "$(bad '.device = "lo"')"
-expect 4 CNI_NETNS "missing netns" ADD c1 - eth0 "$CONF"
-expect 999 nope-ipam "IPAM plugin not found (device moved back)" ADD c1 "$PE" eth0 "$(bad '.ipam.type = "nope-ipam"')"
+hcni_expect 7 'specify either "device", "hwaddr", "kernelpath" or "pciBusID"' "no device selector" host-device ADD c1 "$PE" eth0 "$(bad 'del(.device)')"
+hcni_expect 7 '"hwaddr"' "bad hwaddr" host-device ADD c1 "$PE" eth0 "$(bad 'del(.device) | .hwaddr = "nope"')"
+hcni_expect 7 '/tmp/x' "kernelpath outside /sys/devices" host-device ADD c1 "$PE" eth0 "$(bad 'del(.device) | .kernelpath = "/tmp/x"')"
+hcni_expect 7 '"pciBusID": "xyz"' "pciBusID not a PCI address" host-device ADD c1 "$PE" eth0 "$(bad 'del(.device) | .pciBusID = "xyz"')"
+hcni_expect 7 'DeviceID bogus' "runtimeConfig.deviceID not a PCI address" host-device ADD c1 "$PE" eth0 "$(bad '.runtimeConfig = {"deviceID":"bogus"}')"
+hcni_expect 999 'pci device 0000:ff:1f.7' "no such PCI device" host-device ADD c1 "$PE" eth0 "$(bad 'del(.device) | .pciBusID = "0000:ff:1f.7"')"
+hcni_expect 999 '"device" nosuch0' "device does not exist" host-device ADD c1 "$PE" eth0 "$(bad '.device = "nosuch0"')"
+hcni_expect 999 "hwaddr" "no device with that hwaddr" host-device ADD c1 "$PE" eth0 "$(bad 'del(.device) | .hwaddr = "02:00:00:00:00:99"')"
+hcni_expect 7 "loopback" "the loopback device" host-device ADD c1 "$PE" eth0 "$(bad '.device = "lo"')"
+hcni_expect 4 CNI_NETNS "missing netns" host-device ADD c1 - eth0 "$CONF"
+hcni_expect 999 nope-ipam "IPAM plugin not found (device moved back)" host-device ADD c1 "$PE" eth0 "$(bad '.ipam.type = "nope-ipam"')"
 ip -n "$PE" link add eth0 type veth peer name eth0p
-POD_LINKS="eth0 eth0p lo " expect 999 "eth0 already exists" "ifname taken in the pod" ADD c1 "$PE" eth0 "$CONF"
+POD_LINKS="eth0 eth0p lo " hcni_expect 999 "eth0 already exists" "ifname taken in the pod" host-device ADD c1 "$PE" eth0 "$CONF"
 ip -n "$PE" link del eth0
 ip -n "$HOSTNS" link set hd0 down
-expect 999 "203.0.113.1" "failure after IPAM (device back, still down)" ADD c1 "$PE" eth0 \
+HD0=$(devstate)
+hcni_expect 999 "203.0.113.1" "failure after IPAM (device back, still down)" host-device ADD c1 "$PE" eth0 \
 	"$(bad '.ipam.routes = [{"dst":"198.51.100.0/24","gw":"203.0.113.1"}]')"
 ip -n "$HOSTNS" link set hd0 up
 # DEL of an interface we did not move in (no alias) is refused and leaves it alone.

@@ -9,53 +9,24 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd ip jq ping
-[ -x "$WEFT_BIN/macvlan" ] || skip "no $WEFT_BIN/macvlan (build first)"
-[ -x "$WEFT_BIN/host-local" ] || skip "no $WEFT_BIN/host-local"
+require_plugins macvlan host-local
 
 HOSTNS=$(mk_netns host)
 STORE=$T/store
-ip -n "$HOSTNS" link add mv0 type veth peer name mv0p
-ip -n "$HOSTNS" link set mv0 up
-ip -n "$HOSTNS" link set mv0p up
+mk_veth "$HOSTNS" mv0 mv0p
 ip -n "$HOSTNS" addr add 192.168.90.1/24 dev mv0
 ip -n "$HOSTNS" route add default via 192.168.90.254 dev mv0
 # (lib.sh's require_kind probes without a lower device, which macvlan needs)
 ip -n "$HOSTNS" link add probe0 link mv0 type macvlan 2>/dev/null || skip "kernel has no 'macvlan' link kind"
 ip -n "$HOSTNS" link del probe0
 
-hcni() {
-	local plugin=$1 cmd=$2 cid=$3 netns=$4 ifname=$5 conf=$6 args=${7:-}
-	local bin=${BIN:-$WEFT_BIN} hns=${HNS:-$HOSTNS}
-	local -a nsenv=(CNI_NETNS="$netns")
-	[ "$netns" = - ] && nsenv=()
-	[ -n "$netns" ] && [ "$netns" != - ] && [ "${netns#/}" = "$netns" ] && nsenv=(CNI_NETNS="$(nspath "$netns")")
-	[ -f "$conf" ] || { printf '%s' "$conf" >"$T/.conf"; conf=$T/.conf; }
-	set +e
-	CNI_OUT=$(ip netns exec "$hns" env -i PATH="$PATH" CNI_COMMAND="$cmd" CNI_CONTAINERID="$cid" \
-		"${nsenv[@]}" CNI_IFNAME="$ifname" CNI_PATH="${IPATH:-$WEFT_BIN}" CNI_ARGS="$args" \
-		ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
-		"$bin/$plugin" <"$conf" 2>"$T/.stderr")
-	CNI_RC=$?
-	set -e
-	CNI_ERR=$(cat "$T/.stderr")
-}
-hcni_ok() { hcni "$@"; [ "$CNI_RC" = 0 ] || fail "$2 $3 exited $CNI_RC: $CNI_OUT $CNI_ERR"; }
-with_prev() { jq -c --argjson r "$2" '. + {prevResult: $r}' <<<"$1"; }
-reservations() { find "$STORE" -type f ! -name 'last_reserved_ip*' ! -name lock ! -name '.*' 2>/dev/null | wc -l; }
 macvlans() { ip -n "$1" -j -d link show | jq '[.[] | select(.linkinfo.info_kind? == "macvlan")] | length'; }
 POD_LINKS="lo " BASE_RES=0
-expect() {
-	local code=$1 text=$2 desc=$3; shift 3
-	hcni macvlan "$@"
-	if [ "$CNI_RC" = 0 ]; then check_fail "$desc: expected error $code, got success"; return; fi
-	local got msg
-	got=$(jq -r .code <<<"$CNI_OUT" 2>/dev/null || echo not-json)
-	msg=$(jq -r .msg <<<"$CNI_OUT" 2>/dev/null || echo "$CNI_OUT")
-	[ "$got" = "$code" ] || check_fail "$desc: expected code $code, got $got: $msg"
-	[[ $msg == *"$text"* ]] || check_fail "$desc: message should mention '$text': $msg"
-	assert_eq "$(links_in "$PE")" "$POD_LINKS" "$desc: pod links"
-	assert_eq "$(macvlans "$HOSTNS")" 0 "$desc: macvlans in the node"
-	assert_eq "$(reservations)" "$BASE_RES" "$desc: IPAM reservations"
+# assert_clean DESC: what hcni_expect checks after a failed call - nothing left behind
+assert_clean() {
+	assert_eq "$(links_in "$PE")" "$POD_LINKS" "$1: pod links"
+	assert_eq "$(macvlans "$HOSTNS")" 0 "$1: macvlans in the node"
+	assert_eq "$(reservations_in "$STORE")" "$BASE_RES" "$1: IPAM reservations"
 }
 
 CONF=$(jq -c -n --arg store "$STORE" '{"cniVersion":"1.0.0","name":"mvnet","type":"macvlan","master":"mv0","mode":"bridge",
@@ -123,7 +94,7 @@ CONF11=$(jq -c '.cniVersion = "1.1.0"' <<<"$CONF")
 P4=$(mk_netns pod4)
 hcni_ok macvlan ADD c4 "$P4" eth0 "$CONF11"
 hcni_ok macvlan GC "" "" "" "$(jq -c '. + {"cni.dev/valid-attachments": []}' <<<"$CONF11")"
-assert_eq "$(reservations)" 0 "GC released the forgotten reservation"
+assert_eq "$(reservations_in "$STORE")" 0 "GC released the forgotten reservation"
 hcni_ok macvlan STATUS "" "" "" "$CONF11"
 hcni_ok macvlan DEL c4 "$P4" eth0 "$CONF11"
 
@@ -149,31 +120,29 @@ hcni_ok macvlan DEL c5 "$P5" eth0 "$L2"
 info "bad input: code, message naming key/value, nothing left behind"
 PE=$(mk_netns pode)
 bad() { jq -c "$1" <<<"$CONF"; }
-expect 7 '"bogus"' "unknown mode" ADD c1 "$PE" eth0 "$(bad '.mode = "bogus"')"
-expect 7 "invalid MTU 9000" "mtu above the master's" ADD c1 "$PE" eth0 "$(bad '.mtu = 9000')"
-expect 7 "invalid MTU -1" "negative mtu" ADD c1 "$PE" eth0 "$(bad '.mtu = -1')"
-expect 7 '"mtu": "1400"' "mtu as a string" ADD c1 "$PE" eth0 "$(bad '.mtu = "1400"')"
-expect 7 '"master": 5' "master as a number" ADD c1 "$PE" eth0 "$(bad '.master = 5')"
-expect 7 'a/b' "master with a slash" ADD c1 "$PE" eth0 "$(bad '.master = "a/b"')"
-expect 7 'zz:00' "bad config mac" ADD c1 "$PE" eth0 "$(bad '.mac = "zz:00:00:00:00:01"')"
-expect 4 'xx:yy' "bad CNI_ARGS MAC" ADD c1 "$PE" eth0 "$CONF" "IgnoreUnknown=1;MAC=xx:yy"
-expect 999 'failed to lookup master "nosuch0"' "master does not exist" ADD c1 "$PE" eth0 "$(bad '.master = "nosuch0"')"
-expect 4 CNI_NETNS "missing netns" ADD c1 - eth0 "$CONF"
-expect 999 nope-ipam "IPAM plugin not found (macvlan deleted)" ADD c1 "$PE" eth0 "$(bad '.ipam.type = "nope-ipam"')"
+hcni_expect 7 '"bogus"' "unknown mode" macvlan ADD c1 "$PE" eth0 "$(bad '.mode = "bogus"')"
+hcni_expect 7 "invalid MTU 9000" "mtu above the master's" macvlan ADD c1 "$PE" eth0 "$(bad '.mtu = 9000')"
+hcni_expect 7 "invalid MTU -1" "negative mtu" macvlan ADD c1 "$PE" eth0 "$(bad '.mtu = -1')"
+hcni_expect 7 '"mtu": "1400"' "mtu as a string" macvlan ADD c1 "$PE" eth0 "$(bad '.mtu = "1400"')"
+hcni_expect 7 '"master": 5' "master as a number" macvlan ADD c1 "$PE" eth0 "$(bad '.master = 5')"
+hcni_expect 7 'a/b' "master with a slash" macvlan ADD c1 "$PE" eth0 "$(bad '.master = "a/b"')"
+hcni_expect 7 'zz:00' "bad config mac" macvlan ADD c1 "$PE" eth0 "$(bad '.mac = "zz:00:00:00:00:01"')"
+hcni_expect 4 'xx:yy' "bad CNI_ARGS MAC" macvlan ADD c1 "$PE" eth0 "$CONF" "IgnoreUnknown=1;MAC=xx:yy"
+hcni_expect 999 'failed to lookup master "nosuch0"' "master does not exist" macvlan ADD c1 "$PE" eth0 "$(bad '.master = "nosuch0"')"
+hcni_expect 4 CNI_NETNS "missing netns" macvlan ADD c1 - eth0 "$CONF"
+hcni_expect 999 nope-ipam "IPAM plugin not found (macvlan deleted)" macvlan ADD c1 "$PE" eth0 "$(bad '.ipam.type = "nope-ipam"')"
 ip -n "$PE" link add eth0 type veth peer name eth0p
-POD_LINKS="eth0 eth0p lo " expect 999 'rename macvlan to "eth0"' "ifname taken in the pod" ADD c1 "$PE" eth0 "$CONF"
+POD_LINKS="eth0 eth0p lo " hcni_expect 999 'rename macvlan to "eth0"' "ifname taken in the pod" macvlan ADD c1 "$PE" eth0 "$CONF"
 ip -n "$PE" link del eth0
-expect 999 "203.0.113.1" "unreachable IPAM route (macvlan and address rolled back)" ADD c1 "$PE" eth0 \
+hcni_expect 999 "203.0.113.1" "unreachable IPAM route (macvlan and address rolled back)" macvlan ADD c1 "$PE" eth0 \
 	"$(bad '.ipam.routes = [{"dst":"198.51.100.0/24","gw":"203.0.113.1"}]')"
 HN2=$(mk_netns host2)
-HNS=$HN2 expect 999 "no default route interface found" "no master and no default route" ADD c1 "$PE" eth0 "$(bad 'del(.master)')"
+HNS=$HN2 hcni_expect 999 "no default route interface found" "no master and no default route" macvlan ADD c1 "$PE" eth0 "$(bad 'del(.master)')"
 
 if [ -x "$REF_BIN/macvlan" ]; then
 	info "side by side with the reference macvlan"
 	HREF=$(mk_netns href)
-	ip -n "$HREF" link add mv0 type veth peer name mv0p
-	ip -n "$HREF" link set mv0 up
-	ip -n "$HREF" link set mv0p up
+	mk_veth "$HREF" mv0 mv0p
 	PR=$(mk_netns podr)
 	PW=$(mk_netns podw)
 	for mode in bridge private vepa passthru; do

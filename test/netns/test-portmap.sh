@@ -12,12 +12,13 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd ip nft jq nc timeout
-for p in bridge portmap; do [ -x "$WEFT_BIN/$p" ] || skip "no $WEFT_BIN/$p (build first)"; done
+require_plugins bridge portmap
 [ -x "$WEFT_BIN/host-local" ] || [ -x "$REF_BIN/host-local" ] || skip "no host-local IPAM"
 
 HOSTNS=$(mk_netns host)
 CLIENT=$(mk_netns client)
 STORE=$T/store
+# shellcheck disable=SC2034 # the CNI_PATH of lib.sh's hcni
 IPAM_PATH=$WEFT_BIN:$REF_BIN
 SERVERS=()
 # shellcheck disable=SC2016 # expanded at exit, on purpose
@@ -31,35 +32,6 @@ ip -n "$HOSTNS" link set up0 up
 ip -n "$CLIENT" addr add 192.168.60.2/24 dev eth0
 ip -n "$CLIENT" addr add fd00:60::2/64 dev eth0 nodad
 ip -n "$CLIENT" link set eth0 up
-
-# hcni PLUGIN CMD CID NETNS IFNAME CONF: run one of our plugins inside $HOSTNS.
-hcni() {
-	local plugin=$1 cmd=$2 cid=$3 netns=$4 ifname=$5 conf=$6
-	[ -f "$conf" ] || { printf '%s' "$conf" >"$T/.conf"; conf=$T/.conf; }
-	[ -n "$netns" ] && [ "${netns#/}" = "$netns" ] && netns=$(nspath "$netns")
-	set +e
-	CNI_OUT=$(ip netns exec "$HOSTNS" env -i PATH="$PATH" CNI_COMMAND="$cmd" CNI_CONTAINERID="$cid" \
-		CNI_NETNS="$netns" CNI_IFNAME="$ifname" CNI_PATH="$IPAM_PATH" CNI_ARGS="" \
-		WEFT_LOG_LEVEL="${WEFT_LOG_LEVEL:-warning}" ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
-		UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" "$WEFT_BIN/$plugin" <"$conf" 2>"$T/.stderr")
-	CNI_RC=$?
-	set -e
-	CNI_ERR=$(cat "$T/.stderr")
-}
-hcni_ok() {
-	hcni "$@"
-	[ "$CNI_RC" = 0 ] || fail "$1 $2 $3 exited $CNI_RC: $CNI_OUT $CNI_ERR"
-}
-# hcni_fails CODE TEXT ...: expect failure with this code whose message contains TEXT
-hcni_fails() {
-	local code=$1 text=$2; shift 2
-	hcni "$@"
-	if [ "$CNI_RC" = 0 ]; then check_fail "$2 $3: expected failure mentioning '$text', got success"; return; fi
-	local msg
-	msg=$(jq -r .msg <<<"$CNI_OUT" 2>/dev/null || echo "$CNI_OUT")
-	[ "$(jq -r .code <<<"$CNI_OUT" 2>/dev/null)" = "$code" ] || check_fail "$2 $3: want code $code: $CNI_OUT"
-	[[ $msg == *"$text"* ]] || check_fail "$2 $3: error should mention '$text': $msg"
-}
 
 BRCONF=$(jq -c -n --arg store "$STORE" '{"cniVersion":"1.0.0","name":"pmnet","type":"bridge","bridge":"br0",
 	"isDefaultGateway":true,"ipMasq":true,"hairpinMode":true,
@@ -158,17 +130,17 @@ info "CHECK"
 hcni portmap CHECK c1 "$P1" eth0 "$PM1"
 [ "$CNI_RC" = 0 ] || check_fail "CHECK after ADD failed: $CNI_OUT"
 ip netns exec "$HOSTNS" nft delete element inet weft pm-dnat4 '{ tcp . 8080 }'
-hcni_fails 999 "tcp 8080 -> 10.30.0.2:80" portmap CHECK c1 "$P1" eth0 "$PM1"
+hcni_err 999 "tcp 8080 -> 10.30.0.2:80" portmap CHECK c1 "$P1" eth0 "$PM1"
 hcni_ok portmap ADD c1 "$P1" eth0 "$PM1"
 hcni portmap CHECK c1 "$P1" eth0 "$PM1"
 [ "$CNI_RC" = 0 ] || check_fail "CHECK after re-ADD failed: $CNI_OUT"
-hcni_fails 7 "prevResult" portmap CHECK c1 "$P1" eth0 "$(jq -c 'del(.prevResult)' <<<"$PM1")"
+hcni_err 7 "prevResult" portmap CHECK c1 "$P1" eth0 "$(jq -c 'del(.prevResult)' <<<"$PM1")"
 
 info "another pod takes over a hostPort (last ADD wins); the loser's DEL leaves it alone"
 PM2=$(pmconf "$R2" '[{"hostPort":8080,"containerPort":80},{"hostPort":8081,"containerPort":81}]')
 hcni_ok portmap ADD c2 "$P2" eth0 "$PM2"
 reach "$CLIENT" 192.168.60.1 8080 "$P2" 80
-hcni_fails 999 "another attachment" portmap CHECK c1 "$P1" eth0 "$PM1"
+hcni_err 999 "another attachment" portmap CHECK c1 "$P1" eth0 "$PM1"
 hcni_ok portmap DEL c1 "$P1" eth0 "$PM1"
 reach "$CLIENT" 192.168.60.1 8080 "$P2" 80
 reach "$CLIENT" 192.168.60.1 8081 "$P2" 81
@@ -237,17 +209,17 @@ hcni_ok portmap DEL c1 "$P1" eth0 "$MA"
 
 info "bad configs: code 7 naming key and value, nothing left in nft"
 BASE=$(pmconf "$R1" '[{"hostPort":8080,"containerPort":80}]')
-hcni_fails 7 "prevResult" portmap ADD cbad "$P1" eth0 "$(jq -c 'del(.prevResult)' <<<"$BASE")"
-hcni_fails 7 'protocol "icmp"' portmap ADD cbad "$P1" eth0 "$(pmconf "$R1" '[{"hostPort":8080,"containerPort":80,"protocol":"icmp"}]')"
-hcni_fails 7 "hostPort" portmap ADD cbad "$P1" eth0 "$(pmconf "$R1" '[{"hostPort":0,"containerPort":80}]')"
-hcni_fails 7 "containerPort" portmap ADD cbad "$P1" eth0 "$(pmconf "$R1" '[{"hostPort":8080,"containerPort":70000}]')"
-hcni_fails 7 "hostIP" portmap ADD cbad "$P1" eth0 "$(pmconf "$R1" '[{"hostPort":8080,"containerPort":80,"hostIP":"1.2.3"}]')"
-hcni_fails 7 '"conditionsV4" ["-s","1.2.3.4"]' portmap ADD cbad "$P1" eth0 "$(jq -c '.conditionsV4 = ["-s","1.2.3.4"]' <<<"$BASE")"
-hcni_fails 7 "conditionsV6" portmap ADD cbad "$P1" eth0 "$(jq -c '.conditionsV6 = "x"' <<<"$BASE")"
-hcni_fails 7 '"markMasqBit": 32' portmap ADD cbad "$P1" eth0 "$(jq -c '.markMasqBit = 32' <<<"$BASE")"
-hcni_fails 7 "externalSetMarkChain" portmap ADD cbad "$P1" eth0 "$(jq -c '.markMasqBit = 5 | .externalSetMarkChain = "X"' <<<"$BASE")"
-hcni_fails 7 '"backend": "ebpf"' portmap ADD cbad "$P1" eth0 "$(jq -c '.backend = "ebpf"' <<<"$BASE")"
-hcni_fails 7 '"snat": "yes"' portmap ADD cbad "$P1" eth0 "$(jq -c '.snat = "yes"' <<<"$BASE")"
+hcni_err 7 "prevResult" portmap ADD cbad "$P1" eth0 "$(jq -c 'del(.prevResult)' <<<"$BASE")"
+hcni_err 7 'protocol "icmp"' portmap ADD cbad "$P1" eth0 "$(pmconf "$R1" '[{"hostPort":8080,"containerPort":80,"protocol":"icmp"}]')"
+hcni_err 7 "hostPort" portmap ADD cbad "$P1" eth0 "$(pmconf "$R1" '[{"hostPort":0,"containerPort":80}]')"
+hcni_err 7 "containerPort" portmap ADD cbad "$P1" eth0 "$(pmconf "$R1" '[{"hostPort":8080,"containerPort":70000}]')"
+hcni_err 7 "hostIP" portmap ADD cbad "$P1" eth0 "$(pmconf "$R1" '[{"hostPort":8080,"containerPort":80,"hostIP":"1.2.3"}]')"
+hcni_err 7 '"conditionsV4" ["-s","1.2.3.4"]' portmap ADD cbad "$P1" eth0 "$(jq -c '.conditionsV4 = ["-s","1.2.3.4"]' <<<"$BASE")"
+hcni_err 7 "conditionsV6" portmap ADD cbad "$P1" eth0 "$(jq -c '.conditionsV6 = "x"' <<<"$BASE")"
+hcni_err 7 '"markMasqBit": 32' portmap ADD cbad "$P1" eth0 "$(jq -c '.markMasqBit = 32' <<<"$BASE")"
+hcni_err 7 "externalSetMarkChain" portmap ADD cbad "$P1" eth0 "$(jq -c '.markMasqBit = 5 | .externalSetMarkChain = "X"' <<<"$BASE")"
+hcni_err 7 '"backend": "ebpf"' portmap ADD cbad "$P1" eth0 "$(jq -c '.backend = "ebpf"' <<<"$BASE")"
+hcni_err 7 '"snat": "yes"' portmap ADD cbad "$P1" eth0 "$(jq -c '.snat = "yes"' <<<"$BASE")"
 assert_eq "$(pm_elems)" "" "no elements after failed ADDs"
 # accepted: empty conditions, both backends, markMasqBit in range
 for x in '{"conditionsV4":[],"conditionsV6":null}' '{"backend":"iptables"}' '{"backend":"nftables","markMasqBit":0}'; do

@@ -10,50 +10,18 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd ip nft jq ping
-[ -x "$WEFT_BIN/ptp" ] || skip "no $WEFT_BIN/ptp (build first)"
-[ -x "$WEFT_BIN/host-local" ] || skip "no $WEFT_BIN/host-local"
+require_plugins ptp host-local
 
 HOSTNS=$(mk_netns host)
 STORE=$T/store
-IPAM_PATH=$WEFT_BIN
 
-# hcni PLUGIN CMD CID NETNS IFNAME CONF [ARGS]: a plugin inside $HOSTNS (NETNS "-" = unset).
-# BIN= overrides the plugin directory (the reference), HNS= the node namespace.
-hcni() {
-	local plugin=$1 cmd=$2 cid=$3 netns=$4 ifname=$5 conf=$6 args=${7:-}
-	local bin=${BIN:-$WEFT_BIN} hns=${HNS:-$HOSTNS}
-	local -a nsenv=(CNI_NETNS="$netns")
-	[ "$netns" = - ] && nsenv=()
-	[ -n "$netns" ] && [ "$netns" != - ] && [ "${netns#/}" = "$netns" ] && nsenv=(CNI_NETNS="$(nspath "$netns")")
-	[ -f "$conf" ] || { printf '%s' "$conf" >"$T/.conf"; conf=$T/.conf; }
-	set +e
-	CNI_OUT=$(ip netns exec "$hns" env -i PATH="$PATH" CNI_COMMAND="$cmd" CNI_CONTAINERID="$cid" \
-		"${nsenv[@]}" CNI_IFNAME="$ifname" CNI_PATH="${IPATH:-$IPAM_PATH}" CNI_ARGS="$args" \
-		ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
-		"$bin/$plugin" <"$conf" 2>"$T/.stderr")
-	CNI_RC=$?
-	set -e
-	CNI_ERR=$(cat "$T/.stderr")
-}
-hcni_ok() { hcni "$@"; [ "$CNI_RC" = 0 ] || fail "$2 $3 exited $CNI_RC: $CNI_OUT $CNI_ERR"; }
-with_prev() { jq -c --argjson r "$2" '. + {prevResult: $r}' <<<"$1"; }
 masq_elems() { ip netns exec "$HOSTNS" nft -j list ruleset | jq -r '[.nftables[] | select(.set?.name? | tostring | test("^br-")) | .set.elem[]? | .elem?.comment? // empty] | .[]' | sort -u | tr '\n' ' '; }
-reservations() { find "$STORE" -type f ! -name 'last_reserved_ip*' ! -name lock ! -name '.*' 2>/dev/null | wc -l; }
-host_veths() { ip -n "$HOSTNS" -j link show type veth | jq length; }
-# expect CODE TEXT DESC PLUGIN-ARGS...: failure with CODE whose msg contains TEXT, nothing left behind
+# assert_clean DESC: what hcni_expect checks after a failed call - nothing left behind
 POD_LINKS="lo " BASE_VETH=0 BASE_RES=0
-expect() {
-	local code=$1 text=$2 desc=$3; shift 3
-	hcni ptp "$@"
-	if [ "$CNI_RC" = 0 ]; then check_fail "$desc: expected error $code, got success"; return; fi
-	local got msg
-	got=$(jq -r .code <<<"$CNI_OUT" 2>/dev/null || echo not-json)
-	msg=$(jq -r .msg <<<"$CNI_OUT" 2>/dev/null || echo "$CNI_OUT")
-	[ "$got" = "$code" ] || check_fail "$desc: expected code $code, got $got: $msg"
-	[[ $msg == *"$text"* ]] || check_fail "$desc: message should mention '$text': $msg"
-	assert_eq "$(host_veths)" "$BASE_VETH" "$desc: host veths"
-	assert_eq "$(links_in "$PE")" "$POD_LINKS" "$desc: pod links"
-	assert_eq "$(reservations)" "$BASE_RES" "$desc: IPAM reservations"
+assert_clean() {
+	assert_eq "$(veths_in "$HOSTNS")" "$BASE_VETH" "$1: host veths"
+	assert_eq "$(links_in "$PE")" "$POD_LINKS" "$1: pod links"
+	assert_eq "$(reservations_in "$STORE")" "$BASE_RES" "$1: IPAM reservations"
 }
 
 CONF=$(jq -c -n --arg store "$STORE" '{"cniVersion":"1.0.0","name":"ptpnet","type":"ptp","ipMasq":true,"mtu":1400,
@@ -151,26 +119,26 @@ hcni_ok ptp GC "" "" "" "$(jq -c '. + {"cni.dev/valid-attachments": [{"container
 hcni_ok ptp STATUS "" "" "" "$CONF11"
 hcni_ok ptp DEL c4 "$P4" eth0 "$CONF11"
 hcni_ok ptp DEL c2 "$P2" eth0 "$CONF"
-assert_eq "$(reservations)" 0 "IPAM store empty"
+assert_eq "$(reservations_in "$STORE")" 0 "IPAM store empty"
 assert_eq "$(masq_elems)" "" "no masq elements left"
-assert_eq "$(host_veths)" 0 "no host veths left"
+assert_eq "$(veths_in "$HOSTNS")" 0 "no host veths left"
 
 info "bad input: code, message naming key/value, nothing left behind"
 PE=$(mk_netns pode)
 bad() { jq -c "$1" <<<"$CONF"; }
-expect 7 '"mtu": 10' "mtu too small" ADD c1 "$PE" eth0 "$(bad '.mtu = 10')"
-expect 7 '"mtu": "1400"' "mtu as a string" ADD c1 "$PE" eth0 "$(bad '.mtu = "1400"')"
-expect 7 '"ipMasq": "yes"' "ipMasq as a string" ADD c1 "$PE" eth0 "$(bad '.ipMasq = "yes"')"
-expect 7 'ipam' "no IPAM type" ADD c1 "$PE" eth0 "$(bad '.ipam = {}')"
-expect 4 CNI_NETNS "missing netns" ADD c1 - eth0 "$CONF"
-expect 4 "nonexistent-$$" "netns that does not exist" ADD c1 "/run/netns/nonexistent-$$" eth0 "$CONF"
-expect 4 CNI_IFNAME "ifname with a slash" ADD c1 "$PE" "eth/0" "$CONF"
-expect 999 nope-ipam "IPAM plugin not found" ADD c1 "$PE" eth0 "$(bad '.ipam.type = "nope-ipam"')"
+hcni_expect 7 '"mtu": 10' "mtu too small" ptp ADD c1 "$PE" eth0 "$(bad '.mtu = 10')"
+hcni_expect 7 '"mtu": "1400"' "mtu as a string" ptp ADD c1 "$PE" eth0 "$(bad '.mtu = "1400"')"
+hcni_expect 7 '"ipMasq": "yes"' "ipMasq as a string" ptp ADD c1 "$PE" eth0 "$(bad '.ipMasq = "yes"')"
+hcni_expect 7 'ipam' "no IPAM type" ptp ADD c1 "$PE" eth0 "$(bad '.ipam = {}')"
+hcni_expect 4 CNI_NETNS "missing netns" ptp ADD c1 - eth0 "$CONF"
+hcni_expect 4 "nonexistent-$$" "netns that does not exist" ptp ADD c1 "/run/netns/nonexistent-$$" eth0 "$CONF"
+hcni_expect 4 CNI_IFNAME "ifname with a slash" ptp ADD c1 "$PE" "eth/0" "$CONF"
+hcni_expect 999 nope-ipam "IPAM plugin not found" ptp ADD c1 "$PE" eth0 "$(bad '.ipam.type = "nope-ipam"')"
 ip -n "$PE" link add eth0 type veth peer name eth0p
-POD_LINKS="eth0 eth0p lo " expect 999 "eth0" "ifname already exists in the pod (IPAM rolled back)" ADD c1 "$PE" eth0 "$CONF"
+POD_LINKS="eth0 eth0p lo " hcni_expect 999 "eth0" "ifname already exists in the pod (IPAM rolled back)" ptp ADD c1 "$PE" eth0 "$CONF"
 ip -n "$PE" link del eth0
 # A failure after the veth and the addresses exist: a route IPAM hands out that the kernel refuses.
-expect 999 "203.0.113.1" "unreachable IPAM route gateway (everything rolled back)" ADD c1 "$PE" eth0 \
+hcni_expect 999 "203.0.113.1" "unreachable IPAM route gateway (everything rolled back)" ptp ADD c1 "$PE" eth0 \
 	"$(bad '.ipam.routes = [{"dst":"192.0.2.0/24","gw":"10.60.0.254"},{"dst":"198.51.100.0/24","gw":"203.0.113.1"}]')"
 assert_eq "$(masq_elems)" "" "failed ADDs left no masq elements"
 

@@ -7,34 +7,13 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd ip jq ping
-[ -x "$WEFT_BIN/tuning" ] || skip "no $WEFT_BIN/tuning (build first)"
-[ -x "$WEFT_BIN/bridge" ] || skip "no $WEFT_BIN/bridge"
+require_plugins tuning bridge
 
+# shellcheck disable=SC2034 # where lib.sh's hcni runs the plugins
 HOSTNS=$(mk_netns host)
 STORE=$T/store
 DD=$T/tuning
 
-hcni() {
-	local plugin=$1 cmd=$2 cid=$3 netns=$4 ifname=$5 conf=$6 args=${7:-}
-	printf '%s' "$conf" >"$T/.conf"
-	[ -n "$netns" ] && [ "${netns#/}" = "$netns" ] && netns=$(nspath "$netns")
-	set +e
-	CNI_OUT=$(ip netns exec "$HOSTNS" env -i PATH="$PATH" CNI_COMMAND="$cmd" CNI_CONTAINERID="$cid" \
-		CNI_NETNS="$netns" CNI_IFNAME="$ifname" CNI_PATH="$WEFT_BIN" CNI_ARGS="$args" \
-		ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" "${PLUGIN_BIN:-$WEFT_BIN}/$plugin" <"$T/.conf" 2>"$T/.stderr")
-	CNI_RC=$?
-	set -e
-	CNI_ERR=$(cat "$T/.stderr")
-}
-hcni_ok() { hcni "$@"; [ "$CNI_RC" = 0 ] || fail "$1 $2 $3 exited $CNI_RC: $CNI_OUT $CNI_ERR"; }
-hcni_err() { # CODE TEXT ...
-	local code=$1 text=$2; shift 2
-	hcni "$@"
-	[ "$CNI_RC" != 0 ] || { check_fail "$2 $3: expected error $code, got success"; return; }
-	[ "$(jq -r .code <<<"$CNI_OUT")" = "$code" ] || check_fail "$2 $3: expected code $code: $CNI_OUT"
-	[[ $(jq -r .msg <<<"$CNI_OUT") == *"$text"* ]] || check_fail "$2 $3: message should mention '$text': $CNI_OUT"
-}
-with_prev() { jq -c --argjson r "$2" '. + {prevResult: $r}' <<<"$1"; }
 link() { ip -n "$P" -j -d link show eth0 | jq -r ".[0] | $1"; }
 sc() { ip netns exec "$P" cat "/proc/sys/$1"; }
 state() { echo "$(link '"\(.address) \(.mtu) \(.promiscuity) \(.flags | index("ALLMULTI") != null)"') $(sc net/ipv4/conf/eth0/arp_filter) $(sc net/core/somaxconn)"; }
@@ -78,7 +57,7 @@ hcni_ok tuning GC "" "" "" '{"cniVersion":"1.1.0","name":"tnet","type":"tuning",
 
 info "a backup written by the reference is restored by us"
 if [ -x "$REF_BIN/tuning" ]; then
-	PLUGIN_BIN=$REF_BIN hcni_ok tuning ADD c2 "$P" eth0 "$(with_prev "$(jq -c 'del(.sysctl)' <<<"$TU")" "$PREV")"
+	BIN=$REF_BIN hcni_ok tuning ADD c2 "$P" eth0 "$(with_prev "$(jq -c 'del(.sysctl)' <<<"$TU")" "$PREV")"
 	hcni_ok tuning DEL c2 "$P" eth0 "$TU"
 	assert_eq "$(state)" "$ORIG" "reference ADD, our DEL"
 fi

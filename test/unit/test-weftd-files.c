@@ -19,10 +19,10 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "daemon/cni-conf.h"
-#include "daemon/event-loop.h"
 #include "daemon/firewall.h"
 #include "daemon/http.h"
 #include "daemon/metrics.h"
+#include "event/event-loop.h"
 #include "lease/lease-file.h"
 
 static IpPrefix P(const char *s) {

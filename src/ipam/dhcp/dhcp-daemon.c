@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * `dhcp daemon`: one thread, one epoll set. Sources: the listening unix socket, one connection
- * per plugin request (dhcp-proto.h), one AF_PACKET socket per attachment while it waits for a
- * server, one timerfd (armed at the earliest client deadline) and a signalfd.
+ * `dhcp daemon`: one thread, one EventLoop (event/event-loop.h). Sources: the listening unix
+ * socket, one connection per plugin request (dhcp-proto.h), one AF_PACKET socket per attachment
+ * while it waits for a server, one timer (armed at the earliest client deadline; re-armed after
+ * every callback that can move a deadline) and the signals.
  *
  * Each attachment ("lease", keyed by the reference's client identifier) runs the pure state
  * machine of dhcp-client.h; this file only does its I/O. The packet socket is created inside
@@ -11,9 +12,6 @@
  * reference on its namespace, and keeping one across the whole lease would keep a deleted
  * pod's namespace (and its veth) alive. A namespace or link that has gone away when the socket
  * is needed again ends that lease quietly: the pod was deleted without a DEL.
- *
- * The reference's epoll helper (src/daemon/event-loop.c) is in libweftd.a, which plugin
- * executables do not link; the loop here is small enough not to matter.
  */
 
 #include <errno.h>
@@ -27,12 +25,9 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/timerfd.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -47,26 +42,17 @@
 #include "dhcp.h"
 #include "dhcp/dhcp-client.h"
 #include "dhcp/dhcp-proto.h"
+#include "event/event-loop.h"
 #include "netns/netns.h"
 #include "nl/nl.h"
-
-#define USEC_PER_SEC 1000000ULL
-
-typedef enum SourceKind {
-	SRC_LISTEN,
-	SRC_CONN,
-	SRC_LEASE,
-	SRC_TIMER,
-	SRC_SIGNAL,
-} SourceKind;
 
 typedef struct Daemon Daemon;
 typedef struct Lease Lease;
 
 typedef struct Conn {
-	SourceKind kind;        /* first: epoll data points here */
 	Daemon *d;
 	int fd;
+	EventSource *src;
 	char *buf;
 	size_t used;
 	bool done_reading;
@@ -75,7 +61,6 @@ typedef struct Conn {
 } Conn;
 
 struct Lease {
-	SourceKind kind;
 	Daemon *d;
 	char *key, *container_id, *network, *ifname, *netns;
 	DhcpRawOption *opts;    /* client id first, then "provide" */
@@ -84,6 +69,7 @@ struct Lease {
 	size_t n_prl;
 	DhcpClient sm;
 	int sock;
+	EventSource *sock_src;
 	int ifindex;
 	uint8_t server_mac[6];
 	bool has_server_mac;
@@ -95,28 +81,21 @@ struct Lease {
 };
 
 struct Daemon {
-	int epfd, listen_fd, timer_fd, signal_fd;
-	SourceKind listen_src, timer_src, signal_src;
+	EventLoop *loop;
+	int listen_fd;
+	EventSource *timer;
 	char *socket_path, *pidfile, *hostprefix;
 	bool broadcast, unlink_socket;
 	uint64_t timeout, resend_max;
 	Lease *leases;
 	Conn *conns;
-	bool quit;
 };
-
-static uint64_t now_mono(void) {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
 
 static uint32_t random_u32(void) {
 	uint32_t v = 0;
 
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
-		v = (uint32_t) now_mono() ^ (uint32_t) getpid() << 16;
+		v = (uint32_t) now_usec() ^ (uint32_t) getpid() << 16;
 	return v ?: 1;
 }
 
@@ -149,6 +128,7 @@ static void conn_free(Conn *c) {
 	if (c->waiting)
 		c->waiting->waiter = NULL;
 	LIST_REMOVE(c->d->conns, c);
+	c->src = event_source_free(c->src);
 	safe_close(c->fd);
 	free(c->buf);
 	free(c);
@@ -188,8 +168,7 @@ static const char *netns_path(const Lease *l, char *buf, size_t size) {
 }
 
 static void lease_close_socket(Lease *l) {
-	if (l->sock >= 0)
-		(void) epoll_ctl(l->d->epfd, EPOLL_CTL_DEL, l->sock, NULL);
+	l->sock_src = event_source_free(l->sock_src);
 	l->sock = safe_close(l->sock);
 }
 
@@ -244,11 +223,12 @@ static int attach_filter(int fd) {
  * up if it is down (the reference does the same). ret_mac gets the interface's MAC.
  * Errors name what is missing in l->last_error.
  */
+static int lease_on_io(EventSource *s, int fd, uint32_t revents, void *userdata);
+
 static int lease_open_socket(Lease *l, uint8_t ret_mac[6]) {
 	_cleanup_close_ int ns = -EBADF, fd = -EBADF;
 	_cleanup_(nl_sock_freep) NlSock *nl = NULL;
 	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_IP) };
-	struct epoll_event ev = { .events = EPOLLIN };
 	char path[PATH_MAX];
 	NlLink link;
 	int saved, r;
@@ -307,9 +287,9 @@ static int lease_open_socket(Lease *l, uint8_t ret_mac[6]) {
 			 strerror(-r));
 		return r;
 	}
-	ev.data.ptr = l;
-	if (epoll_ctl(l->d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
-		return negative_errno();
+	r = event_loop_add_io(l->d->loop, fd, EPOLLIN, lease_on_io, l, &l->sock_src);
+	if (r < 0)
+		return r;
 	l->ifindex = link.ifindex;
 	memcpy(ret_mac, link.mac, 6);
 	l->sock = TAKE_FD(fd);
@@ -328,7 +308,7 @@ static int lease_send(Lease *l, DhcpSend what, bool unicast) {
 	r = lease_open_socket(l, mac);
 	if (r < 0)
 		return r;
-	dhcp_client_fill_build(&l->sm, what, now_mono(), &b);
+	dhcp_client_fill_build(&l->sm, what, now_usec(), &b);
 	n = dhcp_message_build(payload, sizeof(payload), &b);
 	if (n < 0)
 		return n;
@@ -385,7 +365,7 @@ static json_t *lease_result_json(const Lease *l) {
 
 static json_t *lease_answer(const Lease *l) {
 	json_t *result = lease_result_json(l);
-	uint64_t now = now_mono();
+	uint64_t now = now_usec();
 	json_int_t left = l->sm.expire_at == DHCP_NEVER ? -1
 			  : l->sm.expire_at > now ? (json_int_t) ((l->sm.expire_at - now) / USEC_PER_SEC) : 0;
 
@@ -454,7 +434,7 @@ static bool lease_apply(Lease *l, const DhcpActions *a) {
 static void lease_event(Lease *l, const DhcpEvent *ev) {
 	DhcpActions a;
 
-	if (dhcp_client_handle(&l->sm, ev, now_mono(), &a) < 0)
+	if (dhcp_client_handle(&l->sm, ev, now_usec(), &a) < 0)
 		return;
 	(void) lease_apply(l, &a);
 }
@@ -469,7 +449,7 @@ static void lease_destroy_stop(Lease *l, bool send_release) {
 		l->waiter = NULL;
 		conn_fail(c, CNI_ERR_INTERNAL, "DHCP lease for %s was released while ADD was waiting", l->key);
 	}
-	if (send_release && dhcp_client_handle(&l->sm, &(DhcpEvent) { .type = DHCP_EVENT_STOP }, now_mono(), &a) >= 0 &&
+	if (send_release && dhcp_client_handle(&l->sm, &(DhcpEvent) { .type = DHCP_EVENT_STOP }, now_usec(), &a) >= 0 &&
 	    a.send == DHCP_SEND_RELEASE) {
 		int r = lease_send(l, a.send, a.unicast);
 		if (r < 0)
@@ -531,7 +511,7 @@ static void lease_on_packet(Lease *l) {
 			continue;
 		}
 		if (dhcp_client_handle(&l->sm, &(DhcpEvent) { .type = DHCP_EVENT_PACKET, .msg = m, .src = src },
-				       now_mono(), &a) < 0)
+				       now_usec(), &a) < 0)
 			continue;
 		if (a.bound && from.sll_halen == 6) {
 			memcpy(l->server_mac, from.sll_addr, 6);
@@ -558,7 +538,6 @@ static int lease_new(Daemon *d, const char *key, json_t *req, Lease **ret) {
 
 	if (!l)
 		return -ENOMEM;
-	l->kind = SRC_LEASE;
 	l->d = d;
 	l->sock = -EBADF;
 	l->key = strdup(key);
@@ -615,7 +594,7 @@ static void handle_add(Conn *c, json_t *req, const char *key) {
 			return conn_fail(c, CNI_ERR_TRY_AGAIN_LATER, "an ADD for %s is already in progress", key);
 		l->waiter = c;
 		c->waiting = l;
-		l->add_deadline = now_mono() + d->timeout;
+		l->add_deadline = now_usec() + d->timeout;
 		return;
 	}
 	r = lease_new(d, key, req, &l);
@@ -630,7 +609,7 @@ static void handle_add(Conn *c, json_t *req, const char *key) {
 	dhcp_client_init(&l->sm, mac, random_u32(), d->resend_max);
 	l->waiter = c;
 	c->waiting = l;
-	l->add_deadline = now_mono() + d->timeout;
+	l->add_deadline = now_usec() + d->timeout;
 	log_info("%s: acquiring lease on %s in %s", key, l->ifname, l->netns);
 	lease_event(l, &(DhcpEvent) { .type = DHCP_EVENT_START });
 }
@@ -726,7 +705,7 @@ static void conn_on_event(Conn *c, uint32_t events) {
 	c->buf[nl ? (size_t) (nl - c->buf) : c->used] = '\0';
 	c->done_reading = true;
 	/* Keep HUP/ERR only. */
-	(void) epoll_ctl(c->d->epfd, EPOLL_CTL_MOD, c->fd, &(struct epoll_event) { .events = 0, .data.ptr = c });
+	(void) event_source_set_io_events(c->src, 0);
 
 	json_error_t jerr;
 	json_t *req = json_loads(c->buf, 0, &jerr);
@@ -738,16 +717,43 @@ static void conn_on_event(Conn *c, uint32_t events) {
 	json_decref(req);
 }
 
-static void on_accept(Daemon *d) {
+static void timer_rearm(Daemon *d);
+
+static int conn_on_io(EventSource *s, int fd, uint32_t revents, void *userdata) {
+	Conn *c = userdata;
+	Daemon *d = c->d;
+
+	conn_on_event(c, revents);
+	timer_rearm(d);
+	return 0;
+}
+
+static int lease_on_io(EventSource *s, int fd, uint32_t revents, void *userdata) {
+	Lease *l = userdata;
+	Daemon *d = l->d;
+
+	if (revents & EPOLLIN)
+		lease_on_packet(l);
+	else if (revents & (EPOLLERR | EPOLLHUP)) {
+		/* The link went away under an open socket. */
+		log_info("%s: socket error on %s, closing it", l->key, l->ifname);
+		lease_close_socket(l);
+	}
+	timer_rearm(d);
+	return 0;
+}
+
+static int on_accept(EventSource *s, int listen_fd, uint32_t revents, void *userdata) {
+	Daemon *d = userdata;
+
 	for (;;) {
-		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
 		int fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		Conn *c;
 
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR)
 				log_warning_errno(-errno, "accept: %m");
-			return;
+			return 0;
 		}
 		c = calloc(1, sizeof(*c));
 		if (c)
@@ -757,41 +763,37 @@ static void on_accept(Daemon *d) {
 			close(fd);
 			continue;
 		}
-		c->kind = SRC_CONN;
 		c->d = d;
 		c->fd = fd;
 		LIST_PREPEND(d->conns, c);
-		ev.data.ptr = c;
-		if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		if (event_loop_add_io(d->loop, fd, EPOLLIN | EPOLLRDHUP, conn_on_io, c, &c->src) < 0)
 			conn_free(c);
 	}
 }
 
 /* ---- timers ---- */
 
+/* One timer for all leases, at the earliest deadline: a timerfd per lease would cost an fd per
+ * attachment for its whole life. */
 static void timer_rearm(Daemon *d) {
 	uint64_t next = DHCP_NEVER;
-	struct itimerspec its = {};
+	int r;
 
 	for (Lease *l = d->leases; l; l = l->next) {
 		next = MIN(next, l->sm.next_timeout);
 		if (l->waiter)
 			next = MIN(next, l->add_deadline);
 	}
-	if (next != DHCP_NEVER) {
-		next = MAX(next, 1);
-		its.it_value.tv_sec = (time_t) (next / USEC_PER_SEC);
-		its.it_value.tv_nsec = (long) (next % USEC_PER_SEC) * 1000;
-	}
-	if (timerfd_settime(d->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
-		log_warning_errno(-errno, "timerfd_settime: %m");
+	r = next == DHCP_NEVER ? event_source_disarm(d->timer) : event_source_arm_at(d->timer, next);
+	if (r < 0)
+		log_warning_errno(r, "Failed to arm the lease timer: %m");
 }
 
-static void on_timer(Daemon *d) {
-	uint64_t expirations, now = now_mono();
+static int on_timer(EventSource *s, void *userdata) {
+	Daemon *d = userdata;
+	uint64_t now = now_usec();
 	Lease *next;
 
-	(void) !read(d->timer_fd, &expirations, sizeof(expirations));
 	for (Lease *l = d->leases; l; l = next) {
 		next = l->next;
 		if (l->waiter && now >= l->add_deadline) {
@@ -812,6 +814,16 @@ static void on_timer(Daemon *d) {
 		if (l->sm.next_timeout <= now)
 			lease_event(l, &(DhcpEvent) { .type = DHCP_EVENT_TIMEOUT });
 	}
+	timer_rearm(d);
+	return 0;
+}
+
+static int on_signal(EventSource *s, int signo, void *userdata) {
+	Daemon *d = userdata;
+
+	log_info("signal %d, exiting (leases are not released)", signo);
+	event_loop_exit(d->loop, 0);
+	return 0;
 }
 
 /* ---- setup ---- */
@@ -962,42 +974,25 @@ static int open_listener(Daemon *d) {
 }
 
 static int setup(Daemon *d) {
-	struct epoll_event ev = { .events = EPOLLIN };
-	sigset_t mask;
 	int r;
 
-	d->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (d->epfd < 0)
-		return log_error_errno(-errno, "epoll_create1: %m");
+	r = event_loop_new(&d->loop);
+	if (r < 0)
+		return log_error_errno(r, "Failed to create the event loop: %m");
 	r = open_listener(d);
 	if (r < 0)
 		return log_error_errno(r, "Failed to listen on %s: %m", d->socket_path);
 	d->listen_fd = r;
-	d->listen_src = SRC_LISTEN;
-	ev.data.ptr = &d->listen_src;
-	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->listen_fd, &ev) < 0)
-		return log_error_errno(-errno, "epoll_ctl: %m");
-
-	d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (d->timer_fd < 0)
-		return log_error_errno(-errno, "timerfd_create: %m");
-	d->timer_src = SRC_TIMER;
-	ev.data.ptr = &d->timer_src;
-	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->timer_fd, &ev) < 0)
-		return log_error_errno(-errno, "epoll_ctl: %m");
-
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	r = event_loop_add_io(d->loop, d->listen_fd, EPOLLIN, on_accept, d, NULL);
+	if (r < 0)
+		return log_error_errno(r, "Failed to watch the listening socket: %m");
+	r = event_loop_add_timer(d->loop, on_timer, d, &d->timer);
+	if (r < 0)
+		return log_error_errno(r, "Failed to create the lease timer: %m");
+	r = event_loop_add_signals(d->loop, (const int[]) { SIGTERM, SIGINT, 0 }, on_signal, d, NULL);
+	if (r < 0)
+		return log_error_errno(r, "Failed to set up signal handling: %m");
 	signal(SIGPIPE, SIG_IGN);
-	d->signal_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (d->signal_fd < 0)
-		return log_error_errno(-errno, "signalfd: %m");
-	d->signal_src = SRC_SIGNAL;
-	ev.data.ptr = &d->signal_src;
-	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->signal_fd, &ev) < 0)
-		return log_error_errno(-errno, "epoll_ctl: %m");
 
 	if (d->pidfile) {
 		char pid[32];
@@ -1013,7 +1008,7 @@ static int setup(Daemon *d) {
 
 int dhcp_daemon_main(int argc, char **argv) {
 	Daemon d = {
-		.epfd = -EBADF, .listen_fd = -EBADF, .timer_fd = -EBADF, .signal_fd = -EBADF,
+		.listen_fd = -EBADF,
 		.timeout = 10 * USEC_PER_SEC, .resend_max = 62 * USEC_PER_SEC,
 	};
 	int r, rc = 0;
@@ -1041,51 +1036,10 @@ int dhcp_daemon_main(int argc, char **argv) {
 	}
 	log_info("listening on %s", d.socket_path);
 
-	while (!d.quit) {
-		struct epoll_event ev;
-
-		timer_rearm(&d);
-		/* One event per wakeup: a handler may free another source (DEL frees a lease whose
-		 * packet event would be next in the batch). */
-		r = epoll_wait(d.epfd, &ev, 1, -1);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = 1;
-			log_error_errno(-errno, "epoll_wait: %m");
-			break;
-		}
-		if (r == 0)
-			continue;
-		switch (*(SourceKind *) ev.data.ptr) {
-		case SRC_LISTEN:
-			on_accept(&d);
-			break;
-		case SRC_CONN:
-			conn_on_event(ev.data.ptr, ev.events);
-			break;
-		case SRC_LEASE: {
-			Lease *l = ev.data.ptr;
-			if (ev.events & EPOLLIN)
-				lease_on_packet(l);
-			else if (ev.events & (EPOLLERR | EPOLLHUP)) {
-				/* The link went away under an open socket. */
-				log_info("%s: socket error on %s, closing it", l->key, l->ifname);
-				lease_close_socket(l);
-			}
-			break;
-		}
-		case SRC_TIMER:
-			on_timer(&d);
-			break;
-		case SRC_SIGNAL: {
-			struct signalfd_siginfo si;
-			(void) !read(d.signal_fd, &si, sizeof(si));
-			log_info("signal %u, exiting (leases are not released)", si.ssi_signo);
-			d.quit = true;
-			break;
-		}
-		}
+	r = event_loop_run(d.loop);
+	if (r < 0) {
+		rc = 1;
+		log_error_errno(r, "epoll_wait: %m");
 	}
 
 finish:
@@ -1097,10 +1051,9 @@ finish:
 		(void) unlink(d.socket_path);
 	if (d.pidfile && rc == 0)
 		(void) unlink(d.pidfile);
+	/* After the conns and leases: freeing them unhooks their sources from the loop. */
+	d.loop = event_loop_free(d.loop);
 	safe_close(d.listen_fd);
-	safe_close(d.timer_fd);
-	safe_close(d.signal_fd);
-	safe_close(d.epfd);
 	free(d.socket_path);
 	free(d.pidfile);
 	free(d.hostprefix);

@@ -275,13 +275,6 @@ static int bridge_add(CniRequest *req, void *userdata, CniResult **ret) {
 				if (fam_done[pass] && (r = pod_forwarding_enable(fam, &req->error)) < 0)
 					return r;
 			}
-			if (c->vlan == 0) {
-				r = nl_link_get(host, NULL, br.ifindex, &br);
-				if (r >= 0)
-					r = pod_bridge_pin_mac(host, &br, &req->error);
-				if (r < 0)
-					return cni_fail(req, r, CNI_ERR_INTERNAL, "could not set bridge's mac: %s", strerror(-r));
-			}
 		}
 
 		if (c->ip_masq) {

@@ -270,12 +270,8 @@ static int weft_add(CniRequest *req, void *userdata, CniResult **ret) {
 	if (r < 0)
 		return r;
 
-	/* MACs as they are now: the bridge's is pinned so it does not follow its ports. */
-	r = nl_link_get(host, NULL, br.ifindex, &br);
-	if (r >= 0)
-		r = pod_bridge_pin_mac(host, &br, &req->error);
-	if (r >= 0)
-		r = nl_link_get(host, NULL, hveth.ifindex, &hveth);
+	/* The host end's MAC as it is now (the bridge's was pinned by pod_bridge_ensure). */
+	r = nl_link_get(host, NULL, hveth.ifindex, &hveth);
 	if (r < 0)
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up %s: %s", host_name, strerror(-r));
 	res->interfaces[IFACE_BRIDGE].mac = strdup(ether_addr_format(br.mac, ms));

@@ -59,6 +59,14 @@ int pod_bridge_ensure(NlSock *host, const PodBridgeConfig *c, NlLink *ret, CniEr
 					     strerror(-r), extack_of(host, ea));
 	}
 
+	/* Pin the MAC before any port of ours is attached: an unpinned bridge takes the lowest MAC of
+	 * its ports, so the MAC reported in earlier results (and checked by CHECK) would change as pods
+	 * come and go. Concurrent ADDs all read and pin the same value (ports are only attached after
+	 * their ADD pinned it), and once pinned the kernel keeps it. */
+	r = pod_bridge_pin_mac(host, &br, err);
+	if (r < 0)
+		return r;
+
 	if (ret) {
 		r = nl_link_get(host, NULL, br.ifindex, ret);
 		if (r < 0)

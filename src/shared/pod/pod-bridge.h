@@ -22,15 +22,16 @@ typedef struct PodBridgeConfig {
 
 /*
  * Creates the bridge unless it exists (a concurrent creator winning the race is fine), turns on
- * promisc if asked, sets net.ipv6.conf.<br>.accept_ra=0 (we own the bridge's routes), and brings
- * it up. Returns 0 with the bridge's current state in *ret (may be NULL); -EEXIST when a link of
+ * promisc if asked, sets net.ipv6.conf.<br>.accept_ra=0 (we own the bridge's routes), brings it
+ * up and pins its MAC (pod_bridge_pin_mac) so ports coming and going never change it. Returns 0 with the bridge's current state in *ret (may be NULL); -EEXIST when a link of
  * that name exists but is not a bridge. Errors name the bridge in *err (may be NULL).
  */
 int pod_bridge_ensure(NlSock *host, const PodBridgeConfig *c, NlLink *ret, CniError *err);
 
 /*
  * Pins the bridge's MAC to its current value (a set address is not replaced by the lowest port
- * MAC as ports come and go, so the MAC in results stays true). Returns 0 or -errno.
+ * MAC as ports come and go, so the MAC in results stays true). pod_bridge_ensure() calls it.
+ * Returns 0 or -errno.
  */
 int pod_bridge_pin_mac(NlSock *host, const NlLink *br, CniError *err);
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
-#include "daemon/event-loop.h"
+#include "event/event-loop.h"
 
 typedef enum SourceType { SOURCE_IO, SOURCE_TIMER, SOURCE_SIGNAL } SourceType;
 
@@ -162,6 +162,18 @@ int event_source_arm(EventSource *s, uint64_t usec, uint64_t interval_usec) {
 	if (s->type != SOURCE_TIMER)
 		return -EINVAL;
 	if (timerfd_settime(s->fd, 0, &its, NULL) < 0)
+		return negative_errno();
+	s->armed = true;
+	return 0;
+}
+
+int event_source_arm_at(EventSource *s, uint64_t usec) {
+	/* it_value 0 would disarm; any time already past fires at once with TFD_TIMER_ABSTIME. */
+	struct itimerspec its = { .it_value = usec_to_ts(usec ?: 1) };
+
+	if (s->type != SOURCE_TIMER)
+		return -EINVAL;
+	if (timerfd_settime(s->fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
 		return negative_errno();
 	s->armed = true;
 	return 0;
