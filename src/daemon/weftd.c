@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +101,7 @@ typedef struct Manager {
 	uint64_t backoff_usec;
 	unsigned attempt;
 	bool ready;
+	bool trimmed;           /* heap trimmed after the first reconcile pass */
 	char lease_path[PATH_MAX];
 } Manager;
 
@@ -422,6 +424,12 @@ static int run_reconcile(Manager *m, bool full) {
 		become_ready(m);
 	else if (full)
 		(void) ensure_files(m, false);
+	/* A full lease list (thousands of nodes as JSON) leaves freed heap behind that glibc keeps;
+	 * give it back after the passes that follow one, so RSS tracks the live state. */
+	if (full || !m->trimmed) {
+		malloc_trim(0);
+		m->trimmed = true;
+	}
 	return r;
 }
 
