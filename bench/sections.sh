@@ -418,6 +418,7 @@ plot_bars() {
 	[ -s "$dat" ] || return 0
 	gnuplot <<EOF 2>>"$W/gnuplot.log" || log "  (plot $png failed, see gnuplot.log)"
 set terminal pngcairo size 900,500 font "sans,10"
+set bmargin 5
 set output "$png"
 set title "$title"
 set style data histograms
@@ -437,6 +438,7 @@ plot_lines() {
 	[ -s "$dat" ] || return 0
 	gnuplot <<EOF 2>>"$W/gnuplot.log" || log "  (plot $png failed, see gnuplot.log)"
 set terminal pngcairo size 900,500 font "sans,10"
+set bmargin 5
 set output "$png"
 set title "$title"
 set xlabel "$xlab"

@@ -21,7 +21,7 @@ PKGS=(
 	# weftd datastore
 	etcd-server etcd-client
 	# bench
-	iperf3 gnuplot-nox hyperfine
+	iperf3 gnuplot-nox hyperfine time
 )
 
 missing=()

@@ -97,6 +97,15 @@ typedef struct NlLinkChange {
 #define NL_LINK_CHANGE_INIT(idx) \
 	{ .ifindex = (idx), .up = -1, .promisc = -1, .allmulti = -1, .master = -1, .netns_fd = -1 }
 int nl_build_link_change(NlMsgBuf *buf, const NlLinkChange *c);
+/* A link stacked on a parent (macvlan, ipvlan, vlan):
+ *   ip link add NAME link PARENT [mtu MTU] [address MAC] [netns NETNS_FD] type KIND ...
+ * Builds everything up to an open IFLA_INFO_DATA nest (*ret_linkinfo, *ret_data); the caller puts the
+ * kind's attributes and closes both nests with nl_build_stacked_link_end(). 0 or -EINVAL/-EMSGSIZE. */
+int nl_build_stacked_link_begin(NlMsgBuf *buf, const char *name, int parent, unsigned mtu, const uint8_t *mac,
+				int netns_fd, const char *kind, struct nlattr **ret_linkinfo, struct nlattr **ret_data);
+void nl_build_stacked_link_end(NlMsgBuf *buf, struct nlattr *linkinfo, struct nlattr *data);
+/* Sends a built creation request and waits for the ACK. */
+int nl_link_create_built(NlSock *s, NlMsgBuf *buf, int build_result);
 int nl_build_veth(NlMsgBuf *buf, const char *name, const char *peer, int peer_netns_fd, unsigned mtu,
 		  const uint8_t *peer_mac);
 int nl_build_bridge(NlMsgBuf *buf, const NlBridgeConfig *c);

@@ -192,6 +192,41 @@ int nl_build_link_change(NlMsgBuf *buf, const NlLinkChange *c) {
 	return 0;
 }
 
+int nl_build_stacked_link_begin(NlMsgBuf *buf, const char *name, int parent, unsigned mtu, const uint8_t *mac,
+				int netns_fd, const char *kind, struct nlattr **ret_linkinfo, struct nlattr **ret_data) {
+	struct nlmsghdr *nlh;
+	struct ifinfomsg *ifi;
+
+	if (!nl_ifname_valid(name) || parent <= 0)
+		return -EINVAL;
+	nlh = nl_msg_new(buf, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, sizeof(struct ifinfomsg));
+	ifi = mnl_nlmsg_get_payload(nlh);
+	ifi->ifi_family = AF_UNSPEC;
+	NL_PUT_STRZ(nlh, IFLA_IFNAME, name);
+	NL_PUT_U32(nlh, IFLA_LINK, (uint32_t) parent);
+	if (mtu > 0)
+		NL_PUT_U32(nlh, IFLA_MTU, mtu);
+	if (mac)
+		NL_PUT(nlh, IFLA_ADDRESS, 6, mac);
+	if (netns_fd >= 0)
+		NL_PUT_U32(nlh, IFLA_NET_NS_FD, (uint32_t) netns_fd);
+	NL_NEST_START(nlh, *ret_linkinfo, IFLA_LINKINFO);
+	NL_PUT_STRZ(nlh, IFLA_INFO_KIND, kind);
+	NL_NEST_START(nlh, *ret_data, IFLA_INFO_DATA);
+	return 0;
+}
+
+void nl_build_stacked_link_end(NlMsgBuf *buf, struct nlattr *linkinfo, struct nlattr *data) {
+	mnl_attr_nest_end(&buf->hdr, data);
+	mnl_attr_nest_end(&buf->hdr, linkinfo);
+}
+
+int nl_link_create_built(NlSock *s, NlMsgBuf *buf, int build_result) {
+	if (build_result < 0)
+		return build_result;
+	return nl_sock_call(s, &buf->hdr, NULL, NULL);
+}
+
 static int link_get_cb(const struct nlmsghdr *nlh, void *userdata) {
 	return nl_parse_link(nlh, userdata);
 }
