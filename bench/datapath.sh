@@ -50,9 +50,10 @@ set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 set ylabel "% of baseline"
-set yrange [0:*]
+set yrange [0:140]
+set bmargin 6
 set xtics rotate by -25
-set key top left
+set key top right horizontal
 plot "$W/s4.dat" using 2:xtic(1) title "1 stream", "" using 3 title "4 streams"
 EOF
 	fi
