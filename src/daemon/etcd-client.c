@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "basic/base64.h"
+#include "basic/list.h"
 #include "basic/string-util.h"
 #include "daemon/etcd-client.h"
 #include "daemon/http-multi.h"
@@ -147,12 +148,8 @@ int etcd_client_new(const char *endpoints, EtcdClient **ret) {
 static EtcdRequest *request_free(EtcdRequest *req) {
 	if (!req)
 		return NULL;
-	if (req->prev)
-		req->prev->next = req->next;
-	else if (req->client && req->client->requests == req)
-		req->client->requests = req->next;
-	if (req->next)
-		req->next->prev = req->prev;
+	if (req->client)
+		LIST_REMOVE(req->client->requests, req);
 	/* On the multi: cancel (freed now, or by the next dispatch from inside curl). Blocking: free. */
 	http_transfer_cancel(req->t);
 	free(req->body);
@@ -341,10 +338,7 @@ static int start_async(EtcdClient *c, const char *path, json_t *body, bool strea
 	r = http_multi_add(c->multi, req->t, request_done, req);
 	if (r < 0)
 		return r;
-	req->next = c->requests;
-	if (c->requests)
-		c->requests->prev = req;
-	c->requests = req;
+	LIST_PREPEND(c->requests, req);
 	if (ret)
 		*ret = req;
 	TAKE_PTR(req);

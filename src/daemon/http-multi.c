@@ -5,6 +5,7 @@
 #include <sys/timerfd.h>
 #include <time.h>
 
+#include "basic/list.h"
 #include "daemon/http-multi.h"
 
 /* A response bigger than this is not something we asked for. */
@@ -171,13 +172,7 @@ static void transfer_unlink(HttpTransfer *t) {
 
 	if (!m)
 		return;
-	if (t->prev)
-		t->prev->next = t->next;
-	else if (m->transfers == t)
-		m->transfers = t->next;
-	if (t->next)
-		t->next->prev = t->prev;
-	t->prev = t->next = NULL;
+	LIST_REMOVE(m->transfers, t);
 	curl_multi_remove_handle(m->multi, t->easy);
 	t->multi = NULL;
 }
@@ -320,10 +315,7 @@ int http_multi_add(HttpMulti *m, HttpTransfer *t, HttpDoneFn done, void *userdat
 	if (curl_multi_add_handle(m->multi, t->easy) != CURLM_OK)
 		return -ENOMEM;
 	t->multi = m;
-	t->next = m->transfers;
-	if (m->transfers)
-		m->transfers->prev = t;
-	m->transfers = t;
+	LIST_PREPEND(m->transfers, t);
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "basic/list.h"
 #include "basic/string-util.h"
 #include "daemon/http-multi.h"
 #include "daemon/kube-client.h"
@@ -81,12 +82,8 @@ int kube_client_new(KubeConfig **cfg, KubeClient **ret) {
 static KubeRequest *request_free(KubeRequest *req) {
 	if (!req)
 		return NULL;
-	if (req->prev)
-		req->prev->next = req->next;
-	else if (req->client && req->client->requests == req)
-		req->client->requests = req->next;
-	if (req->next)
-		req->next->prev = req->prev;
+	if (req->client)
+		LIST_REMOVE(req->client->requests, req);
 	http_transfer_cancel(req->t);
 	curl_slist_free_all(req->headers);
 	free(req->body);
@@ -365,10 +362,7 @@ static int start_async(KubeClient *c, const char *method, const char *path, cons
 	r = http_multi_add(c->multi, req->t, request_done, req);
 	if (r < 0)
 		return r;
-	req->next = c->requests;
-	if (c->requests)
-		c->requests->prev = req;
-	c->requests = req;
+	LIST_PREPEND(c->requests, req);
 	if (ret)
 		*ret = req;
 	TAKE_PTR(req);

@@ -36,6 +36,7 @@
 #include <linux/if_ether.h>
 
 #include "basic/fileio.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/string-util.h"
 #include "cni/cni-types.h"
@@ -98,27 +99,6 @@ static uint32_t random_u32(void) {
 		v = (uint32_t) now_usec() ^ (uint32_t) getpid() << 16;
 	return v ?: 1;
 }
-
-/* ---- list helpers ---- */
-
-#define LIST_PREPEND(head, item)                  \
-	do {                                      \
-		(item)->prev = NULL;              \
-		(item)->next = (head);            \
-		if (head)                         \
-			(head)->prev = (item);    \
-		(head) = (item);                  \
-	} while (0)
-#define LIST_REMOVE(head, item)                           \
-	do {                                              \
-		if ((item)->prev)                         \
-			(item)->prev->next = (item)->next; \
-		else                                      \
-			(head) = (item)->next;            \
-		if ((item)->next)                         \
-			(item)->next->prev = (item)->prev; \
-		(item)->next = (item)->prev = NULL;       \
-	} while (0)
 
 /* ---- connections ---- */
 
