@@ -359,18 +359,11 @@ static int bridge_check(CniRequest *req, void *userdata) {
 	if (!p)
 		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "Required prevResult missing");
 
-	netns_fd = cni_request_open_netns(req);
-	if (netns_fd < 0)
-		return netns_fd;
-
+	r = pod_open_netns_socks(req, &netns_fd, &host, &cont);
+	if (r < 0)
+		return r;
 	if (c->is_layer3 && (r = cni_ipam_exec(req, CNI_CMD_CHECK, NULL)) < 0)
 		return r;
-
-	r = nl_sock_open(&host);
-	if (r >= 0)
-		r = nl_sock_open_netns(netns_fd, &cont);
-	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket: %s", strerror(-r));
 
 	/* The bridge. */
 	bri = pod_result_find_iface(p, c->br_name, false, NULL, NULL);

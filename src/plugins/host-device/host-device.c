@@ -276,19 +276,14 @@ static int host_device_add(CniRequest *req, void *userdata, CniResult **ret) {
 	char ms[18];
 	int cidx = 0, r;
 
-	netns_fd = cni_request_open_netns(req);
-	if (netns_fd < 0)
-		return netns_fd;
+	r = pod_open_netns_socks(req, &netns_fd, &host, &cont);
+	if (r < 0)
+		return r;
 	self = netns_open_current();
 	if (self < 0)
 		return cni_fail(req, self, CNI_ERR_INTERNAL, "failed to open the host namespace: %s", strerror(-self));
 	if (netns_same(self, netns_fd))
 		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_ENV, "CNI_NETNS \"%s\" is the host namespace", req->netns);
-	r = nl_sock_open(&host);
-	if (r >= 0)
-		r = nl_sock_open_netns(netns_fd, &cont);
-	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket: %s", strerror(-r));
 
 	r = find_host_device(req, c, host, &dev);
 	if (r < 0)

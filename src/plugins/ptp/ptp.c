@@ -286,16 +286,11 @@ static int ptp_check(CniRequest *req, void *userdata) {
 	r = pod_check_prev_iface(req, &ci, &ci_index);
 	if (r < 0)
 		return r;
-	netns_fd = cni_request_open_netns(req);
-	if (netns_fd < 0)
-		return netns_fd;
+	r = pod_open_netns_socks(req, &netns_fd, &host, &cont);
+	if (r < 0)
+		return r;
 	if (c->layer3 && (r = cni_ipam_exec(req, CNI_CMD_CHECK, NULL)) < 0)
 		return r;
-	r = nl_sock_open(&host);
-	if (r >= 0)
-		r = nl_sock_open_netns(netns_fd, &cont);
-	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket: %s", strerror(-r));
 
 	r = nl_link_get(cont, req->ifname, 0, &cl);
 	if (r == -ENODEV)
