@@ -38,7 +38,7 @@ ul_setup() {
 # node_attach NAME ADDR: namespace $NSP-NAME with eth0 ADDR/16 on the underlay bridge
 node_attach() {
 	local name=$1 addr=$2 ns=$NSP-$1
-	ip netns list | grep -q "^$ns\b" || ns_add "$name" >/dev/null || return 1
+	ip netns list | grep "^$ns\b" >/dev/null || ns_add "$name" >/dev/null || return 1
 	ip link add "u-$name" netns "$UL" type veth peer name eth0 netns "$ns" || return 1
 	ip -n "$UL" link set "u-$name" master br0 up
 	ip -n "$ns" addr add "$addr/16" dev eth0

@@ -14,7 +14,7 @@ BUSYBOX=${BUSYBOX:-/bin/busybox}
 # require_static_busybox: skip unless $BUSYBOX is a static binary (busybox-static, not busybox).
 require_static_busybox() {
 	[ -x "$BUSYBOX" ] || skip "needs $BUSYBOX (apt-get install busybox-static)"
-	if "$BUSYBOX" --list 2>/dev/null | grep -qx httpd && ! ldd "$BUSYBOX" >/dev/null 2>&1; then
+	if "$BUSYBOX" --list 2>/dev/null | grep -x httpd >/dev/null && ! ldd "$BUSYBOX" >/dev/null 2>&1; then
 		return 0
 	fi
 	skip "$BUSYBOX is not the static busybox with httpd (apt-get install busybox-static)"
