@@ -223,6 +223,61 @@ static void test_errors(void **state) {
 	json_decref(j);
 }
 
+/* Subnets too large to be a pod network, and the unspecified/loopback/multicast ranges, are
+ * refused naming the key and the value; the largest sane ones and link-local are accepted. */
+static void test_subnet_bounds(void **state) {
+	static const struct {
+		const char *subnet;
+		const char *msg; /* NULL: accepted */
+	} t[] = {
+		{ "0.0.0.0/0", "ipam.ranges[0][0].subnet: \"0.0.0.0/0\" is too large: prefix length /0 is shorter than /8" },
+		{ "10.0.0.0/7", "\"10.0.0.0/7\" is too large: prefix length /7 is shorter than /8" },
+		{ "10.0.0.0/8", NULL },
+		{ "172.16.0.0/12", NULL },
+		{ "10.244.0.0/16", NULL },
+		{ "0.0.0.0/24", "\"0.0.0.0/24\" is invalid: it overlaps the unspecified (\"this network\") range 0.0.0.0/8" },
+		{ "0.0.0.0/8", "overlaps the unspecified" },
+		{ "127.0.0.0/8", "\"127.0.0.0/8\" is invalid: it overlaps the loopback range 127.0.0.0/8" },
+		{ "127.1.2.0/24", "overlaps the loopback range" },
+		{ "224.0.0.0/24", "\"224.0.0.0/24\" is invalid: it overlaps the multicast range 224.0.0.0/4" },
+		{ "239.255.0.0/16", "overlaps the multicast range 224.0.0.0/4" },
+		{ "169.254.0.0/16", NULL },  /* link-local: allowed */
+		{ "240.0.0.0/8", NULL },     /* class E: used for pods */
+		{ "::/0", "\"::/0\" is too large: prefix length /0 is shorter than /8" },
+		{ "2000::/3", "\"2000::/3\" is too large" },
+		{ "fd00::/8", NULL },
+		{ "fd00:10:244::/56", NULL },
+		{ "2001:db8::/64", NULL },
+		{ "fe80::/64", NULL },       /* link-local: allowed */
+		{ "::/64", "\"::/64\" is invalid: it overlaps the unspecified address ::" },
+		{ "::/120", "overlaps the unspecified address ::" },
+		{ "ff02::/64", "\"ff02::/64\" is invalid: it overlaps the multicast range ff00::/8" },
+		{ "::ffff:0.0.0.0/96", "\"0.0.0.0/0\" is too large" }, /* IPv4-mapped: the IPv4 prefix */
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+		_cleanup_free_ char *ipam = strdup_printf("{\"ranges\":[[{\"subnet\":\"%s\"}]]}", t[i].subnet);
+		IpamConfig *c = NULL;
+		IpamError err;
+		int r = parse(ipam, NULL, CNI_VERSION_1_0_0, &c, &err);
+
+		if (!t[i].msg) {
+			if (r < 0)
+				fail_msg("%s: refused: %s", t[i].subnet, err.msg);
+			ipam_config_free(c);
+			continue;
+		}
+		if (r != -EINVAL || !strstr(err.msg, t[i].msg))
+			fail_msg("%s: r=%d msg '%s', expected '%s'", t[i].subnet, r, err.msg, t[i].msg);
+		assert_null(c);
+	}
+	/* The legacy flat form names its own key. */
+	IpamConfig *c = NULL;
+	IpamError err;
+	assert_int_equal(parse("{\"subnet\":\"0.0.0.0/0\"}", NULL, CNI_VERSION_1_0_0, &c, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "ipam.subnet: \"0.0.0.0/0\" is too large"));
+}
+
 static void test_resolv_conf(void **state) {
 	char path[] = "/tmp/test-ipam-resolv.XXXXXX";
 	int fd = mkstemp(path);
@@ -298,6 +353,7 @@ int main(void) {
 		cmocka_unit_test(test_explicit_values_and_keys),
 		cmocka_unit_test(test_set_order),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_subnet_bounds),
 		cmocka_unit_test(test_resolv_conf),
 		cmocka_unit_test(test_requested),
 	};

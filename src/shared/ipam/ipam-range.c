@@ -23,10 +23,53 @@ static bool addr_in_subnet(const IpPrefix *subnet, const IpAddr *a) {
 	return a->family == subnet->addr.family && ip_prefix_contains(subnet, a);
 }
 
+/*
+ * Subnets no pod network can sensibly be, refused before anything is handed out of them.
+ *
+ * Size: a prefix shorter than IPAM_SUBNET_MIN_PREFIX (/8) in either family. /8 is the largest
+ * block that is still one network in practice (10.0.0.0/8 is a common cluster range, and the
+ * reference accepts it, so we must too); anything shorter spans several /8s of the address plan
+ * (0.0.0.0/0 would make 0.0.0.x/0 pod addresses, and a bridge gateway of 0.0.0.1/0 on the host
+ * with a masquerade exemption for everything). IPv6 uses the same bound: real configs use /64
+ * per node and /48../56 per cluster; /8 still admits all of fd00::/8 (ULA), while ::/0 or
+ * 2000::/3 (all of global unicast) are refused.
+ *
+ * Ranges: unspecified and "this network" (0.0.0.0/8, ::), loopback (127.0.0.0/8, ::1) and
+ * multicast (224.0.0.0/4, ff00::/8): none of them is a unicast address a pod can own. Link-local
+ * (169.254.0.0/16, fe80::/10) stays allowed: it is unicast, works on one link, and is used on
+ * purpose for node-local networks (metadata proxies, ptp links); 240.0.0.0/4 too (clusters use
+ * it for pods when RFC 1918 space runs out).
+ */
+#define IPAM_SUBNET_MIN_PREFIX 8u
+
+static const char *subnet_forbidden_reason(const IpPrefix *subnet) {
+	static const struct {
+		const char *prefix, *what;
+	} forbidden[] = {
+		{ "0.0.0.0/8", "the unspecified (\"this network\") range 0.0.0.0/8" },
+		{ "127.0.0.0/8", "the loopback range 127.0.0.0/8" },
+		{ "224.0.0.0/4", "the multicast range 224.0.0.0/4" },
+		{ "::/128", "the unspecified address ::" },
+		{ "::1/128", "the loopback address ::1" },
+		{ "ff00::/8", "the multicast range ff00::/8" },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(forbidden); i++) {
+		IpPrefix p;
+
+		if (ip_prefix_parse(forbidden[i].prefix, &p) < 0 || p.addr.family != subnet->addr.family)
+			continue;
+		if (ip_prefix_overlaps(&p, subnet))
+			return forbidden[i].what;
+	}
+	return NULL;
+}
+
 int ipam_range_canonicalize(IpamRange *r, const char *key, IpamError *err) {
 	char s[IP_PREFIX_STRLEN], a[IP_ADDR_STRLEN], b[IP_ADDR_STRLEN];
 	int family = r->subnet.addr.family;
 	unsigned bits = ip_family_bits(family);
+	const char *what;
 	IpPrefix net;
 
 	if (bits == 0)
@@ -40,6 +83,13 @@ int ipam_range_canonicalize(IpamRange *r, const char *key, IpamError *err) {
 		return ipam_error_set(err, -EINVAL,
 				      "%s.subnet: %s has host bits set; for a prefix length of %u the network address is %s",
 				      key, s, r->subnet.len, ip_addr_to_string(&net.addr, a));
+	if (r->subnet.len < IPAM_SUBNET_MIN_PREFIX)
+		return ipam_error_set(err, -EINVAL,
+				      "%s.subnet: \"%s\" is too large: prefix length /%u is shorter than /%u, which spans more than one /8 of the address plan and is no sane pod network",
+				      key, s, r->subnet.len, IPAM_SUBNET_MIN_PREFIX);
+	if ((what = subnet_forbidden_reason(&r->subnet)))
+		return ipam_error_set(err, -EINVAL, "%s.subnet: \"%s\" is invalid: it overlaps %s, which holds no pod addresses",
+				      key, s, what);
 
 	if (!ip_addr_is_set(&r->gateway))
 		(void) ip_addr_next(&net.addr, &r->gateway);
