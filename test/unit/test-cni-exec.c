@@ -212,6 +212,31 @@ static void test_ipam_exec(void **state) {
 	assert_null(res);
 }
 
+/* CNI_PATH is optional for ADD/CHECK/DEL: parsing succeeds without it, and only a delegation
+ * fails, with code 4 naming CNI_PATH and the plugin it was needed for, without running anything. */
+static void test_ipam_exec_without_cni_path(void **state) {
+	const char conf[] = "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"bridge\",\"ipam\":{\"type\":\"fake-ipam\"}}";
+	char *envp[] = { "CNI_COMMAND=DEL", "CNI_CONTAINERID=c1", "CNI_IFNAME=eth0", NULL };
+	_cleanup_free_ char *cmdf = path_of("fake-ipam.ran");
+	CniResult *res = NULL;
+	CniRequest req;
+
+	script("fake-ipam", "echo ran > \"$0.ran\"; exit 0", 0755);
+	(void) unlink(cmdf);
+	assert_int_equal(cni_request_parse(&req, envp, conf, strlen(conf)), 0);
+	assert_null(req.cni_path);
+	for (CniCommand c = CNI_CMD_ADD; c <= CNI_CMD_CHECK; c++) {
+		assert_true(cni_ipam_exec(&req, c, c == CNI_CMD_ADD ? &res : NULL) < 0);
+		assert_int_equal(req.error.code, CNI_ERR_INVALID_ENV);
+		assert_non_null(strstr(req.error.msg, "CNI_PATH is not set"));
+		assert_non_null(strstr(req.error.msg, "\"fake-ipam\""));
+		cni_error_clear(&req.error);
+	}
+	assert_null(res);
+	assert_int_equal(access(cmdf, F_OK), -1);
+	cni_request_done(&req);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_find),
@@ -220,6 +245,7 @@ int main(void) {
 		cmocka_unit_test(test_exec_no_stdin_reader),
 		cmocka_unit_test(test_exec_errors),
 		cmocka_unit_test(test_ipam_exec),
+		cmocka_unit_test(test_ipam_exec_without_cni_path),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

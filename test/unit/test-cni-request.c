@@ -101,13 +101,14 @@ static void test_env_required(void **state) {
 		{ "ADD", "CNI_CONTAINERID=", CONF_OK, false },
 		{ "ADD", "CNI_NETNS=", CONF_OK, false },
 		{ "ADD", "CNI_IFNAME=", CONF_OK, false },
-		{ "ADD", "CNI_PATH=", CONF_OK, false },
+		{ "ADD", "CNI_PATH=", CONF_OK, true }, /* SPEC 1.0.0+: optional; needed only to delegate */
 		{ "CHECK", "CNI_NETNS=", CONF_OK, false },
 		{ "CHECK", "CNI_CONTAINERID=", CONF_OK, false },
+		{ "CHECK", "CNI_PATH=", CONF_OK, true },
 		{ "DEL", "CNI_NETNS=", CONF_OK, true }, /* netns optional for DEL */
 		{ "DEL", "CNI_IFNAME=", CONF_OK, false },
 		{ "DEL", "CNI_CONTAINERID=", CONF_OK, false },
-		{ "DEL", "CNI_PATH=", CONF_OK, false },
+		{ "DEL", "CNI_PATH=", CONF_OK, true }, /* SPEC 1.0.0+: optional; needed only to delegate */
 		{ "GC", "CNI_CONTAINERID=", "{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"type\":\"t\"}", true },
 		{ "GC", "CNI_PATH=", "{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"type\":\"t\"}", false },
 		{ "STATUS", "CNI_IFNAME=", "{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"type\":\"t\"}", true },

@@ -236,6 +236,11 @@ int cni_ipam_exec(CniRequest *req, CniCommand cmd, CniResult **ret) {
 	if (isempty(type))
 		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "\"ipam.type\" is missing");
 
+	/* CNI_PATH is optional for ADD/CHECK/DEL (cni_request_parse() lets it through): its absence
+	 * is an error only here, where a plugin has to be found. */
+	if (isempty(req->cni_path))
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_ENV,
+				"CNI_PATH is not set: it is needed to find the IPAM plugin \"%s\" (ipam.type)", type);
 	r = cni_find_plugin(type, req->cni_path, &exe);
 	if (r == -EINVAL)
 		return cni_fail(req, r, CNI_ERR_INVALID_NETCONF, "\"ipam.type\" \"%s\" is invalid: must be a plain file name",

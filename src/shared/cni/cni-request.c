@@ -94,10 +94,15 @@ static int dup_env(CniRequest *req, char *const *envp, const char *name, char **
 
 static int parse_env(CniRequest *req, char *const *envp) {
 	enum { NEED_CID = 1, NEED_NETNS = 2, NEED_IFNAME = 4, NEED_PATH = 8 };
+	/* SPEC 1.0.0/1.1.0 list CNI_PATH as optional for ADD, CHECK and DEL: only a plugin that
+	 * runs another one needs it, and cni_ipam_exec() says so when it is missing. The reference
+	 * skel requires it for every command (a deliberate difference: loopback and every plugin
+	 * without delegated IPAM work without it). Older spec versions never made it required
+	 * either, so this does not depend on cniVersion. */
 	static const unsigned need[_CNI_CMD_MAX] = {
-		[CNI_CMD_ADD] = NEED_CID | NEED_NETNS | NEED_IFNAME | NEED_PATH,
-		[CNI_CMD_CHECK] = NEED_CID | NEED_NETNS | NEED_IFNAME | NEED_PATH,
-		[CNI_CMD_DEL] = NEED_CID | NEED_IFNAME | NEED_PATH,
+		[CNI_CMD_ADD] = NEED_CID | NEED_NETNS | NEED_IFNAME,
+		[CNI_CMD_CHECK] = NEED_CID | NEED_NETNS | NEED_IFNAME,
+		[CNI_CMD_DEL] = NEED_CID | NEED_IFNAME,
 		[CNI_CMD_GC] = NEED_PATH,
 		[CNI_CMD_STATUS] = NEED_PATH,
 	};
