@@ -606,8 +606,14 @@ static int tuning_del(CniRequest *req, void *userdata) {
 	if (isempty(req->netns))
 		goto remove;
 	netns_fd = netns_open(req->netns);
-	if (netns_fd < 0)
-		goto remove;
+	if (netns_fd == -ENOENT || netns_fd == -EINVAL)
+		goto remove; /* gone, or no longer a netns (its bind mount went away) */
+	if (netns_fd < 0) {
+		/* EACCES, EMFILE...: the namespace may well be there; keep the backup for a retry. */
+		backup_done(&b);
+		return cni_fail(req, netns_fd, CNI_ERR_INTERNAL, "failed to open netns \"%s\": %s", req->netns,
+				strerror(-netns_fd));
+	}
 	r = nl_sock_open_netns(netns_fd, &s);
 	if (r < 0) {
 		backup_done(&b);

@@ -291,21 +291,11 @@ static int weft_del(CniRequest *req, void *userdata) {
 	/* The address first and always, even with the pod or weftd (and so the lease) gone. */
 	RET_GATHER(r, c->hl ? host_local_ops.del(req, c->hl) : host_local_release_store(req, weft_data_dir(c)));
 
-	if (!isempty(req->netns)) {
-		_cleanup_close_ int fd = netns_open(req->netns);
-
-		if (fd >= 0) {
-			_cleanup_(nl_sock_freep) NlSock *cont = NULL;
-
-			k = nl_sock_open_netns(fd, &cont);
-			if (k >= 0)
-				k = nl_link_del_by_name(cont, req->ifname); /* the host end goes with it */
-			if (k < 0 && k != -ENODEV)
-				RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to delete %s in netns \"%s\": %s",
-						       req->ifname, req->netns, strerror(-k)));
-		}
-		/* A missing netns is fine: the pod's links went with it. */
-	}
+	/* The pod end (the host end goes with it). Only a netns that is gone (ENOENT, or a path that
+	 * is no longer a netns: its bind mount went away) means nothing is left; any other failure
+	 * to open it (EACCES, EMFILE, ...) is reported, or the veth would leak while DEL says done. */
+	k = pod_link_del_in_netns(req);
+	RET_GATHER(r, k);
 	return r;
 }
 
