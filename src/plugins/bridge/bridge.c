@@ -323,7 +323,7 @@ static int bridge_del(CniRequest *req, void *userdata) {
 
 	/* IPAM first and always: the address must come back even if the pod is long gone. */
 	if (c->is_layer3)
-		RET_GATHER(r, cni_ipam_exec(req, CNI_CMD_DEL, NULL));
+		RET_GATHER(r, pod_ipam_exec(req, CNI_CMD_DEL, NULL));
 
 	/* The pod's interface; the host end of the veth goes with it. */
 	RET_GATHER(r, pod_link_del_in_netns(req));
@@ -362,7 +362,7 @@ static int bridge_check(CniRequest *req, void *userdata) {
 	r = pod_open_netns_socks(req, &netns_fd, &host, &cont);
 	if (r < 0)
 		return r;
-	if (c->is_layer3 && (r = cni_ipam_exec(req, CNI_CMD_CHECK, NULL)) < 0)
+	if (c->is_layer3 && (r = pod_ipam_exec(req, CNI_CMD_CHECK, NULL)) < 0)
 		return r;
 
 	/* The bridge. */
@@ -450,14 +450,14 @@ static int bridge_gc(CniRequest *req, void *userdata) {
 	RET_GATHER(r, pod_masq_gc(req, c->ip_masq || c->macspoofchk));
 
 	if (c->is_layer3)
-		RET_GATHER(r, cni_ipam_exec(req, CNI_CMD_GC, NULL));
+		RET_GATHER(r, pod_ipam_exec(req, CNI_CMD_GC, NULL));
 	return r;
 }
 
 static int bridge_status(CniRequest *req, void *userdata) {
 	const BridgeConf *c = userdata;
 
-	return c->is_layer3 ? cni_ipam_exec(req, CNI_CMD_STATUS, NULL) : 0;
+	return c->is_layer3 ? pod_ipam_exec(req, CNI_CMD_STATUS, NULL) : 0;
 }
 
 const PluginOps bridge_ops = {

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "basic/log.h"
 #include "basic/string-util.h"
 #include "cni/cni-exec.h"
+#include "ipam/ipam-host-local.h"
 #include "netns/netns.h"
 #include "nl/nl.h"
 #include "pod/pod-cni.h"
@@ -14,11 +19,63 @@ bool pod_dns_set(const CniDns *d) {
 	       strv_length(d->options) > 0;
 }
 
+/*
+ * True when the IPAM plugin CNI_PATH resolves to is our own host-local: the file named host-local
+ * next to this executable (same inode), which is how every install lays it out (/opt/cni/bin holds
+ * both). Its code is linked into this process, so running it here does exactly what exec'ing it
+ * would — same store, same lock, same result — minus a fork, an exec and a process start
+ * (~1.5 ms of a ~3 ms ADD). Any other host-local (the reference's, a wrapper script, a test
+ * double) is exec'd as before.
+ */
+static bool ipam_is_own_host_local(CniRequest *req) {
+	_cleanup_free_ char *exe = NULL;
+	char self[PATH_MAX], *slash;
+	struct stat a, b;
+	ssize_t n;
+
+	if (!req->ipam || !streq_ptr(json_string_value(json_object_get(req->ipam, "type")), "host-local"))
+		return false;
+	if (cni_find_plugin("host-local", req->cni_path, &exe) < 0 || stat(exe, &a) < 0)
+		return false;
+	n = readlink("/proc/self/exe", self, sizeof(self) - sizeof("host-local"));
+	if (n <= 0 || (size_t) n >= sizeof(self) - sizeof("host-local"))
+		return false;
+	self[n] = 0;
+	slash = strrchr(self, '/');
+	if (!slash)
+		return false;
+	strcpy(slash + 1, "host-local");
+	return stat(self, &b) >= 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+int pod_ipam_exec(CniRequest *req, CniCommand cmd, CniResult **ret) {
+	_cleanup_free_ void *conf = NULL;
+	int r;
+
+	if (!ipam_is_own_host_local(req))
+		return cni_ipam_exec(req, cmd, ret);
+	conf = calloc(1, host_local_ops.conf_size);
+	if (!conf)
+		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
+	r = host_local_ops.parse(req, conf);
+	if (r >= 0)
+		switch (cmd) {
+		case CNI_CMD_ADD: r = host_local_ops.add(req, conf, ret); break;
+		case CNI_CMD_DEL: r = host_local_ops.del(req, conf); break;
+		case CNI_CMD_CHECK: r = host_local_ops.check(req, conf); break;
+		case CNI_CMD_GC: r = host_local_ops.gc(req, conf); break;
+		case CNI_CMD_STATUS: r = host_local_ops.status(req, conf); break;
+		default: r = cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "unsupported IPAM command");
+		}
+	host_local_ops.conf_done(conf);
+	return r;
+}
+
 void pod_ipam_release(CniRequest *req) {
 	CniError saved = req->error;
 
 	req->error = (CniError) {};
-	if (cni_ipam_exec(req, CNI_CMD_DEL, NULL) < 0)
+	if (pod_ipam_exec(req, CNI_CMD_DEL, NULL) < 0)
 		log_warning("rollback: IPAM DEL failed: %s", req->error.msg ?: "unknown error");
 	cni_error_clear(&req->error);
 	req->error = saved;
@@ -28,7 +85,7 @@ int pod_ipam_add(CniRequest *req, CniResult **ret) {
 	_cleanup_(cni_result_freep) CniResult *res = NULL;
 	int r;
 
-	r = cni_ipam_exec(req, CNI_CMD_ADD, &res);
+	r = pod_ipam_exec(req, CNI_CMD_ADD, &res);
 	if (r < 0)
 		return r;
 	if (!res || res->n_ips == 0) {

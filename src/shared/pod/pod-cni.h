@@ -18,6 +18,13 @@
 /* The config's "dns" says anything. */
 bool pod_dns_set(const CniDns *d);
 
+/*
+ * Delegated IPAM (cni_ipam_exec()), except that when CNI_PATH resolves "host-local" to our own
+ * host-local (the same file next to this executable) its code runs in-process: same store, lock
+ * and result, one process less. Same contract as cni_ipam_exec().
+ */
+int pod_ipam_exec(CniRequest *req, CniCommand cmd, CniResult **ret);
+
 /* Runs IPAM ADD; fails (code 999, "IPAM plugin returned missing IP config") when it returns no
  * address. On failure after a successful exec, IPAM DEL is run before returning. */
 int pod_ipam_add(CniRequest *req, CniResult **ret);
