@@ -340,6 +340,86 @@ static void test_gc_and_leftovers(void **state) {
 	ipam_store_free(s);
 }
 
+static bool keep_none(const IpamReservation *r, void *userdata) {
+	return false;
+}
+
+static void mkfifo_in(const char *d, const char *name) {
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", d, name);
+	assert_int_equal(mkfifo(p, 0644), 0);
+}
+
+static bool skipped_has(IpamStore *s, const char *name, const char *why) {
+	char want[300];
+
+	snprintf(want, sizeof(want), "%s/%s (%s)", dir, name, why);
+	for (char *const *l = ipam_store_skipped(s); l && *l; l++)
+		if (streq(*l, want))
+			return true;
+	return false;
+}
+
+/* Entries named like addresses that are no reservation files: a FIFO used to hang every scan
+ * (and so every ADD and DEL, under the lock), a symlink to /dev/zero to fail it. They are skipped
+ * and reported, never read, never released; the real reservations around them still work. */
+static void test_hostile_entries(void **state) {
+	IpamStore *s = open_store();
+	IpAddr ip = A("10.1.0.29"), got;
+	char p[256], q[256];
+	size_t n;
+
+	assert_int_equal(ipam_store_reserve(s, &ip, "c1", "eth0", 0), 0);
+	ipam_store_free(s);
+	/* Fails the test instead of hanging it when a FIFO is opened for reading. */
+	alarm(20);
+	mkfifo_in(dir, "10.1.0.30");
+	snprintf(p, sizeof(p), "%s/10.1.0.31", dir);
+	assert_int_equal(symlink("/dev/zero", p), 0);
+	snprintf(p, sizeof(p), "%s/10.1.0.32", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/10.1.0.33", dir);
+	snprintf(q, sizeof(q), "%s/10.1.0.29", dir);
+	assert_int_equal(symlink(q, p), 0);
+	snprintf(p, sizeof(p), "%s/last_reserved_ip.0", dir);
+	assert_int_equal(unlink(p), 0);
+	mkfifo_in(dir, "last_reserved_ip.0");
+
+	s = open_store();
+	assert_int_equal(ipam_store_scan(s), 0);
+	const IpamReservation *r = ipam_store_reservations(s, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(r[0].container_id, "c1");
+	assert_true(skipped_has(s, "10.1.0.30", "not a regular file"));
+	assert_true(skipped_has(s, "10.1.0.31", "a symlink"));
+	assert_true(skipped_has(s, "10.1.0.32", "not a regular file"));
+	assert_true(skipped_has(s, "10.1.0.33", "a symlink"));
+	assert_int_equal(strv_length(ipam_store_skipped(s)), 4);
+	/* The round-robin hint is garbage, not a hang. */
+	assert_int_equal(ipam_store_last_reserved(s, 0, &got), -EINVAL);
+	/* Their addresses stay unusable. */
+	ip = A("10.1.0.30");
+	assert_int_equal(ipam_store_is_reserved(s, &ip), 1);
+	assert_int_equal(ipam_store_reserve(s, &ip, "c2", "eth0", 0), -EEXIST);
+	assert_int_equal(n_by_id(s, "c1", "eth0", true, "10.1.0.29"), 1);
+	assert_int_equal(ipam_store_release_by_id(s, "nobody", "eth0"), 0);
+	assert_int_equal(ipam_store_gc(s, keep_none, NULL), 1); /* c1 only */
+	assert_true(exists("10.1.0.30"));
+	assert_true(exists("10.1.0.31"));
+	assert_true(exists("10.1.0.32"));
+	ipam_store_free(s);
+
+	/* A FIFO as the lock file: open() must not wait for a writer. */
+	snprintf(p, sizeof(p), "%s/net2", base);
+	assert_int_equal(mkdir(p, 0755), 0);
+	mkfifo_in(p, "lock");
+	s = NULL;
+	assert_int_equal(ipam_store_open(base, "net2", 0, &s), 0);
+	ipam_store_free(s);
+	alarm(0);
+}
+
 static void test_reservation_parse(void **state) {
 	static const struct {
 		const char *in, *cid, *ifname;
@@ -388,6 +468,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_legacy_content, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_del_fallback_and_verify, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gc_and_leftovers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_entries, setup, teardown),
 		cmocka_unit_test(test_reservation_parse),
 		cmocka_unit_test_setup_teardown(test_odd_ids_roundtrip_index, setup, teardown),
 	};

@@ -3,10 +3,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/log.h"
 #include "basic/string-util.h"
 #include "ipam/ipam-alloc.h"
 #include "ipam/ipam-host-local.h"
 #include "ipam/ipam-store.h"
+
+/* Closes the store, first logging what its scan skipped: entries named like addresses that are
+ * not reservations (a FIFO, a symlink...). Somebody put them there; the operator should know. */
+static void store_closep(IpamStore **s) {
+	char *const *skipped = ipam_store_skipped(*s);
+
+	for (size_t i = 0; skipped && skipped[i]; i++)
+		log_warning("host-local: ignoring %s: named like an address, but not a reservation", skipped[i]);
+	*s = ipam_store_free(*s);
+}
 
 static int host_local_parse(CniRequest *req, void *userdata) {
 	HostLocalConf *conf = userdata;
@@ -29,6 +40,13 @@ static void host_local_conf_done(void *userdata) {
 	conf->ipam = ipam_config_free(conf->ipam);
 }
 
+/*
+ * A failure of the store itself (the filesystem), never to be confused with a full range: a full
+ * disk (ENOSPC from writing the reservation) is reported as what it is, with the store's path.
+ * Code 5 ("I/O failure") rather than 999 or 11: the spec has a code for exactly this, every other
+ * store failure already uses it, and a full disk is not transient in the sense of 11 (nothing
+ * clears it by waiting; the runtime retries a failed ADD anyway, whatever the code).
+ */
 static int store_fail(CniRequest *req, const IpamConfig *c, int r, const char *what) {
 	return cni_fail(req, r, CNI_ERR_IO, "host-local: failed to %s in store %s/%s: %s", what, c->data_dir,
 			c->name, strerror(-r));
@@ -38,6 +56,7 @@ typedef struct ReserveCtx {
 	IpamStore *store;
 	const char *cid, *ifname;
 	unsigned set;
+	int store_err; /* the store's own failure (ENOSPC, EIO...), kept apart from "range full" */
 } ReserveCtx;
 
 /* is_taken that claims: a cheap stat first (no fsync for addresses obviously in use), then
@@ -46,10 +65,16 @@ static int reserve_candidate(const IpAddr *a, size_t range_idx, void *userdata) 
 	ReserveCtx *c = userdata;
 	int r = ipam_store_is_reserved(c->store, a);
 
-	if (r != 0)
-		return r;
-	r = ipam_store_reserve(c->store, a, c->cid, c->ifname, c->set);
-	return r == -EEXIST ? 1 : r;
+	if (r == 0) {
+		r = ipam_store_reserve(c->store, a, c->cid, c->ifname, c->set);
+		if (r == -EEXIST)
+			return 1;
+	}
+	/* ipam_alloc_next() answers -ENOSPC for an exhausted range; the filesystem's ENOSPC (a
+	 * full disk) must not pass for that, so the store's errors are remembered here. */
+	if (r < 0)
+		c->store_err = r;
+	return r;
 }
 
 static int stat_candidate(const IpAddr *a, size_t range_idx, void *userdata) {
@@ -69,7 +94,7 @@ static int host_local_add(CniRequest *req, void *userdata, CniResult **ret) {
 	HostLocalConf *conf = userdata;
 	const IpamConfig *c = conf->ipam;
 	_cleanup_(cni_result_freep) CniResult *res = NULL;
-	_cleanup_(ipam_store_freep) IpamStore *store = NULL;
+	_cleanup_(store_closep) IpamStore *store = NULL;
 	_cleanup_free_ IpAddr *got = NULL, *held = NULL, *prev_last = NULL;
 	_cleanup_free_ ssize_t *want = NULL;  /* requested IP index per set, -1 = none */
 	size_t n_got = 0, n_held = 0;
@@ -136,7 +161,7 @@ static int host_local_add(CniRequest *req, void *userdata, CniResult **ret) {
 				goto rollback;
 			}
 		} else {
-			ReserveCtx ctx = { store, req->container_id, req->ifname, (unsigned) i };
+			ReserveCtx ctx = { .store = store, .cid = req->container_id, .ifname = req->ifname, .set = (unsigned) i };
 
 			for (size_t k = 0; k < n_held; k++)
 				if (ipam_range_set_contains(set, &held[k])) {
@@ -147,6 +172,11 @@ static int host_local_add(CniRequest *req, void *userdata, CniResult **ret) {
 				}
 			/* A missing or garbled hint just restarts the round robin at the start. */
 			r = ipam_alloc_next(set, &prev_last[i], reserve_candidate, &ctx, &ip, NULL);
+			if (r < 0 && ctx.store_err < 0) {
+				store_fail(req, c, ctx.store_err, "reserve an address");
+				r = ctx.store_err;
+				goto rollback;
+			}
 			if (r == -ENOSPC) {
 				r = cni_fail(req, r, CNI_ERR_INTERNAL,
 					     "failed to allocate for range %zu: no IP addresses available in range set: %s", i,
@@ -185,7 +215,7 @@ rollback:
 }
 
 int host_local_release_store(CniRequest *req, const char *data_dir) {
-	_cleanup_(ipam_store_freep) IpamStore *store = NULL;
+	_cleanup_(store_closep) IpamStore *store = NULL;
 	int r;
 
 	if (isempty(req->container_id))
@@ -210,7 +240,7 @@ static int host_local_del(CniRequest *req, void *userdata) {
 static int host_local_check(CniRequest *req, void *userdata) {
 	HostLocalConf *conf = userdata;
 	const IpamConfig *c = conf->ipam;
-	_cleanup_(ipam_store_freep) IpamStore *store = NULL;
+	_cleanup_(store_closep) IpamStore *store = NULL;
 	_cleanup_free_ IpAddr *held = NULL;
 	size_t n = 0;
 	int r;
@@ -242,7 +272,7 @@ static bool gc_keep(const IpamReservation *res, void *userdata) {
 }
 
 int host_local_gc_store(CniRequest *req, const char *data_dir) {
-	_cleanup_(ipam_store_freep) IpamStore *store = NULL;
+	_cleanup_(store_closep) IpamStore *store = NULL;
 	int r;
 
 	r = ipam_store_open(data_dir, req->name, IPAM_STORE_NO_CREATE, &store);
@@ -265,7 +295,7 @@ static int host_local_gc(CniRequest *req, void *userdata) {
 static int host_local_status(CniRequest *req, void *userdata) {
 	HostLocalConf *conf = userdata;
 	const IpamConfig *c = conf->ipam;
-	_cleanup_(ipam_store_freep) IpamStore *store = NULL;
+	_cleanup_(store_closep) IpamStore *store = NULL;
 	char b[1024];
 	int r;
 

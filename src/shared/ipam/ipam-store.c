@@ -45,6 +45,11 @@
 #define TMP_PREFIX       ".weft-tmp-"
 #define LAST_RESERVED    "last_reserved_ip."
 #define ATOMIC_TMP_PREFIX ".#" /* write_file_atomic_at()'s temp names */
+/* Upper bounds for what we read (store_file_read_at()): a reservation is "<id>\r\n<ifname>" and
+ * last_reserved_ip.N an address, so anything over 64 KiB is not one; the index holds a line per
+ * reservation (a /16 full of long IDs stays far below 64 MiB). */
+#define ENTRY_MAX        (64u << 10)
+#define INDEX_MAX        (64u << 20)
 
 typedef struct DirStamp {
 	uint64_t ino;
@@ -63,6 +68,7 @@ struct IpamStore {
 	bool dirty;    /* index file must be rewritten */
 	bool scanned;  /* a full scan happened during this handle's life */
 	unsigned scans;
+	char **skipped; /* "<path>/<name> (<why>)" of entries the last scan could not read as reservations */
 };
 
 static void reservation_done(IpamReservation *r) {
@@ -227,7 +233,9 @@ static int index_load(IpamStore *s, const DirStamp *now) {
 	unsigned long long sum;
 	int r;
 
-	r = read_full_file_at(s->dir_fd, IPAM_STORE_INDEX_NAME, &data, &size);
+	r = store_file_read_at(s->dir_fd, IPAM_STORE_INDEX_NAME, INDEX_MAX, &data, &size);
+	if (r == -ELOOP || r == -EMEDIUMTYPE || r == -EFBIG)
+		return -EBADMSG; /* not an index we wrote: rebuild (flush cannot replace it either) */
 	if (r < 0)
 		return r;
 	if (!startswith(data, INDEX_MAGIC))
@@ -279,11 +287,25 @@ static int stale_temp(const char *name) {
 	       (startswith(name, ATOMIC_TMP_PREFIX) && startswith(name + strlen(ATOMIC_TMP_PREFIX), LAST_RESERVED));
 }
 
+static const char *skip_reason(int r) {
+	switch (r) {
+	case -ELOOP:
+		return "a symlink";
+	case -EMEDIUMTYPE:
+		return "not a regular file";
+	case -EFBIG:
+		return "too large for a reservation";
+	default:
+		return "unreadable";
+	}
+}
+
 int ipam_store_scan(IpamStore *s) {
 	DIR *d;
 	int fd, r = 0;
 
 	res_clear(s);
+	s->skipped = strv_free(s->skipped);
 	s->loaded = false;
 	fd = openat(s->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
@@ -306,9 +328,20 @@ int ipam_store_scan(IpamStore *s) {
 		}
 		if (!name_to_ip(de->d_name, &ip))
 			continue;
-		k = read_full_file_at(s->dir_fd, de->d_name, &data, NULL);
-		if (k == -ENOENT || k == -EISDIR)
+		k = store_file_read_at(s->dir_fd, de->d_name, ENTRY_MAX, &data, NULL);
+		if (k == -ENOENT)
 			continue;
+		if (k == -ELOOP || k == -EMEDIUMTYPE || k == -EFBIG) {
+			/* Not a reservation, whatever its name says (a FIFO, a symlink, a directory, a
+			 * huge file): never read it, never release it; the caller logs it. The address
+			 * stays unusable (its name is taken), which is the safe side. */
+			k = strv_consume(&s->skipped, strdup_printf("%s/%s (%s)", s->path, de->d_name, skip_reason(k)));
+			if (k < 0) {
+				r = k;
+				break;
+			}
+			continue;
+		}
 		if (k < 0) {
 			r = k;
 			break;
@@ -444,6 +477,7 @@ IpamStore *ipam_store_free(IpamStore *s) {
 	if (s->lock_fd >= 0)
 		(void) ipam_store_flush(s);
 	res_clear(s);
+	strv_free(s->skipped);
 	safe_close(s->dir_fd);
 	safe_close(s->lock_fd); /* unlocks */
 	free(s->path);
@@ -520,7 +554,9 @@ int ipam_store_last_reserved(IpamStore *s, unsigned range_set, IpAddr *ret) {
 	int r;
 
 	snprintf(last, sizeof(last), LAST_RESERVED "%u", range_set);
-	r = read_full_file_at(s->dir_fd, last, &data, NULL);
+	r = store_file_read_at(s->dir_fd, last, ENTRY_MAX, &data, NULL);
+	if (r == -ELOOP || r == -EMEDIUMTYPE || r == -EFBIG)
+		return -EINVAL; /* garbage: only a hint, the search starts over */
 	if (r < 0)
 		return r;
 	t = trim_dup(data);
@@ -576,9 +612,9 @@ static int release_verified(IpamStore *s, size_t i) {
 	int r;
 
 	ip_name(&s->res[i].ip, name);
-	r = read_full_file_at(s->dir_fd, name, &data, NULL);
-	if (r == -ENOENT)
-		return 0;
+	r = store_file_read_at(s->dir_fd, name, ENTRY_MAX, &data, NULL);
+	if (r == -ENOENT || r == -ELOOP || r == -EMEDIUMTYPE || r == -EFBIG)
+		return 0; /* gone, or replaced by something that is no reservation: not ours to unlink */
 	if (r < 0)
 		return r;
 	r = ipam_reservation_parse(data, &cid, &ifn);
@@ -681,4 +717,8 @@ const IpamReservation *ipam_store_reservations(IpamStore *s, size_t *ret_n) {
 
 unsigned ipam_store_scan_count(const IpamStore *s) {
 	return s->scans;
+}
+
+char *const *ipam_store_skipped(const IpamStore *s) {
+	return s ? s->skipped : NULL;
 }

@@ -100,6 +100,11 @@ const IpamReservation *ipam_store_reservations(IpamStore *s, size_t *ret_n);
 /* How many full scans this handle did (tests assert that ADD/DEL normally do none). */
 unsigned ipam_store_scan_count(const IpamStore *s);
 
+/* Entries named like reservations that the last scan skipped because they are no regular file
+ * (a FIFO, a symlink, a directory, a device) or too large: "<path> (<why>)" strings for the
+ * caller to log. NULL-terminated, owned by s, valid until the next scan; NULL when none. */
+char *const *ipam_store_skipped(const IpamStore *s);
+
 /* Parses reservation file content (surrounding whitespace trimmed, "\r\n" separates ID and
  * ifname; no separator = legacy). Strings are malloc'ed; *ret_ifname NULL for legacy. */
 int ipam_reservation_parse(const char *data, char **ret_container_id, char **ret_ifname);

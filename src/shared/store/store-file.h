@@ -21,3 +21,16 @@ int store_file_create_exclusive_at(int dir_fd, const char *name, const char *tmp
 
 /* fsync() the directory dir_fd refers to. 0 or negative errno. */
 int store_fsync_dir(int dir_fd);
+
+/*
+ * Reads the store entry `name` in dir_fd, but only if it is a regular file. Whoever can write the
+ * store directory can plant anything there, and the reader holds the store's lock: a FIFO would
+ * block it (and every ADD and DEL after it) for ever, a symlink to /dev/zero would feed it
+ * without end, a device node could have side effects on open. So the entry is lstat()ed first
+ * (nothing but a regular file is opened), opened with O_NOFOLLOW|O_NONBLOCK (a swap between the
+ * two cannot block or follow), and fstat()ed again. Returns 0 with the NUL-terminated content in
+ * *ret (malloc'ed; the size in *ret_size if non-NULL), -ENOENT, -ELOOP for a symlink,
+ * -EMEDIUMTYPE for anything else that is not a regular file, -EFBIG when larger than `max`
+ * bytes, or negative errno.
+ */
+int store_file_read_at(int dir_fd, const char *name, size_t max, char **ret, size_t *ret_size);

@@ -11,7 +11,9 @@ static int lock_open(int dir_fd, const char *name, bool wait, int *ret_fd) {
 
 	/* O_RDONLY like go-filemutex: flock does not need write access, and it lets an
 	 * unprivileged reader share a root-owned store's lock. */
-	fd = openat(dir_fd, name, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+	/* O_NONBLOCK: a FIFO planted as the lock file must not hang us in open() (flock() itself
+	 * ignores the flag; LOCK_NB is what makes it non-blocking). */
+	fd = openat(dir_fd, name, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
 	if (fd < 0)
 		return negative_errno();
 	while (flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) < 0) {
