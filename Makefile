@@ -86,9 +86,12 @@ $(BUILD)/test/test-%: $(BUILD)/obj/test/unit/test-%.o $(if $(DAEMON_LIB_SRCS),$(
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
-# Fuzz targets: the replay build (plain compiler, a main() that feeds every corpus file) runs in
-# `make check`; the libFuzzer build needs clang: `make fuzz`.
-$(BUILD)/test/fuzz-%-replay: $(BUILD)/obj/test/fuzz/fuzz-%.o $(BUILD)/obj/test/fuzz/replay-main.o $(LIB)
+# Fuzz targets, one harness per parser of outside bytes (test/fuzz/fuzz-*.c, corpus in
+# test/fuzz/corpus/<name>/). The replay build (plain compiler, a main() that feeds every corpus
+# file) runs in `make check`; the libFuzzer build needs clang: `make fuzz` compiles both libraries
+# once with coverage + ASan + UBSan (aborting on any report) into build-fuzz/ and links each harness.
+$(BUILD)/test/fuzz-%-replay: $(BUILD)/obj/test/fuzz/fuzz-%.o $(BUILD)/obj/test/fuzz/replay-main.o \
+		$(if $(DAEMON_LIB_SRCS),$(DAEMON_LIB)) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
@@ -96,12 +99,25 @@ $(BUILD)/obj/test/fuzz/replay-main.o: test/fuzz/replay-main.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-FUZZ_BIN := $(FUZZ_SRCS:test/fuzz/%.c=build-fuzz/%)
+FUZZ_DIR    := build-fuzz
+FUZZ_CC     := clang
+FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS := -std=gnu17 -g -O1 -D_GNU_SOURCE -Isrc -Isrc/shared $(PKG_CFLAGS) -MMD -MP $(FUZZ_SAN)
+FUZZ_LIB    := $(FUZZ_DIR)/libweft.a
+FUZZ_DLIB   := $(FUZZ_DIR)/libweftd.a
+FUZZ_BIN    := $(FUZZ_SRCS:test/fuzz/%.c=$(FUZZ_DIR)/%)
 fuzz: $(FUZZ_BIN)
-build-fuzz/fuzz-%: test/fuzz/fuzz-%.c $(LIB_SRCS)
+$(FUZZ_DIR)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	clang -std=gnu17 -g -O1 -D_GNU_SOURCE -Isrc -Isrc/shared $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined \
-		-o $@ $< $(LIB_SRCS) $(PKG_LIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+$(FUZZ_LIB): $(LIB_SRCS:%.c=$(FUZZ_DIR)/obj/%.o)
+	rm -f $@ && ar rcs $@ $^
+$(FUZZ_DLIB): $(DAEMON_LIB_SRCS:%.c=$(FUZZ_DIR)/obj/%.o)
+	rm -f $@ && ar rcs $@ $^
+$(FUZZ_DIR)/fuzz-%: $(FUZZ_DIR)/obj/test/fuzz/fuzz-%.o $(if $(DAEMON_LIB_SRCS),$(FUZZ_DLIB)) $(FUZZ_LIB)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS)
+# Keep the harness objects (make would delete them as intermediates and rebuild every time).
+.SECONDARY: $(FUZZ_SRCS:test/fuzz/%.c=$(BUILD)/obj/test/fuzz/%.o) $(FUZZ_SRCS:test/fuzz/%.c=$(FUZZ_DIR)/obj/test/fuzz/%.o)
 
 # The README's test command. Installs what is missing (a no-op when all is present), builds, runs
 # every suite, including the sanitizer pass.
@@ -120,4 +136,4 @@ clean:
 	rm -rf build build-san build-fuzz
 
 .PHONY: all check clean demo fuzz
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(if $(filter fuzz $(FUZZ_DIR)/%,$(MAKECMDGOALS)),$(FUZZ_DIR)/obj) -name '*.d' 2>/dev/null)

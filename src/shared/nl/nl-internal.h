@@ -52,6 +52,9 @@ int nl_sock_call(NlSock *s, struct nlmsghdr *nlh, nl_msg_cb cb, void *userdata);
  * NL_DUMP_RETRIES times (then -EAGAIN). */
 #define NL_DUMP_RETRIES 8
 int nl_sock_dump(NlSock *s, struct nlmsghdr *nlh, nl_msg_cb cb, void *userdata);
+/* An NLMSG_ERROR reply → 0 (ACK) or its -errno; the extended-ACK text goes into s->extack. -EBADMSG if
+ * truncated. Exposed for the fuzzer (test/fuzz/fuzz-netlink.c). */
+int nl_handle_error(NlSock *s, const struct nlmsghdr *nlh);
 
 /* Parses attributes (from `offset` of the payload, or nested in `nest`) into tb[0..max],
  * checking each known attribute against `policy` (MNL_TYPE_*; MNL_TYPE_UNSPEC = any length;

@@ -127,7 +127,7 @@ static int extack_cb(const struct nlattr *a, void *data) {
 }
 
 /* NLMSG_ERROR → 0 (ACK) or -errno, keeping the extack message. */
-static int nl_handle_error(NlSock *s, const struct nlmsghdr *nlh) {
+int nl_handle_error(NlSock *s, const struct nlmsghdr *nlh) {
 	const struct nlmsgerr *e;
 	size_t plen = mnl_nlmsg_get_payload_len(nlh), off;
 
