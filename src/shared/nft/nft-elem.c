@@ -12,6 +12,7 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
+#include "cni/cni-attachment.h"
 #include "nft/nft-elem.h"
 
 /* ---- attachment ids ---- */
@@ -25,16 +26,8 @@ bool nft_attachment_component_valid(const char *s) {
 	return true;
 }
 
-static void net_hash(const char *net, char buf[static 18]) {
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 */
-
-	for (const char *p = net; *p; p++)
-		h = (h ^ (unsigned char) *p) * 0x100000001b3ULL;
-	snprintf(buf, 18, "~%016llx", (unsigned long long) h);
-}
-
 int nft_attachment_id(const char *net, const char *cid, const char *ifname, char buf[static NFT_COMMENT_MAX + 1]) {
-	char h[18];
+	char h[CNI_ATTACHMENT_HASH_LEN + 1], hc[CNI_ATTACHMENT_HASH_LEN + 1];
 	int n;
 
 	if (!nft_attachment_component_valid(net) || !nft_attachment_component_valid(cid) ||
@@ -43,8 +36,14 @@ int nft_attachment_id(const char *net, const char *cid, const char *ifname, char
 	n = snprintf(buf, NFT_COMMENT_MAX + 1, "%s/%s/%s", net, cid, ifname);
 	if (n >= 0 && n <= NFT_COMMENT_MAX)
 		return 0;
-	net_hash(net, h);
+	cni_attachment_hash(net, h);
 	n = snprintf(buf, NFT_COMMENT_MAX + 1, "%s/%s/%s", h, cid, ifname);
+	if (n >= 0 && n <= NFT_COMMENT_MAX)
+		return 0;
+	/* Container IDs have no length limit (the reference accepts any): hash it too. Ids that fit
+	 * before keep their form, so elements written by older versions are still found. */
+	cni_attachment_hash(cid, hc);
+	n = snprintf(buf, NFT_COMMENT_MAX + 1, "%s/%s/%s", h, hc, ifname);
 	if (n < 0 || n > NFT_COMMENT_MAX)
 		return -ENAMETOOLONG;
 	return 0;
@@ -246,8 +245,13 @@ static bool elem_match(const NftElemMatch *m, const char *comment) {
 		return false;
 	memcpy(cid, s1 + 1, (size_t) (s2 - s1 - 1));
 	cid[s2 - s1 - 1] = 0;
-	/* Same network, plain or hashed: rebuilding the id from the parsed parts gives it back. */
-	if (nft_attachment_id(m->net, cid, s2 + 1, id) < 0 || !streq(id, comment))
+	/* Same network, plain or hashed: rebuilding the id from the parsed parts gives it back. A
+	 * hashed container ID comes only with the hashed network; is_valid() matches it by hash. */
+	if (cid[0] == '~') {
+		cni_attachment_hash(m->net, id);
+		if (!startswith(comment, id) || comment[strlen(id)] != '/' || s1 != comment + strlen(id))
+			return false;
+	} else if (nft_attachment_id(m->net, cid, s2 + 1, id) < 0 || !streq(id, comment))
 		return false;
 	return !m->is_valid(cid, s2 + 1, m->userdata);
 }
@@ -324,6 +328,8 @@ int nft_elem_remove_attachment(NftCtx *c, const NftElemObj *objs, size_t n_objs,
 	if (!c)
 		return -EINVAL;
 	r = nft_attachment_id(net, cid, ifname, id);
+	if (r == -EINVAL || r == -ENAMETOOLONG)
+		return 0; /* no element can carry this id (ADD refuses it): nothing to delete */
 	if (r < 0)
 		return r;
 	r = remove_matching(c, objs, n_objs, &(NftElemMatch) { .id = id });

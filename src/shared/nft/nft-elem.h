@@ -35,8 +35,10 @@ typedef bool (*NftAttachmentValidFn)(const char *cid, const char *ifname, void *
 bool nft_attachment_component_valid(const char *s);
 
 /* Formats the element comment "<net>/<cid>/<ifname>" into buf. When that exceeds
- * NFT_COMMENT_MAX characters, <net> is replaced by "~" + 16 hex digits of a hash of it (GC
- * recognises both forms). -EINVAL for a bad component, -ENAMETOOLONG if it still does not fit. */
+ * NFT_COMMENT_MAX characters, <net> is replaced by "~" + 16 hex digits of a hash of it
+ * (cni_attachment_hash()), and if that is still too long, <cid> as well (GC recognises every
+ * form; its is_valid() gets the hashed <cid>, which cni_attachment_is_valid() matches). -EINVAL
+ * for a bad component, -ENAMETOOLONG if it still does not fit (an ifname of ~90 characters). */
 int nft_attachment_id(const char *net, const char *cid, const char *ifname, char buf[static NFT_COMMENT_MAX + 1]);
 
 /* One set or map of ours. `prelude` (may be NULL) writes the idempotent table/chain/set lines
