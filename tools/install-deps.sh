@@ -15,6 +15,8 @@ PKGS=(
 	# tests
 	libcmocka-dev nftables iproute2 iputils-ping jq curl python3 netcat-openbsd tcpdump procps psmisc shellcheck
 	busybox-static runc   # runtime tests (podman/containerd run a busybox rootfs)
+	nodejs python3-yaml   # runtime tests: the CRI client (test/runtime/cri), the DaemonSet read from deploy/
+	prometheus            # promtool and the server that scrape weftd's /metrics
 	dnsmasq-base          # DHCP server for the dhcp plugin test
 	# interop: reference plugins, cnitool sources (tools/build-cnitool.sh), runtimes
 	golang-go golang-github-appc-cni-dev containernetworking-plugins containerd podman
@@ -32,6 +34,9 @@ for p in "${PKGS[@]}"; do
 	fi
 done
 
+# npm ships inside some nodejs builds (not Debian's): ask for the package only when there is no npm
+command -v npm >/dev/null || missing+=(npm)
+
 if ((${#missing[@]} > 0)); then
 	if [ "$(id -u)" != 0 ]; then
 		echo "install-deps: missing packages (run as root to install): ${missing[*]}" >&2
@@ -44,3 +49,5 @@ if ((${#missing[@]} > 0)); then
 fi
 
 tools/build-cnitool.sh
+# the CRI test client: npm packages and CRI's api.proto from Debian's containerd source package
+test/runtime/cri/setup.sh

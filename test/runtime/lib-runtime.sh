@@ -101,12 +101,15 @@ host_unchanged() {
 	fi
 }
 
-# rt_node_start NETNS: start the node holder: a process in network namespace NETNS (from
-# mk_netns) and in a new mount namespace (slave of the host's, so nothing propagates back) with
-# tmpfs on /run, /var/lib/cni, /etc/cni and /opt/cni (those that exist), a sysfs of NETNS on /sys
-# and the host's cgroup tree re-bound under it (runc needs it). Sets RT_PID; rt_node_stop (also
-# registered with on_exit) kills every process left in that mount namespace, then the holder.
-# Paths the runtime must see (configs, binaries, the test's $T) must not be under those tmpfs.
+# rt_node_start NETNS: start a node holder: a process in network namespace NETNS (from mk_netns)
+# and in a new mount namespace (slave of the host's, so nothing propagates back) with tmpfs on
+# /run, /var/lib/cni, /etc/cni and /opt/cni (those that exist), a sysfs of NETNS on /sys and the
+# host's cgroup tree re-bound under it (runc needs it). Sets RT_PID, the node `rt` runs in (a test
+# with several nodes keeps each RT_PID and sets it back before `rt`, or uses rt_in). rt_node_stop
+# (every holder is stopped at exit) kills every process left in that mount namespace, then the
+# holder. Paths the runtime must see (configs, binaries, the test's $T) must not be under those
+# tmpfs.
+RT_HOLDERS=()
 rt_node_start() {
 	local ns=$1
 	[ -e "/run/netns/$ns" ] || fail "rt_node_start: no netns $ns"
@@ -138,40 +141,44 @@ exec nsenter --net=/proc/self/fd/3 sh -c '
 	echo ready
 	exec sleep 100000'
 HOLDER
-	unshare --mount --propagation slave bash "$T/.holder.sh" "$ns" >"$T/.holder.out" 2>&1 &
+	local out="$T/.holder.$ns.out"
+	unshare --mount --propagation slave bash "$T/.holder.sh" "$ns" >"$out" 2>&1 &
 	RT_PID=$!
-	on_exit rt_node_stop
+	((${#RT_HOLDERS[@]} > 0)) || on_exit rt_node_stop_all
+	RT_HOLDERS+=("$RT_PID")
 	local i
 	for ((i = 0; i < 50; i++)); do
-		grep -q '^ready' "$T/.holder.out" 2>/dev/null && return 0
+		grep -q '^ready' "$out" 2>/dev/null && return 0
 		kill -0 "$RT_PID" 2>/dev/null || break
 		sleep 0.1
 	done
-	fail "node holder did not start: $(cat "$T/.holder.out")"
+	fail "node holder did not start: $(cat "$out")"
 }
 
-# rt_node_pids: every process in the holder's mount namespace except the holder itself.
+# rt_node_pids [HOLDER]: every process in the holder's mount namespace except the holder itself.
 rt_node_pids() {
-	local mnt p
-	mnt=$(readlink "/proc/$RT_PID/ns/mnt" 2>/dev/null) || return 0
+	local holder=${1:-$RT_PID} mnt p
+	mnt=$(readlink "/proc/$holder/ns/mnt" 2>/dev/null) || return 0
 	for p in /proc/[0-9]*; do
 		p=${p#/proc/}
-		[ "$p" = "$RT_PID" ] && continue
+		[ "$p" = "$holder" ] && continue
 		[ "$(readlink "/proc/$p/ns/mnt" 2>/dev/null)" = "$mnt" ] && echo "$p"
 	done
 	return 0
 }
 
+# rt_node_stop [HOLDER]: stop one node (default: $RT_PID's) and everything running in it.
 rt_node_stop() {
-	[ -n "${RT_PID:-}" ] || return 0
+	local holder=${1:-${RT_PID:-}}
+	[ -n "$holder" ] || return 0
 	local left all i p alive
-	left=$(rt_node_pids)
+	left=$(rt_node_pids "$holder")
 	all=$left
 	if [ -n "$left" ]; then
 		# shellcheck disable=SC2086
 		kill $left 2>/dev/null || true
-		for ((i = 0; i < 30; i++)); do [ -z "$(rt_node_pids)" ] && break; sleep 0.1; done
-		left=$(rt_node_pids)
+		for ((i = 0; i < 30; i++)); do [ -z "$(rt_node_pids "$holder")" ] && break; sleep 0.1; done
+		left=$(rt_node_pids "$holder")
 		# shellcheck disable=SC2086
 		[ -z "$left" ] || kill -9 $left 2>/dev/null || true
 		# a process leaves the namespace early in its exit: wait until it is really gone
@@ -182,40 +189,87 @@ rt_node_stop() {
 			sleep 0.1
 		done
 	fi
-	kill "$RT_PID" 2>/dev/null || true
-	wait "$RT_PID" 2>/dev/null || true
-	RT_PID=
+	kill "$holder" 2>/dev/null || true
+	wait "$holder" 2>/dev/null || true
+	[ "$holder" = "${RT_PID:-}" ] && RT_PID=
+	return 0
+}
+
+rt_node_stop_all() {
+	local h
+	for h in "${RT_HOLDERS[@]}"; do rt_node_stop "$h"; done
 }
 
 # rt CMD...: run CMD on the node (its network and mount namespaces).
 rt() { nsenter -t "$RT_PID" -m -n -- "$@"; }
+# rt_in HOLDER CMD...: run CMD on the node of that holder.
+rt_in() { local h=$1; shift; nsenter -t "$h" -m -n -- "$@"; }
 
 # --- containerd -----------------------------------------------------------------------------------
 RT_IMAGE=docker.io/weft/busybox:test
 
-# containerd_start: start Debian's containerd on the node (rt_node_start first) with
-# test/data/runtime/containerd.toml filled in for $T and $WEFT_BIN, the conflist
-# test/data/runtime/weftnet.conflist (without portmap) in $T/net.d, and the busybox image
-# $RT_IMAGE imported into the k8s.io namespace (CRI's). Sets CTR (ctr command with the socket);
+# containerd_start [DIR [CONF_DIR [BIN_DIR]]]: start Debian's containerd on the node (rt_node_start
+# first) with test/data/runtime/containerd.toml: root, state and sockets under DIR/containerd
+# (default $T), the CRI plugin's CNI conf dir CONF_DIR and bin dir BIN_DIR. Without CONF_DIR the
+# conflist test/data/runtime/weftnet.conflist goes into DIR/net.d (without portmap unless
+# CONTAINERD_PORTMAP=1) and BIN_DIR is $WEFT_BIN. The busybox image $RT_IMAGE is imported into
+# the k8s.io namespace (CRI's). Sets CTR (ctr command with the socket), CTRD_SOCK and CTRD_LOG;
 # stopped by rt_node_stop (which kills everything left in the node's mount namespace).
 containerd_start() {
-	local data=$TOP/test/data/runtime i
-	mkdir -p "$T/containerd" "$T/net.d" "$T/ipam"
-	sed -e "s|@DIR@|$T|g" -e "s|@CNI_BIN@|$WEFT_BIN|g" -e "s|@IMAGE@|$RT_IMAGE|g" \
-		"$data/containerd.toml" >"$T/containerd.toml"
-	sed -e "s|@DIR@|$T|g" "$data/weftnet.conflist" | jq '.plugins |= map(select(.type != "portmap"))' \
-		>"$T/net.d/10-weftnet.conflist"
-	CTR=(ctr --address "$T/containerd/containerd.sock")
+	local dir=${1:-$T} conf=${2:-} bin=${3:-$WEFT_BIN} data=$TOP/test/data/runtime i
+	mkdir -p "$dir/containerd"
+	if [ -z "$conf" ]; then
+		conf=$dir/net.d
+		mkdir -p "$conf" "$dir/ipam"
+		local keep='select(.type != "portmap")'
+		[ "${CONTAINERD_PORTMAP:-0}" = 1 ] && keep=.
+		sed -e "s|@DIR@|$dir|g" "$data/weftnet.conflist" | jq ".plugins |= map($keep)" >"$conf/10-weftnet.conflist"
+	fi
+	sed -e "s|@DIR@|$dir|g" -e "s|@CNI_BIN@|$bin|g" -e "s|@IMAGE@|$RT_IMAGE|g" \
+		-e "s|^    conf_dir = .*|    conf_dir = \"$conf\"|" "$data/containerd.toml" >"$dir/containerd.toml"
+	CTRD_SOCK=$dir/containerd/containerd.sock
+	CTRD_LOG=$dir/containerd.log
+	CTR=(ctr --address "$CTRD_SOCK")
 	# shellcheck disable=SC2016 # $1/$2 are the inner shell's
-	rt sh -c 'exec containerd --config "$1" >"$2" 2>&1 </dev/null &' sh "$T/containerd.toml" "$T/containerd.log"
+	rt sh -c 'exec containerd --config "$1" >"$2" 2>&1 </dev/null &' sh "$dir/containerd.toml" "$CTRD_LOG"
 	for ((i = 0; i < 100; i++)); do
 		rt "${CTR[@]}" version >/dev/null 2>&1 && break
 		sleep 0.1
 	done
-	rt "${CTR[@]}" version >/dev/null 2>&1 || fail "containerd did not start: $(tail -20 "$T/containerd.log")"
-	info "containerd $(rt "${CTR[@]}" version | awk '/Server:/ {s=1} s && /Version:/ {print $2; exit}') up"
-	mk_rootfs "$T/rootfs"
-	mk_oci_archive "$T/rootfs" "$T/image.tar" "$RT_IMAGE" sleep 3600
+	rt "${CTR[@]}" version >/dev/null 2>&1 || fail "containerd did not start: $(tail -20 "$CTRD_LOG")"
+	info "containerd $(rt "${CTR[@]}" version | awk '/Server:/ {s=1} s && /Version:/ {print $2; exit}') up ($dir)"
+	if [ ! -s "$T/image.tar" ]; then
+		mk_rootfs "$T/rootfs"
+		mk_oci_archive "$T/rootfs" "$T/image.tar" "$RT_IMAGE" sleep 3600
+	fi
 	rt "${CTR[@]}" -n k8s.io images import --snapshotter native "$T/image.tar" >/dev/null ||
 		fail "ctr images import failed"
+}
+
+# --- CRI (test/runtime/cri: a gRPC client in place of crictl) ------------------------------------
+CRI_JS=$TOP/test/runtime/cri/cri.js
+
+# cri_require: skip without node; prepare the client (npm packages, CRI api.proto) or fail.
+cri_require() {
+	command -v node >/dev/null || skip "needs node (apt-get install nodejs npm; tools/install-deps.sh)"
+	"$TOP/test/runtime/cri/setup.sh" >"$T/cri-setup.log" 2>&1 ||
+		fail "test/runtime/cri/setup.sh failed: $(tail -5 "$T/cri-setup.log")"
+}
+
+# cri [-s SOCK] METHOD [JSON]: one CRI call to containerd's socket (default $CTRD_SOCK); prints
+# the response JSON; status 1 with the gRPC error on stderr. The socket is a path, so this runs
+# from the host namespaces (the node's containerd still does all the work in the node).
+cri() {
+	local sock=$CTRD_SOCK
+	if [ "$1" = -s ]; then sock=$2; shift 2; fi
+	node "$CRI_JS" --endpoint "unix://$sock" --timeout 60 "$@"
+}
+# cri_ok METHOD [JSON]: cri, failing the test (with containerd's last log lines) on an error
+cri_ok() {
+	local out
+	if ! out=$(cri "$@" 2>"$T/.cri.err"); then
+		tail -15 "${CTRD_LOG:-/dev/null}" >&2
+		fail "CRI $1 failed: $(cat "$T/.cri.err")"
+	fi
+	printf '%s\n' "$out"
 }

@@ -31,7 +31,7 @@ host_snapshot "$BEFORE"
 
 NODE=$(mk_netns rt)
 rt_node_start "$NODE"
-containerd_start
+containerd_start "$T"
 
 info "the CRI plugin loaded with our CNI configuration"
 assert_eq "$(rt "${CTR[@]}" plugins ls | awk '$2 == "cri" {print $NF}')" ok "CRI plugin status"
