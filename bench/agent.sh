@@ -26,8 +26,7 @@ ul_setup() {
 		--quota-backend-bytes 4294967296 --log-level error >>"$W/etcd/etcd.log" 2>&1 &
 	ETCD_BENCH_PID=$!
 	track_pid "$ETCD_BENCH_PID"
-	local i
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		ip netns exec "$NSP-etcd" curl -sf -m 1 "$ETCD_URL/health" 2>/dev/null | grep -q '"health":"true"' && return 0
 		sleep 0.1
 	done
@@ -87,7 +86,7 @@ vm() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; } # vm PID VmRSS -
 now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
 
 sec_agent() {
-	local f=$W/md/3-agent.md be n sizes backends t0 t1 nodeidx=50 last
+	local f=$W/md/3-agent.md be n sizes backends t0 t1 nodeidx=50
 	md "$f" "## 3. Agent (weftd)"
 	md "$f" ""
 	md "$f" "There is no reference agent to run here (flannel is not packaged in Debian), so these are"
@@ -127,7 +126,7 @@ is not counted); *cold*: the N leases are already stored and weftd starts (inclu
 				AGENT_IDLE_RSS="VmRSS $(vm "$WEFTD_PID" VmRSS) KiB, VmHWM $(vm "$WEFTD_PID" VmHWM) KiB"
 				AGENT_IDLE_SPLIT="anonymous $(vm "$WEFTD_PID" RssAnon) KiB, file-backed $(vm "$WEFTD_PID" RssFile) KiB"
 			fi
-			read -r last t0 < <(etcd_feed "$prefix" 1 "$n" "$be")
+			read -r _ t0 < <(etcd_feed "$prefix" 1 "$n" "$be")
 			[ -n "$t0" ] || { log "  FAILED: feeding etcd"; return 1; }
 			t1=$(now_ms)
 			wait_until 60 programmed "$node" "$be" "$n" ||
