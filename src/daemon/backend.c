@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <linux/rtnetlink.h>
@@ -47,6 +48,48 @@ static int addr_scan_cb(const NlAddr *a, void *userdata) {
 	return 0;
 }
 
+typedef struct LocalScan {
+	IpPrefix *addrs;
+	size_t n, alloc;
+} LocalScan;
+
+static int local_scan_cb(const NlAddr *a, void *userdata) {
+	LocalScan *s = userdata;
+
+	if (s->n == s->alloc) {
+		size_t na = s->alloc ? s->alloc * 2 : 16;
+		IpPrefix *p = reallocarray(s->addrs, na, sizeof(IpPrefix));
+		if (!p)
+			return -ENOMEM;
+		s->addrs = p;
+		s->alloc = na;
+	}
+	s->addrs[s->n++] = a->prefix;
+	return 0;
+}
+
+/* Every address of the node, on every link: what a remote lease may not claim (its public IP) or
+ * cover (its subnet). */
+static int refresh_local(Backend *b) {
+	LocalScan s = {};
+	int r;
+
+	r = nl_addr_dump(b->nl, AF_UNSPEC, 0, local_scan_cb, &s);
+	if (r < 0) {
+		free(s.addrs);
+		return r;
+	}
+	free(b->local);
+	b->local = s.addrs;
+	b->n_local = s.n;
+	return 0;
+}
+
+void backend_done(Backend *b) {
+	b->local = mfree(b->local);
+	b->n_local = 0;
+}
+
 typedef struct DefaultScan {
 	int family;
 	int oif;
@@ -74,7 +117,7 @@ int backend_refresh_underlay(Backend *b) {
 	b->underlay_mtu = l.mtu;
 	memcpy(b->connected, s.connected, sizeof(s.connected));
 	b->n_connected = s.n_connected;
-	return 0;
+	return refresh_local(b);
 }
 
 int backend_find_underlay(Backend *b, const char *iface, const IpAddr *public_ip) {
@@ -129,7 +172,7 @@ int backend_find_underlay(Backend *b, const char *iface, const IpAddr *public_ip
 	b->public_ip = have_ip ? *public_ip : ip_addr_is_set(&s.first4) ? s.first4 : s.first6;
 	memcpy(b->connected, s.connected, sizeof(s.connected));
 	b->n_connected = s.n_connected;
-	return 0;
+	return refresh_local(b);
 }
 
 bool backend_is_direct(const Backend *b, const IpAddr *ip) {
@@ -172,16 +215,22 @@ int backend_render_direct_routes(Backend *b, const NodeLease *remote, NodeObject
 	return 0;
 }
 
-void backend_vtep_mac(const char *node_name, uint32_t vni, uint8_t ret[6]) {
-	/* FNV-1a 64 over "<name>/<vni>" */
-	uint64_t h = 0xcbf29ce484222325ULL;
-	char buf[96];
-	int n = snprintf(buf, sizeof(buf), "%s/%u", node_name, vni);
-
-	for (int i = 0; i < n && i < (int) sizeof(buf); i++) {
-		h ^= (uint8_t) buf[i];
+static uint64_t fnv1a(uint64_t h, const char *s) {
+	for (; *s; s++) {
+		h ^= (uint8_t) *s;
 		h *= 0x100000001b3ULL;
 	}
+	return h;
+}
+
+void backend_vtep_mac(const char *node_name, uint32_t vni, uint8_t ret[6]) {
+	/* FNV-1a 64 over "<name>/<vni>", streamed: the whole name counts (a fixed buffer used to cut
+	 * it, giving two long names the same MAC); short names hash as they always did. */
+	uint64_t h = 0xcbf29ce484222325ULL;
+	char v[16];
+
+	snprintf(v, sizeof(v), "/%u", vni);
+	h = fnv1a(fnv1a(h, node_name), v);
 	for (int i = 0; i < 6; i++)
 		ret[i] = (uint8_t) (h >> (8 * i));
 	ret[0] = (uint8_t) ((ret[0] & 0xfe) | 0x02); /* unicast, locally administered */

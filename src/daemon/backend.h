@@ -63,7 +63,7 @@ struct Backend {
 	const BackendOps *ops;
 	NlSock *nl;                     /* not owned */
 	NetworkBackendConfig config;
-	char node_name[64];
+	char node_name[NODE_NAME_MAX + 1];
 
 	/* underlay */
 	int underlay_ifindex;
@@ -72,6 +72,8 @@ struct Backend {
 	IpAddr public_ip;
 	IpPrefix connected[16];         /* the underlay link's addresses: directly connected networks */
 	size_t n_connected;
+	IpPrefix *local;                /* every address of this node (all links), with its prefix length */
+	size_t n_local;
 
 	/* vxlan */
 	char vtep_name[IFNAMSIZ];
@@ -96,8 +98,11 @@ const BackendOps *backend_ops_find(NetworkBackendType type);
  * given) and the connected prefixes. -ENODEV / -EADDRNOTAVAIL with nothing written on failure.
  */
 int backend_find_underlay(Backend *b, const char *iface, const IpAddr *public_ip);
-/* Re-reads the underlay link's addresses and MTU (cheap; every full resync). */
+/* Re-reads the underlay link's addresses and MTU, and every address of the node into local[]
+ * (cheap: one dump; every pass). */
 int backend_refresh_underlay(Backend *b);
+/* Frees what the backend allocated (local[]). */
+void backend_done(Backend *b);
 /* True if ip lies in a network directly connected to the underlay. */
 bool backend_is_direct(const Backend *b, const IpAddr *ip);
 /* The host-gw route for a remote (used by host-gw, and by vxlan with DirectRouting). */

@@ -77,6 +77,8 @@ struct Datastore {
 	uint64_t renew_at;
 	unsigned renew_failures;
 	int pending_error;
+	bool lost_key;          /* our key vanished from the store: being put back */
+	uint64_t settle_until;  /* after putting it back: no RESYNC before this (others re-create theirs) */
 
 	/* The watch. */
 	DatastoreEventFn cb;
@@ -122,8 +124,9 @@ static char *subnet_key(Datastore *d, const IpPrefix *p) {
 	return strdup_printf("%s%s-%u", d->subnets_prefix, ip_addr_to_string(&p->addr, a), p->len);
 }
 
-static int subnet_from_key(Datastore *d, const char *key, IpPrefix *ret) {
-	const char *s = startswith(key, d->subnets_prefix), *dash;
+/* "<subnets_prefix>10.244.3.0-24" -> 10.244.3.0/24 (host bits kept: the caller checks them). */
+static int subnet_from_key(const char *subnets_prefix, const char *key, IpPrefix *ret) {
+	const char *s = startswith(key, subnets_prefix), *dash;
 	char buf[IP_ADDR_STRLEN];
 	unsigned len;
 	IpPrefix p = {};
@@ -164,40 +167,79 @@ static char *lease_to_json(const NodeLease *l) {
 	return s;
 }
 
-/* Fills *ret from a stored key/value. The key alone is enough (DELETE events carry no value). */
-static int lease_from_kv(Datastore *d, const char *key, const char *value, NodeLease *ret) {
+static void set_invalid(NodeLease *l, LeaseReject why, const char *detail) {
+	if (l->invalid == LEASE_ACCEPTED) {
+		l->invalid = why;
+		l->invalid_detail = detail;
+	}
+}
+
+/* The one place a stored key/value becomes a NodeLease. The key alone is enough (DELETE events
+ * carry no value). Everything wrong with the value is recorded in ->invalid, for the filter. */
+int datastore_etcd_lease_parse(const char *subnets_prefix, const char *key, const char *value, NodeLease *ret) {
 	NodeLease l = {};
 	json_t *o, *v;
-	int r;
 
-	r = subnet_from_key(d, key, &l.subnet);
-	if (r < 0)
-		return r;
+	if (!subnets_prefix || !key || !startswith(key, subnets_prefix))
+		return -EINVAL;
+	if (subnet_from_key(subnets_prefix, key, &l.subnet) < 0) {
+		l.subnet = (IpPrefix) {};
+		set_invalid(&l, LEASE_REJECT_MALFORMED, "the key is not <prefix>/subnets/<network address>-<length>");
+	} else {
+		IpPrefix m = ip_prefix_mask(&l.subnet);
+		if (!ip_prefix_equal(&m, &l.subnet))
+			/* 10.244.3.5-24 would be a second key for 10.244.3.0-24 */
+			set_invalid(&l, LEASE_REJECT_MALFORMED, "the key's address is not the network address of its subnet");
+	}
 	if (value && *value) {
-		o = json_loads(value, 0, NULL);
+		o = json_loads(value, JSON_REJECT_DUPLICATES, NULL);
 		if (!json_is_object(o)) {
 			json_decref(o);
-			return -EBADMSG;
+			set_invalid(&l, LEASE_REJECT_MALFORMED, "the value is not a JSON object");
+			*ret = l;
+			return 0;
 		}
 		v = json_object_get(o, "node");
-		if (json_is_string(v))
-			snprintf(l.node_name, sizeof(l.node_name), "%s", json_string_value(v));
+		if (json_is_string(v) && json_string_length(v) <= NODE_NAME_MAX &&
+		    strlen(json_string_value(v)) == json_string_length(v))
+			memcpy(l.node_name, json_string_value(v), json_string_length(v) + 1);
+		else
+			set_invalid(&l, LEASE_REJECT_NODE_NAME,
+				    json_is_string(v) ? "\"node\" is longer than 253 characters (or holds a NUL)"
+						      : "\"node\" is missing or not a string");
 		v = json_object_get(o, "publicIP");
-		if (json_is_string(v))
-			(void) ip_addr_parse(json_string_value(v), &l.public_ip);
+		if (!json_is_string(v) || ip_addr_parse(json_string_value(v), &l.public_ip) < 0) {
+			l.public_ip = (IpAddr) {};
+			set_invalid(&l, LEASE_REJECT_PUBLIC_IP, "\"publicIP\" is missing or not an IP address");
+		}
 		v = json_object_get(o, "backend");
-		if (json_is_string(v))
-			snprintf(l.backend, sizeof(l.backend), "%s", json_string_value(v));
+		if (json_is_string(v)) {
+			if (json_string_length(v) < sizeof(l.backend))
+				snprintf(l.backend, sizeof(l.backend), "%s", json_string_value(v));
+			else
+				set_invalid(&l, LEASE_REJECT_MALFORMED, "\"backend\" is not a backend name");
+		}
 		v = json_object_get(o, "vtepMAC");
-		if (json_is_string(v) && ether_addr_parse(json_string_value(v), l.vtep_mac) >= 0)
-			l.has_vtep_mac = true;
+		if (v) {
+			if (json_is_string(v) && ether_addr_parse(json_string_value(v), l.vtep_mac) >= 0)
+				l.has_vtep_mac = true;
+			else
+				set_invalid(&l, LEASE_REJECT_VTEP_MAC, "\"vtepMAC\" is not a MAC address");
+		}
 		v = json_object_get(o, "subnet6");
-		if (json_is_string(v))
-			(void) ip_prefix_parse(json_string_value(v), &l.subnet6);
+		if (v && (!json_is_string(v) || ip_prefix_parse(json_string_value(v), &l.subnet6) < 0 ||
+			  l.subnet6.addr.family != AF_INET6)) {
+			l.subnet6 = (IpPrefix) {};
+			set_invalid(&l, LEASE_REJECT_MALFORMED, "\"subnet6\" is not an IPv6 prefix");
+		}
 		json_decref(o);
 	}
 	*ret = l;
 	return 0;
+}
+
+static int lease_from_kv(Datastore *d, const char *key, const char *value, NodeLease *ret) {
+	return datastore_etcd_lease_parse(d->subnets_prefix, key, value, ret);
 }
 
 /* ---- the cache behind RESYNC and DELETE events ---- */
@@ -234,6 +276,7 @@ static int cache_put(Datastore *d, const char *key, const NodeLease *l, const No
 		c->key = k;
 	}
 	c->lease = *l;
+	c->lease.key = c->key; /* strings do not move when the array does */
 	*ret = &c->lease;
 	return 0;
 }
@@ -262,6 +305,25 @@ static void set_connected(Datastore *d, bool connected) {
 /* ---- watch ---- */
 
 static void watch_start_range(Datastore *d);
+static void renew_put(Datastore *d, const char *target, int64_t rev);
+static void renew_lost(Datastore *d, const EtcdKv *holder);
+
+/* How long after putting our key back no list is trusted: by then every live node has noticed
+ * (its keepalive runs every TTL/3) and put its own key back. */
+static uint64_t settle_usec(Datastore *d) {
+	return (uint64_t) MAX(d->granted_ttl, (int64_t) 1) * 1000000u / 3 + 1000000u;
+}
+
+/* Our key is not in the store (deleted by hand, or the store was wiped): put the same subnet back
+ * at once, create-if-absent, so nobody else is given it meanwhile. */
+static void own_key_missing(Datastore *d, const char *why) {
+	if (!d->have_lease || d->lost_key)
+		return;
+	log_warning("etcd: our subnet key %s %s: putting it back (keeping what is programmed)", d->key, why);
+	d->lost_key = true;
+	etcd_request_cancel(TAKE_PTR(d->renew_req));
+	renew_put(d, "CREATE", 0);
+}
 
 static void watch_failed(Datastore *d, int r) {
 	d->watch_req = NULL;
@@ -284,22 +346,36 @@ static void handle_watch_event(Datastore *d, const json_t *ev) {
 	if (etcd_kv_decode(json_object_get(ev, "kv"), &kv) < 0)
 		return;
 
+	if (d->have_lease && d->key && streq(kv.key, d->key)) {
+		if (del) {
+			own_key_missing(d, "was deleted");
+			return;
+		}
+		if (lease_from_kv(d, kv.key, kv.value, &l) < 0 || !streq(l.node_name, d->self.node_name)) {
+			/* Overwritten: someone else holds our subnet now. */
+			renew_lost(d, &kv);
+			return;
+		}
+	}
+
 	if (del) {
 		CachedLease *c = cache_find(d, kv.key);
 
 		if (c) {
 			l = c->lease;
 			cache_remove(d, c);
+			l.key = kv.key; /* the cache's copy is gone */
 		} else if (lease_from_kv(d, kv.key, NULL, &l) < 0)
 			return;
+		else
+			l.key = kv.key;
 		emit(d, &(DatastoreEvent) { .type = DS_EVENT_NODE_DELETE, .node = &l });
 	} else {
 		const NodeLease *stored;
 
-		if (lease_from_kv(d, kv.key, kv.value, &l) < 0) {
-			log_debug("etcd: ignoring malformed lease %s", kv.key);
-			return;
-		}
+		if (lease_from_kv(d, kv.key, kv.value, &l) < 0)
+			return; /* not under our prefix: cannot happen with our watch range */
+		l.created = kv.create_revision;
 		if (cache_put(d, kv.key, &l, &stored) < 0)
 			return;
 		emit(d, &(DatastoreEvent) { .type = DS_EVENT_NODE_UPSERT, .node = stored });
@@ -361,13 +437,35 @@ static void on_range_done(EtcdClient *c, int error, json_t *resp, void *userdata
 
 		if (lease_from_kv(d, kvs[i].key, kvs[i].value, &l) < 0)
 			continue;
+		l.created = kvs[i].create_revision;
 		if (cache_put(d, kvs[i].key, &l, &stored) < 0)
 			continue;
-		list[n_list++] = l;
+		list[n_list++] = *stored;
 	}
 	etcd_kvs_free(kvs, n);
 
 	set_connected(d, true);
+	/*
+	 * A list without our own key comes from a store that lost its data (wiped, or restored from
+	 * an old snapshot): the other nodes' keys are missing too until they put them back. Pruning
+	 * against it would cut this node off everyone for a while. Put ours back, wait until the
+	 * others have had time to do the same, and list again; until then nothing changes here.
+	 */
+	if (d->have_lease && d->key && (!cache_find(d, d->key) || etcd_now_usec() < d->settle_until)) {
+		uint64_t at = etcd_now_usec() + 500000u;
+
+		if (!cache_find(d, d->key))
+			own_key_missing(d, "is missing from the store (wiped or restored?)");
+		if (d->settle_until > at)
+			at = d->settle_until;
+		log_debug("etcd: not trusting this list of %zu leases yet; listing again in %.1f s", n_list,
+			  (double) (at - etcd_now_usec()) / 1e6);
+		free(list);
+		d->watch_state = WATCH_BACKOFF;
+		d->watch_retry_at = at;
+		update_wakeup(d);
+		return;
+	}
 	emit(d, &(DatastoreEvent) { .type = DS_EVENT_RESYNC, .nodes = list, .n_nodes = n_list });
 	free(list);
 	if (d->watch_state != WATCH_RANGE) /* the callback stopped us */
@@ -453,19 +551,19 @@ static void renew_lost(Datastore *d, const EtcdKv *holder) {
 	NodeLease other = {};
 
 	(void) lease_from_kv(d, holder->key, holder->value, &other);
-	snprintf(d->error, sizeof(d->error),
-		 "our lease on %s expired while etcd was unreachable and node \"%s\" has taken the subnet", d->key,
+	snprintf(d->error, sizeof(d->error), "our subnet key %s is held by node \"%s\" now", d->key,
 		 other.node_name);
 	log_error("etcd: %s", d->error);
 	d->have_lease = false;
+	d->lost_key = false;
 	d->renew_state = RENEW_IDLE;
-	d->renew_req = NULL;
+	etcd_request_cancel(TAKE_PTR(d->renew_req));
 	d->renew_at = 0;
 	d->pending_error = -EADDRINUSE;
 	update_wakeup(d);
 }
 
-static void renew_put(Datastore *d, const char *target, int64_t rev);
+static void renew_grant(Datastore *d);
 
 static void on_put_done(EtcdClient *c, int error, json_t *resp, void *userdata) {
 	Datastore *d = userdata;
@@ -475,16 +573,22 @@ static void on_put_done(EtcdClient *c, int error, json_t *resp, void *userdata) 
 
 	d->renew_req = NULL;
 	r = error < 0 ? error : etcd_txn_parse(resp, &ok, &existing);
+	if (r == -ENOENT) {
+		/* "requested lease not found": the store lost our lease too (wiped): get a new one */
+		log_info("etcd: our lease %" PRIx64 " is gone as well; granting a new one", (uint64_t) d->lease_id);
+		return renew_grant(d);
+	}
 	if (r < 0)
 		return renew_failed(d, r, "re-creating our subnet key");
-	if (ok) {
-		log_info("etcd: re-created %s on a new lease", d->key);
+	if (ok || existing.lease == d->lease_id) {
+		log_info("etcd: re-created %s (lease %" PRIx64 ")", d->key, (uint64_t) d->lease_id);
+		d->lost_key = false;
+		d->settle_until = etcd_now_usec() + settle_usec(d);
+		emit(d, &(DatastoreEvent) { .type = DS_EVENT_SELF_RECREATED });
 		return renew_ok(d, 0);
 	}
 	if (!existing.key) /* gone between our txn's compare and read: try again */
 		return renew_put(d, "CREATE", 0);
-	if (existing.lease == d->lease_id)
-		return renew_ok(d, 0);
 	{
 		NodeLease other = {};
 
@@ -991,6 +1095,16 @@ static int etcd_release(Datastore *d) {
 	return 0;
 }
 
+static int etcd_relist(Datastore *d) {
+	/* A list already under way or scheduled does the job. */
+	if (!d->cb || d->watch_state != WATCH_STREAM)
+		return 0;
+	etcd_request_cancel(TAKE_PTR(d->watch_req));
+	watch_start_range(d);
+	update_wakeup(d);
+	return 0;
+}
+
 static int etcd_get_fd(Datastore *d) {
 	return etcd_client_get_fd(d->client);
 }
@@ -1035,5 +1149,6 @@ const DatastoreOps datastore_etcd_ops = {
 	.next_timeout_ms = etcd_next_timeout_ms,
 	.set_subnet_range = etcd_set_subnet_range,
 	.set_network6 = etcd_set_network6,
+	.relist = etcd_relist,
 	.last_error = etcd_last_error,
 };

@@ -102,9 +102,18 @@ static const char *annotation(const json_t *node, const char *key) {
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-/* spec.podCIDRs (spec.podCIDR on old servers) split by family. */
-static void node_pod_cidrs(const json_t *node, IpPrefix *ret4, IpPrefix *ret6) {
+static void set_invalid(NodeLease *l, LeaseReject why, const char *detail) {
+	if (l->invalid == LEASE_ACCEPTED) {
+		l->invalid = why;
+		l->invalid_detail = detail;
+	}
+}
+
+/* spec.podCIDRs (spec.podCIDR on old servers) split by family; the first of each family counts.
+ * False if an entry is not a prefix (set ret_bad). */
+static void node_pod_cidrs(const json_t *node, IpPrefix *ret4, IpPrefix *ret6, bool *ret_bad) {
 	const json_t *spec = json_object_get(node, "spec"), *l = json_object_get(spec, "podCIDRs"), *v;
+	bool bad = false;
 	size_t i;
 
 	*ret4 = *ret6 = (IpPrefix) {};
@@ -113,31 +122,61 @@ static void node_pod_cidrs(const json_t *node, IpPrefix *ret4, IpPrefix *ret6) {
 		v = json_object_get(spec, "podCIDR");
 		if (json_is_string(v) && ip_prefix_parse(json_string_value(v), &p) >= 0)
 			*(p.addr.family == AF_INET ? ret4 : ret6) = ip_prefix_mask(&p);
+		else if (v && !json_is_null(v))
+			bad = true;
+		if (ret_bad)
+			*ret_bad = bad;
 		return;
 	}
 	json_array_foreach(l, i, v) {
 		IpPrefix p;
 
-		if (!json_is_string(v) || ip_prefix_parse(json_string_value(v), &p) < 0)
+		if (!json_is_string(v) || ip_prefix_parse(json_string_value(v), &p) < 0) {
+			bad = true;
 			continue;
+		}
 		if (p.addr.family == AF_INET && ret4->addr.family == AF_UNSPEC)
 			*ret4 = ip_prefix_mask(&p);
 		else if (p.addr.family == AF_INET6 && ret6->addr.family == AF_UNSPEC)
 			*ret6 = ip_prefix_mask(&p);
 	}
+	if (ret_bad)
+		*ret_bad = bad;
 }
 
-/* 1 and *ret filled if the node is ready (podCIDRs + public IP annotation), 0 if not, < 0 if it
- * cannot be a lease at all (no name). *ret->node_name is set in every case >= 0. */
-static int node_to_lease(const json_t *node, NodeLease *ret) {
+/* metadata.creationTimestamp (RFC 3339, "2024-01-02T03:04:05Z") as unix seconds; 0 if absent. */
+static int64_t node_created(const json_t *node) {
+	const char *s = json_path_str(node, "metadata", "creationTimestamp");
+	struct tm tm = {};
+	const char *end;
+
+	if (!s)
+		return 0;
+	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!end)
+		return 0;
+	return (int64_t) timegm(&tm);
+}
+
+/*
+ * 1 and *ret filled if the node is a lease (podCIDRs + public IP annotation), 0 if not ready yet,
+ * < 0 if it cannot be one at all (no name, or a name no API server would accept: longer than a
+ * NodeLease holds). ret->node_name is set in every case >= 0. What is wrong with a ready node's
+ * fields is recorded in ret->invalid, for the import filter.
+ */
+int datastore_kube_node_parse(const json_t *node, NodeLease *ret) {
 	const char *name = json_path_str(node, "metadata", "name"), *s;
 	IpPrefix p4, p6;
 	NodeLease l = {};
+	bool bad_cidr;
 
-	if (!name || strlen(name) >= sizeof(l.node_name))
+	if (!name || strlen(name) > NODE_NAME_MAX)
 		return -EINVAL;
-	snprintf(l.node_name, sizeof(l.node_name), "%s", name);
-	node_pod_cidrs(node, &p4, &p6);
+	memcpy(l.node_name, name, strlen(name) + 1);
+	l.created = node_created(node);
+	node_pod_cidrs(node, &p4, &p6, &bad_cidr);
+	if (bad_cidr)
+		set_invalid(&l, LEASE_REJECT_MALFORMED, "spec.podCIDRs holds something that is not a prefix");
 	if (p4.addr.family == AF_INET) {
 		l.subnet = p4;
 		l.subnet6 = p6;
@@ -145,24 +184,43 @@ static int node_to_lease(const json_t *node, NodeLease *ret) {
 		l.subnet = p6; /* IPv6-only cluster */
 
 	s = annotation(node, ANNOTATION_PUBLIC_IP);
-	if (!s || ip_addr_parse(s, &l.public_ip) < 0) {
+	if (!s)
 		s = annotation(node, ANNOTATION_PUBLIC_IP6);
-		if (!s || ip_addr_parse(s, &l.public_ip) < 0)
-			l.public_ip = (IpAddr) {};
+	if (s && ip_addr_parse(s, &l.public_ip) < 0) {
+		l.public_ip = (IpAddr) {};
+		if (ip_addr_is_set(&l.subnet.addr)) {
+			/* present but unreadable: a lease, refused (counted), not a node "not ready yet" */
+			set_invalid(&l, LEASE_REJECT_PUBLIC_IP, "annotation weft.dev/public-ip is not an IP address");
+			*ret = l;
+			return 1;
+		}
 	}
 	s = annotation(node, ANNOTATION_BACKEND);
-	if (s)
-		snprintf(l.backend, sizeof(l.backend), "%s", s);
+	if (s) {
+		if (strlen(s) < sizeof(l.backend))
+			snprintf(l.backend, sizeof(l.backend), "%s", s);
+		else
+			set_invalid(&l, LEASE_REJECT_MALFORMED, "annotation weft.dev/backend-type is not a backend name");
+	}
 	s = annotation(node, ANNOTATION_VTEP_MAC);
-	if (s && ether_addr_parse(s, l.vtep_mac) >= 0)
-		l.has_vtep_mac = true;
+	if (s) {
+		if (ether_addr_parse(s, l.vtep_mac) >= 0)
+			l.has_vtep_mac = true;
+		else
+			set_invalid(&l, LEASE_REJECT_VTEP_MAC, "annotation weft.dev/vtep-mac is not a MAC address");
+	}
 
 	*ret = l;
 	return ip_addr_is_set(&l.subnet.addr) && ip_addr_is_set(&l.public_ip);
 }
 
+static int node_to_lease(const json_t *node, NodeLease *ret) {
+	return datastore_kube_node_parse(node, ret);
+}
+
 static bool lease_same(const NodeLease *a, const NodeLease *b) {
-	return streq(a->node_name, b->node_name) && ip_prefix_equal(&a->subnet, &b->subnet) &&
+	return streq(a->node_name, b->node_name) && a->created == b->created && a->invalid == b->invalid &&
+	       ip_prefix_equal(&a->subnet, &b->subnet) &&
 	       ip_prefix_equal(&a->subnet6, &b->subnet6) && ip_addr_equal(&a->public_ip, &b->public_ip) &&
 	       streq(a->backend, b->backend) && a->has_vtep_mac == b->has_vtep_mac &&
 	       (!a->has_vtep_mac || memcmp(a->vtep_mac, b->vtep_mac, 6) == 0);
@@ -520,7 +578,7 @@ static int kube_acquire(Datastore *d, const IpPrefix *network, unsigned subnet_l
 		ds_set_error(d, r, "reading our Node");
 		return r;
 	}
-	node_pod_cidrs(node, &p4, &p6);
+	node_pod_cidrs(node, &p4, &p6, NULL);
 	network_ok = network_available(node);
 	json_decref(node);
 
@@ -545,6 +603,15 @@ static int kube_acquire(Datastore *d, const IpPrefix *network, unsigned subnet_l
 			 "Node \"%s\" podCIDR %s is outside the Network %s of the net config (it must match "
 			 "kube-controller-manager's --cluster-cidr)", self->node_name, ip_prefix_to_string(&l.subnet, a),
 			 ip_prefix_to_string(network, b));
+		return -EINVAL;
+	}
+
+	if (l.subnet.len != subnet_len) {
+		/* Every other node would refuse our lease (and we theirs): say so now. */
+		snprintf(d->error, sizeof(d->error),
+			 "Node \"%s\" podCIDR %s is not a /%u subnet (SubnetLen%s of the net config must match "
+			 "kube-controller-manager's --node-cidr-mask-size)", self->node_name,
+			 ip_prefix_to_string(&l.subnet, a), subnet_len, l.subnet.addr.family == AF_INET6 ? "6" : "");
 		return -EINVAL;
 	}
 
@@ -587,6 +654,14 @@ static int kube_release(Datastore *d) {
 	return 0;
 }
 
+static int kube_relist(Datastore *d) {
+	if (!d->cb || d->watch_state != WATCH_STREAM)
+		return 0;
+	kube_request_cancel(TAKE_PTR(d->watch_req));
+	watch_start_list(d);
+	return 0;
+}
+
 static int kube_get_fd(Datastore *d) {
 	return kube_client_get_fd(d->client);
 }
@@ -618,5 +693,6 @@ const DatastoreOps datastore_kube_ops = {
 	.get_fd = kube_get_fd,
 	.dispatch = kube_dispatch,
 	.next_timeout_ms = kube_next_timeout_ms,
+	.relist = kube_relist,
 	.last_error = kube_last_error,
 };

@@ -17,3 +17,30 @@ const DatastoreOps *datastore_ops_find(const char *kind) {
 			return table[i];
 	return NULL;
 }
+
+/* Kubernetes' IsDNS1123Subdomain: [a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*,
+ * at most 253 characters. */
+bool node_name_valid(const char *name) {
+	size_t n = 0;
+	char prev = '.';
+
+	if (!name)
+		return false;
+	for (const char *p = name; *p; p++, n++) {
+		char c = *p;
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+
+		if (n >= NODE_NAME_MAX)
+			return false;
+		if (c == '.') {
+			if (prev == '.' || prev == '-')
+				return false; /* empty label, or one ending in '-' */
+		} else if (c == '-') {
+			if (prev == '.')
+				return false; /* a label starting with '-' */
+		} else if (!alnum)
+			return false;
+		prev = c;
+	}
+	return n > 0 && prev != '.' && prev != '-';
+}

@@ -18,9 +18,36 @@
 
 typedef struct Datastore Datastore;
 
+/* Kubernetes node names are DNS subdomains (RFC 1123): at most 253 characters. NodeLease holds
+ * every valid name whole; parsers refuse longer ones (LEASE_REJECT_NODE_NAME) and never cut them,
+ * so two long names can never collide into one. */
+#define NODE_NAME_MAX 253
+
+/*
+ * Why a remote lease is not installed. Parsers set NodeLease.invalid for what they could not read;
+ * lease-filter.c decides the rest. The names (lease_reject_to_string) are the `reason` label of
+ * weft_leases_rejected_total.
+ */
+typedef enum LeaseReject {
+	LEASE_ACCEPTED = 0,
+	LEASE_REJECT_MALFORMED,         /* value is not a lease object (bad JSON, bad key) */
+	LEASE_REJECT_NODE_NAME,         /* not a valid Kubernetes node name */
+	LEASE_REJECT_OUTSIDE_NETWORK,   /* subnet not inside Network / Network6 */
+	LEASE_REJECT_PREFIX_LENGTH,     /* subnet length is not SubnetLen / SubnetLen6 */
+	LEASE_REJECT_OWN_SUBNET,        /* overlaps this node's own subnet */
+	LEASE_REJECT_CONNECTED,         /* covers an address of a network directly connected to this node */
+	LEASE_REJECT_PUBLIC_IP,         /* unspecified, loopback, multicast, broadcast or one of ours */
+	LEASE_REJECT_VTEP_MAC,          /* not unicast, or this node's own */
+	LEASE_REJECT_OVERLAP,           /* overlaps an older lease (that one wins) */
+	LEASE_REJECT_DUPLICATE_NAME,    /* node name already claimed by an older lease (or by us) */
+	LEASE_REJECT_DUPLICATE_MAC,     /* VTEP MAC already claimed by an older lease */
+	LEASE_REJECT_KERNEL_CONFLICT,   /* a route weft did not install holds the destination */
+	_LEASE_REJECT_MAX,
+} LeaseReject;
+
 /* One node's lease as stored: subnet + what other nodes need to reach it. */
 typedef struct NodeLease {
-	char node_name[64];
+	char node_name[NODE_NAME_MAX + 1];
 	IpPrefix subnet;        /* pod subnet of that node (IPv4; subnet6 for dual-stack) */
 	IpPrefix subnet6;       /* AF_UNSPEC = none */
 	IpAddr public_ip;       /* underlay address other nodes use */
@@ -28,13 +55,30 @@ typedef struct NodeLease {
 	uint8_t vtep_mac[6];    /* vxlan */
 	bool has_vtep_mac;
 	int64_t expiration;     /* unix seconds when the lease expires if not renewed, 0 = unknown */
+	/* Creation order in the datastore, for deciding between conflicting leases (the older wins):
+	 * etcd create_revision, Kubernetes creationTimestamp (unix seconds); 0 = unknown (sorts first,
+	 * ties are broken by the key). */
+	int64_t created;
+	/* The datastore key the lease was read from (etcd: the full key; NULL = node_name, which is
+	 * what Kubernetes keys Nodes on). Valid only during the event callback: copy it to keep it. */
+	const char *key;
+	/* Set by the parser when a field could not be read (first problem wins); `invalid_detail`
+	 * names the field (static string). */
+	LeaseReject invalid;
+	const char *invalid_detail;
 } NodeLease;
+
+/* The key a lease is stored under (see NodeLease.key). */
+static inline const char *node_lease_key(const NodeLease *l) {
+	return l->key ?: l->node_name;
+}
 
 typedef enum DatastoreEventType {
 	DS_EVENT_NODE_UPSERT,   /* a lease appeared or changed */
 	DS_EVENT_NODE_DELETE,   /* released or expired */
 	DS_EVENT_RESYNC,        /* watch was restarted; `nodes` is the full current set */
 	DS_EVENT_CONNECTION,    /* connectivity changed; `connected` says which way */
+	DS_EVENT_SELF_RECREATED, /* our own lease had vanished from the store and was put back */
 } DatastoreEventType;
 
 typedef struct DatastoreEvent {
@@ -92,6 +136,9 @@ typedef struct DatastoreOps {
 	 * the IPv4 compare-and-swap protects both; -ENOSPC if network6 has no n-th subnet. NULL = off.
 	 * Call before acquire(). */
 	int (*set_network6)(Datastore *d, const IpPrefix *network6, unsigned subnet_len6);
+	/* Lists everything again (a RESYNC follows) even though the watch is healthy, so that state
+	 * missed by the watch (or an event that never came) is repaired. NULL = not supported. */
+	int (*relist)(Datastore *d);
 	/* Human-readable text of the last failure (etcd's own message when there is one) for logging;
 	 * "" if none. Owned by d, valid until the next call on d. */
 	const char *(*last_error)(Datastore *d);
@@ -101,11 +148,33 @@ typedef struct DatastoreOps {
  * dispatch() errors: transient trouble (etcd unreachable) is handled inside with retries and
  * reported as DS_EVENT_CONNECTION, not as an error. dispatch() returns -EADDRINUSE if our lease
  * expired while etcd was unreachable and another node has taken our subnet in the meantime: the
- * datastore never silently switches subnets, so weftd must decide (typically: exit and restart).
+ * datastore never silently switches subnets, so weftd must decide (it stays up, keeps what is
+ * programmed and reports itself unhealthy). The same happens when our key is deleted or overwritten
+ * under a running node and another node holds the subnet by the time we put it back.
+ *
+ * A RESYNC is a full list the datastore vouches for: etcd sends none while the store lacks our own
+ * lease (wiped or restored from an old snapshot) and for a settling time after putting it back, so
+ * weftd never prunes against a store that other nodes have not refilled yet.
  */
 
 extern const DatastoreOps datastore_etcd_ops;
 extern const DatastoreOps datastore_kube_ops;   /* "kubernetes": Node.spec.podCIDRs + annotations */
+
+/*
+ * Pure parsers of one stored object into a NodeLease (also what the fuzzers drive). Field problems
+ * do not fail the parse: they set ret->invalid so the lease is counted and refused, not silently
+ * dropped. etcd: `key` must lie under `subnets_prefix` ("<prefix>/subnets/") and be
+ * <network address>-<length>; value NULL/"" = only the key (a DELETE). Kubernetes: a Node object.
+ * 0, or -EINVAL when not even a key/name can be read (nothing to refer to the object by).
+ * datastore_kube_node_parse() returns 1 if the Node is a lease (podCIDRs and public IP annotation
+ * present), 0 if it is not ready yet.
+ */
+int datastore_etcd_lease_parse(const char *subnets_prefix, const char *key, const char *value, NodeLease *ret);
+struct json_t;
+int datastore_kube_node_parse(const struct json_t *node, NodeLease *ret);
+
+/* True for a valid Kubernetes node name: a DNS subdomain (RFC 1123), lowercase, at most 253. */
+bool node_name_valid(const char *name);
 
 /* Finds the ops for a kind name ("etcd"); NULL if unknown. */
 const DatastoreOps *datastore_ops_find(const char *kind);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "basic/macro.h"
+#include "daemon/lease-filter.h"
 #include "daemon/metrics.h"
 
 const double metrics_reconcile_buckets[METRICS_N_BUCKETS] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2 };
@@ -85,6 +86,16 @@ int metrics_render(const Metrics *m, char **ret) {
 	fprintf(f, "# HELP weft_hostgw_unreachable_total Remote nodes refused: public IP not directly connected.\n"
 		   "# TYPE weft_hostgw_unreachable_total counter\nweft_hostgw_unreachable_total %llu\n",
 		(unsigned long long) m->hostgw_unreachable);
+	fputs("# HELP weft_leases_rejected_total Remote leases refused by the import filter, by reason "
+	      "(counted when a lease becomes refused).\n# TYPE weft_leases_rejected_total counter\n", f);
+	for (size_t i = LEASE_ACCEPTED + 1; i < _LEASE_REJECT_MAX; i++)
+		fprintf(f, "weft_leases_rejected_total{reason=\"%s\"} %llu\n", lease_reject_to_string((LeaseReject) i),
+			(unsigned long long) m->leases_rejected[i]);
+	fprintf(f, "# HELP weft_lease_recreated_total Times this node's lease vanished from the datastore and was "
+		   "put back.\n# TYPE weft_lease_recreated_total counter\nweft_lease_recreated_total %llu\n",
+		(unsigned long long) m->lease_recreated);
+	fprintf(f, "# HELP weft_lease_lost 1 when another node holds this node's subnet (weftd is unhealthy).\n"
+		   "# TYPE weft_lease_lost gauge\nweft_lease_lost %d\n", m->lease_lost);
 	fprintf(f, "# HELP weft_datastore_connected 1 while the datastore is reachable.\n"
 		   "# TYPE weft_datastore_connected gauge\nweft_datastore_connected %d\n", m->datastore_connected);
 

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "daemon/datastore.h"
 #include "ip/ip-addr.h"
 
 typedef enum MetricsOp {
@@ -43,6 +44,9 @@ typedef struct Metrics {
 	uint64_t reconcile_inf;          /* observations above the last bound */
 	uint64_t errors[_METRICS_OP_MAX];
 	uint64_t hostgw_unreachable;
+	uint64_t leases_rejected[_LEASE_REJECT_MAX]; /* by LeaseReject: each time a lease becomes refused */
+	uint64_t lease_recreated;       /* our own lease vanished from the store and was put back */
+	bool lease_lost;                /* our subnet is held by another node: unhealthy */
 	bool datastore_connected;
 	bool ready;
 } Metrics;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,31 +198,49 @@ void reconciler_init(Reconciler *r, Backend *b, NlSock *nl, Metrics *m, const ch
 	snprintf(r->self_name, sizeof(r->self_name), "%s", self_name);
 }
 
+static void desired_free_keys(DesiredNode *d, size_t n) {
+	for (size_t i = 0; i < n; i++)
+		free(d[i].key);
+}
+
 void reconciler_done(Reconciler *r) {
+	desired_free_keys(r->nodes, r->n_nodes);
 	free(r->nodes);
 	r->nodes = NULL;
 	r->n_nodes = r->n_alloc = 0;
 }
 
-/* Everything that changes what we program; the expiration moves on every renewal and does not. */
+/* Everything that changes what we program or how a conflict is decided; the expiration moves on
+ * every renewal and does not. */
 static bool lease_same(const NodeLease *a, const NodeLease *b) {
 	return streq(a->node_name, b->node_name) && ip_prefix_equal(&a->subnet, &b->subnet) &&
 	       ip_prefix_equal(&a->subnet6, &b->subnet6) && ip_addr_equal(&a->public_ip, &b->public_ip) &&
 	       streq(a->backend, b->backend) && a->has_vtep_mac == b->has_vtep_mac &&
-	       (!a->has_vtep_mac || memcmp(a->vtep_mac, b->vtep_mac, 6) == 0);
+	       (!a->has_vtep_mac || memcmp(a->vtep_mac, b->vtep_mac, 6) == 0) && a->created == b->created &&
+	       a->invalid == b->invalid;
 }
 
-static int desired_name_cmp(const void *x, const void *y) {
+/* Our own lease, as listed by the store: our name on our subnet. Another key with our name is
+ * not us, and goes to the filter (which refuses it). */
+static bool is_self(const Reconciler *r, const NodeLease *l) {
+	const Backend *b = r->backend;
+
+	if (!streq(l->node_name, r->self_name))
+		return false;
+	return !b || !b->have_lease || ip_prefix_equal(&l->subnet, &b->self.subnet);
+}
+
+static int desired_key_cmp(const void *x, const void *y) {
 	const DesiredNode *a = x, *b = y;
-	return strcmp(a->lease.node_name, b->lease.node_name);
+	return strcmp(a->key, b->key);
 }
 
-static size_t desired_lower_bound(const Reconciler *r, const char *name) {
+static size_t desired_lower_bound(const Reconciler *r, const char *key) {
 	size_t lo = 0, hi = r->n_nodes;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (strcmp(r->nodes[mid].lease.node_name, name) < 0)
+		if (strcmp(r->nodes[mid].key, key) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -229,47 +248,77 @@ static size_t desired_lower_bound(const Reconciler *r, const char *name) {
 	return lo;
 }
 
+static DesiredNode *desired_find(const Reconciler *r, const char *key) {
+	size_t j = desired_lower_bound(r, key);
+
+	return j < r->n_nodes && streq(r->nodes[j].key, key) ? &r->nodes[j] : NULL;
+}
+
 static void update_node_metric(Reconciler *r) {
 	if (r->metrics)
 		r->metrics->nodes = (unsigned) r->n_nodes;
+}
+
+static int desired_entry(const NodeLease *l, DesiredNode *ret) {
+	char *key = strdup(node_lease_key(l));
+
+	if (!key)
+		return -ENOMEM;
+	/* invalid_detail is static text of the parser: safe to keep */
+	*ret = (DesiredNode) { .key = key, .lease = *l };
+	ret->lease.key = NULL;
+	return 0;
 }
 
 int reconciler_set_all(Reconciler *r, const NodeLease *nodes, size_t n) {
 	_cleanup_free_ DesiredNode *nn = NULL;
 	size_t k = 0;
 	bool changed;
+	int ret;
 
 	nn = calloc(n ? n : 1, sizeof(DesiredNode));
 	if (!nn)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		if (streq(nodes[i].node_name, r->self_name))
+		if (is_self(r, &nodes[i]))
 			continue;
-		nn[k++].lease = nodes[i];
+		ret = desired_entry(&nodes[i], &nn[k]);
+		if (ret < 0) {
+			desired_free_keys(nn, k);
+			return ret;
+		}
+		k++;
 	}
 	if (k > 0)
-		qsort(nn, k, sizeof(DesiredNode), desired_name_cmp);
-	/* Drop duplicate names (keep the last one the store listed... they sort stably enough). */
+		qsort(nn, k, sizeof(DesiredNode), desired_key_cmp);
+	/* One entry per key (a store lists each key once; keep the last if not). */
 	if (k > 1) {
 		size_t w = 1;
 		for (size_t i = 1; i < k; i++)
-			if (!streq(nn[i].lease.node_name, nn[w - 1].lease.node_name))
+			if (!streq(nn[i].key, nn[w - 1].key))
 				nn[w++] = nn[i];
-			else
+			else {
+				free(nn[w - 1].key);
 				nn[w - 1] = nn[i];
+			}
 		k = w;
 	}
 
 	changed = !r->synced || k != r->n_nodes;
 	for (size_t i = 0; i < k; i++) {
-		size_t j = desired_lower_bound(r, nn[i].lease.node_name);
-		if (j < r->n_nodes && lease_same(&r->nodes[j].lease, &nn[i].lease))
-			nn[i].refused = r->nodes[j].refused; /* still refused: don't log again */
-		else
+		DesiredNode *old = desired_find(r, nn[i].key);
+
+		if (old && lease_same(&old->lease, &nn[i].lease)) {
+			/* unchanged: keep the verdicts, so nothing is logged or counted twice */
+			nn[i].judged = old->judged;
+			nn[i].verdict = old->verdict;
+			nn[i].refused = old->refused;
+			nn[i].kernel_conflict = old->kernel_conflict;
+		} else
 			changed = true;
 	}
 
-	free(r->nodes);
+	reconciler_done(r);
 	r->nodes = TAKE_PTR(nn);
 	r->n_nodes = r->n_alloc = k;
 	if (k == 0)
@@ -280,53 +329,147 @@ int reconciler_set_all(Reconciler *r, const NodeLease *nodes, size_t n) {
 }
 
 int reconciler_upsert(Reconciler *r, const NodeLease *lease) {
+	const char *key = node_lease_key(lease);
+	DesiredNode *d;
 	size_t j;
+	int k;
 
-	if (streq(lease->node_name, r->self_name))
+	if (is_self(r, lease))
 		return 0;
-	j = desired_lower_bound(r, lease->node_name);
-	if (j < r->n_nodes && streq(r->nodes[j].lease.node_name, lease->node_name)) {
-		bool same = lease_same(&r->nodes[j].lease, lease);
-		r->nodes[j].lease = *lease;
+	d = desired_find(r, key);
+	if (d) {
+		bool same = lease_same(&d->lease, lease);
+
+		d->lease = *lease;
+		d->lease.key = NULL;
 		if (same)
 			return 0;
-		r->nodes[j].refused = false;
+		d->refused = false;
 		return 1;
 	}
 	if (r->n_nodes == r->n_alloc) {
 		size_t na = r->n_alloc ? r->n_alloc * 2 : 64;
-		DesiredNode *d = reallocarray(r->nodes, na, sizeof(DesiredNode));
-		if (!d)
+		DesiredNode *nd = reallocarray(r->nodes, na, sizeof(DesiredNode));
+		if (!nd)
 			return -ENOMEM;
-		r->nodes = d;
+		r->nodes = nd;
 		r->n_alloc = na;
 	}
+	j = desired_lower_bound(r, key);
 	if (j < r->n_nodes)
 		memmove(&r->nodes[j + 1], &r->nodes[j], (r->n_nodes - j) * sizeof(DesiredNode));
-	r->nodes[j] = (DesiredNode) { .lease = *lease };
+	k = desired_entry(lease, &r->nodes[j]);
+	if (k < 0) {
+		memmove(&r->nodes[j], &r->nodes[j + 1], (r->n_nodes - j) * sizeof(DesiredNode));
+		return k;
+	}
 	r->n_nodes++;
 	update_node_metric(r);
 	return 1;
 }
 
 int reconciler_remove(Reconciler *r, const NodeLease *lease) {
-	size_t j = r->n_nodes;
+	DesiredNode *d = desired_find(r, node_lease_key(lease));
+	size_t j;
 
-	if (lease->node_name[0]) {
-		j = desired_lower_bound(r, lease->node_name);
-		if (j < r->n_nodes && !streq(r->nodes[j].lease.node_name, lease->node_name))
-			j = r->n_nodes;
-	} else
-		/* A delete that only knows the key (subnet): find the holder. */
-		for (j = 0; j < r->n_nodes; j++)
-			if (ip_prefix_equal(&r->nodes[j].lease.subnet, &lease->subnet))
-				break;
-	if (j >= r->n_nodes)
+	if (!d)
 		return 0;
+	j = (size_t) (d - r->nodes);
+	free(d->key);
 	memmove(&r->nodes[j], &r->nodes[j + 1], (r->n_nodes - j - 1) * sizeof(DesiredNode));
 	r->n_nodes--;
 	update_node_metric(r);
 	return 1;
+}
+
+static void count_rejected(Reconciler *r, LeaseReject why) {
+	if (r->metrics && why > LEASE_ACCEPTED && why < _LEASE_REJECT_MAX)
+		r->metrics->leases_rejected[why]++;
+}
+
+static void filter_init(const Reconciler *r, LeaseFilter *f) {
+	const Backend *b = r->backend;
+
+	*f = (LeaseFilter) { .self_name = r->self_name };
+	if (r->network) {
+		f->network = r->network->network;
+		f->network6 = r->network->network6;
+		f->subnet_len = r->network->subnet_len;
+		f->subnet_len6 = r->network->subnet_len6;
+	} else {
+		/* No network config (unit tests of the table alone): any /0.. subnet is "inside". */
+		f->network = (IpPrefix) { .addr.family = AF_INET, .len = 0 };
+		f->network6 = (IpPrefix) { .addr.family = AF_INET6, .len = 0 };
+		f->subnet_len = 24;
+		f->subnet_len6 = 64;
+	}
+	if (!b)
+		return;
+	if (b->have_lease) {
+		f->self_subnet = b->self.subnet;
+		f->self_subnet6 = b->self.subnet6;
+	}
+	if (b->vtep_ifindex > 0)
+		f->self_mac = b->vtep_mac;
+	f->local = b->local;
+	f->n_local = b->n_local;
+}
+
+int reconciler_select(Reconciler *r) {
+	_cleanup_free_ LeaseCandidate *c = NULL;
+	LeaseFilter f;
+	size_t accepted = 0;
+	int k;
+
+	filter_init(r, &f);
+	c = calloc(r->n_nodes + 1, sizeof(LeaseCandidate));
+	if (!c)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->n_nodes; i++)
+		c[i] = (LeaseCandidate) {
+			.lease = &r->nodes[i].lease,
+			.key = r->nodes[i].key,
+			.verdict = lease_filter_check(&f, &r->nodes[i].lease, NULL),
+		};
+	k = lease_filter_resolve(c, r->n_nodes);
+	if (k < 0)
+		return k;
+
+	for (size_t i = 0; i < r->n_nodes; i++) {
+		DesiredNode *d = &r->nodes[i];
+		LeaseReject v = c[i].verdict;
+
+		if (v == LEASE_ACCEPTED)
+			accepted++;
+		if (d->judged && d->verdict == v)
+			continue;
+		if (v == LEASE_ACCEPTED) {
+			if (d->judged)
+				log_info("Lease %s of node %s is accepted now", d->key, d->lease.node_name);
+		} else {
+			_cleanup_free_ char *detail = NULL;
+			const DesiredNode *w = NULL;
+
+			if (v == LEASE_REJECT_OVERLAP || v == LEASE_REJECT_DUPLICATE_NAME ||
+			    v == LEASE_REJECT_DUPLICATE_MAC)
+				if (lease_filter_check(&f, &d->lease, NULL) == LEASE_ACCEPTED)
+					w = &r->nodes[c[i].winner];
+			if (w)
+				detail = strdup_printf("conflicts with the older lease %s of node %s (%s)", w->key,
+						       w->lease.node_name,
+						       v == LEASE_REJECT_OVERLAP ? "same subnet"
+						       : v == LEASE_REJECT_DUPLICATE_NAME ? "same node name"
+											: "same VTEP MAC");
+			else
+				(void) lease_filter_check(&f, &d->lease, &detail);
+			log_warning("Refusing lease %s of node \"%s\": %s [%s]", d->key, d->lease.node_name,
+				    detail ?: "rejected", lease_reject_to_string(v));
+			count_rejected(r, v);
+		}
+		d->judged = true;
+		d->verdict = v;
+	}
+	return (int) MIN(accepted, (size_t) INT_MAX);
 }
 
 /* ---- observation (netlink dumps) ---- */
@@ -463,8 +606,8 @@ typedef struct ApplyCounts {
 } ApplyCounts;
 
 /* Neighbour -> FDB -> route; on failure, undo what this call added (replacements stay). */
-static int apply_node(Reconciler *r, const NodeObjects *o, ApplyCounts *cnt) {
-	bool added_neigh[2] = {}, added_fdb = false, added_route[2] = {};
+static int apply_node(Reconciler *r, const NodeObjects *o, DesiredNode *d, ApplyCounts *cnt) {
+	bool added_neigh[2] = {}, added_fdb = false, added_route[2] = {}, conflict = false;
 	char buf[2 * IP_PREFIX_STRLEN + 8], a[IP_ADDR_STRLEN], m[18];
 	size_t j;
 	int k = 0;
@@ -496,8 +639,23 @@ static int apply_node(Reconciler *r, const NodeObjects *o, ApplyCounts *cnt) {
 	for (j = 0; j < o->n_routes; j++) {
 		if (o->route_present[j])
 			continue;
-		/* ip route replace <subnet> via <gw> dev <oif> [onlink] proto 0xfc */
-		k = nl_route_add(r->nl, &o->routes[j], NL_ROUTE_REPLACE);
+		/* ip route replace <subnet> via <gw> dev <oif> [onlink] proto 0xfc   (one of ours is there)
+		 * ip route add <subnet> via <gw> dev <oif> [onlink] proto 0xfc       (otherwise)
+		 * "add" is NLM_F_EXCL: a route weft did not install under the same key (the kernel's
+		 * connected route, a static route) makes it fail with EEXIST instead of being replaced. */
+		k = nl_route_add(r->nl, &o->routes[j], o->route_replace[j] ? NL_ROUTE_REPLACE : 0);
+		if (k == -EEXIST) {
+			if (d && !d->kernel_conflict) {
+				log_warning("Refusing lease %s of node \"%s\": the kernel has a route to %s that weft did "
+					    "not install; leaving it alone [%s]",
+					    d->key, d->lease.node_name, route_str(&o->routes[j], buf),
+					    lease_reject_to_string(LEASE_REJECT_KERNEL_CONFLICT));
+				count_rejected(r, LEASE_REJECT_KERNEL_CONFLICT);
+				d->kernel_conflict = true;
+			}
+			conflict = true;
+			goto rollback;
+		}
 		if (k < 0) {
 			fail_op(r, METRICS_OP_ROUTE_ADD, k, o->node_name, route_str(&o->routes[j], buf));
 			goto rollback;
@@ -508,6 +666,10 @@ static int apply_node(Reconciler *r, const NodeObjects *o, ApplyCounts *cnt) {
 	cnt->neigh += (unsigned) o->n_neigh;
 	cnt->fdb += o->has_fdb;
 	cnt->routes += (unsigned) o->n_routes;
+	if (d && d->kernel_conflict) {
+		log_info("Lease %s of node %s: the conflicting route is gone, installed now", d->key, d->lease.node_name);
+		d->kernel_conflict = false;
+	}
 	return 0;
 
 rollback:
@@ -520,7 +682,7 @@ rollback:
 	for (size_t i = 0; i < o->n_neigh; i++)
 		if (added_neigh[i])
 			(void) nl_neigh_del(r->nl, o->neigh[i].ifindex, &o->neigh[i].dst);
-	return k;
+	return conflict ? 0 : k; /* a conflict is logged and counted above, not an error of ours */
 }
 
 static double now_sec(void) {
@@ -530,36 +692,23 @@ static double now_sec(void) {
 	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
-static bool overlaps_self(const Reconciler *r, const NodeLease *l) {
-	const NodeLease *s = &r->backend->self;
-
-	if (!r->backend->have_lease)
-		return false;
-	return (ip_addr_is_set(&s->subnet.addr) && ip_addr_is_set(&l->subnet.addr) &&
-		ip_prefix_overlaps(&s->subnet, &l->subnet)) ||
-	       (ip_addr_is_set(&s->subnet6.addr) && ip_addr_is_set(&l->subnet6.addr) &&
-		ip_prefix_overlaps(&s->subnet6, &l->subnet6));
-}
-
-static int render_all(Reconciler *r, NodeObjects **ret, size_t *ret_n) {
+/* Renders the accepted leases; (*ret_from)[i] is the DesiredNode objs[i] came from. */
+static int render_all(Reconciler *r, NodeObjects **ret, DesiredNode ***ret_from, size_t *ret_n) {
 	_cleanup_free_ NodeObjects *objs = NULL;
-	char a[IP_ADDR_STRLEN], p[IP_PREFIX_STRLEN];
+	_cleanup_free_ DesiredNode **from = NULL;
+	char a[IP_ADDR_STRLEN];
 	size_t n = 0;
 
 	objs = calloc(r->n_nodes + 1, sizeof(NodeObjects));
-	if (!objs)
+	from = calloc(r->n_nodes + 1, sizeof(DesiredNode *));
+	if (!objs || !from)
 		return -ENOMEM;
 	for (size_t i = 0; i < r->n_nodes; i++) {
 		DesiredNode *d = &r->nodes[i];
 		int k;
 
-		if (overlaps_self(r, &d->lease)) {
-			if (!d->refused)
-				log_error("Node %s claims subnet %s, which overlaps ours: ignoring it",
-					  d->lease.node_name, ip_prefix_to_string(&d->lease.subnet, p));
-			d->refused = true;
+		if (d->verdict != LEASE_ACCEPTED)
 			continue;
-		}
 		k = r->backend->ops->render(r->backend, &d->lease, &objs[n]);
 		if (k == -ENETUNREACH) {
 			if (!d->refused) {
@@ -583,15 +732,17 @@ static int render_all(Reconciler *r, NodeObjects **ret, size_t *ret_n) {
 			continue;
 		}
 		d->refused = false;
-		n++;
+		from[n++] = d;
 	}
 	*ret = TAKE_PTR(objs);
+	*ret_from = TAKE_PTR(from);
 	*ret_n = n;
 	return 0;
 }
 
 int reconciler_run(Reconciler *r) {
 	_cleanup_free_ NodeObjects *objs = NULL;
+	_cleanup_free_ DesiredNode **from = NULL;
 	ReconcileObserved obs = {};
 	ReconcilePlan plan = {};
 	ApplyCounts cnt = {};
@@ -602,7 +753,10 @@ int reconciler_run(Reconciler *r) {
 	if (!r->synced)
 		return 0;
 
-	k = render_all(r, &objs, &n_objs);
+	k = reconciler_select(r);
+	if (k < 0)
+		return log_error_errno(k, "Failed to filter the leases: %m");
+	k = render_all(r, &objs, &from, &n_objs);
 	if (k < 0)
 		return log_error_errno(k, "Failed to render desired state: %m");
 	k = reconciler_observe(r, &obs);
@@ -619,7 +773,7 @@ int reconciler_run(Reconciler *r) {
 	RET_GATHER(ret, apply_deletes(r, &plan));
 	if (plan.n_add > 0)
 		for (size_t i = 0; i < n_objs; i++)
-			RET_GATHER(ret, apply_node(r, &objs[i], &cnt));
+			RET_GATHER(ret, apply_node(r, &objs[i], from[i], &cnt));
 	else
 		for (size_t i = 0; i < n_objs; i++) {
 			cnt.neigh += (unsigned) objs[i].n_neigh;

@@ -2,8 +2,11 @@
 #pragma once
 
 /*
- * Desired vs observed. Desired = the remote leases from the datastore (kept here, sorted by node
- * name), rendered by the backend into NodeObjects. Observed = one netlink dump per object type
+ * Desired vs observed. Desired = the remote leases from the datastore, kept here keyed by what the
+ * datastore keys on (etcd: the subnet key; Kubernetes: the Node name), never by the node name a
+ * lease claims. Each pass runs them through the import filter (lease-filter.h: validation, then
+ * the older of two conflicting leases wins); only accepted leases are rendered by the backend into
+ * NodeObjects. Observed = one netlink dump per object type
  * per pass: routes with protocol WEFT_RTPROT in the main table, permanent neighbours and FDB
  * entries on our VTEP. Nothing else is ever looked at or touched.
  *
@@ -11,6 +14,12 @@
  * remote node add what is missing in the order neighbour -> FDB -> route, rolling back that
  * node's additions if one step fails (no half-programmed peer). Matching is sort + binary search
  * over the dumps: O(n log n), no per-node dumps or kernel queries.
+ *
+ * Ownership: a route is added with NLM_F_EXCL unless one of ours (protocol WEFT_RTPROT) holds its
+ * destination, so a route weft did not install (the kernel's connected route, a static one) is
+ * never replaced; deletes name our protocol, so the kernel never removes another route in its
+ * place. Neighbours and FDB entries are only ever read and written on our own VTEP (weft.<VNI>, a
+ * device we create, with learning off), which is what makes them ours.
  *
  * reconcile_plan() is the pure part (unit-tested); reconciler_run() does the I/O.
  */
@@ -20,6 +29,7 @@
 
 #include "daemon/backend.h"
 #include "daemon/datastore.h"
+#include "daemon/lease-filter.h"
 #include "daemon/metrics.h"
 #include "nl/nl.h"
 
@@ -54,16 +64,21 @@ void reconcile_observed_done(ReconcileObserved *o);
 int reconcile_plan(NodeObjects *desired, size_t n_desired, ReconcileObserved *obs, ReconcilePlan *ret);
 
 typedef struct DesiredNode {
-	NodeLease lease;
+	char *key;              /* datastore key (owned) */
+	NodeLease lease;        /* lease.key is NULL here: use `key` */
+	bool judged;            /* verdict is from a pass (a new lease has none yet) */
+	LeaseReject verdict;    /* import filter: logged and counted when it changes */
 	bool refused;           /* render() refused it: logged and counted once, until it changes */
+	bool kernel_conflict;   /* a foreign route holds its destination: logged and counted once */
 } DesiredNode;
 
 typedef struct Reconciler {
 	Backend *backend;       /* not owned */
 	NlSock *nl;             /* not owned */
 	Metrics *metrics;       /* not owned */
-	char self_name[64];
-	DesiredNode *nodes;     /* sorted by node name; never contains self */
+	const NetworkConfig *network; /* not owned; NULL = no network checks (unit tests) */
+	char self_name[NODE_NAME_MAX + 1];
+	DesiredNode *nodes;     /* sorted by key; never contains our own lease */
 	size_t n_nodes, n_alloc;
 	bool synced;            /* a full lease list has arrived: pruning is safe from now on */
 } Reconciler;
@@ -71,11 +86,20 @@ typedef struct Reconciler {
 void reconciler_init(Reconciler *r, Backend *b, NlSock *nl, Metrics *m, const char *self_name);
 void reconciler_done(Reconciler *r);
 
-/* Datastore input. Each returns 1 if the desired state changed, 0 if not, or -ENOMEM. */
+/*
+ * Datastore input, by key (node_lease_key()). Our own lease (our name and our subnet) is left out.
+ * Each returns 1 if the desired state changed, 0 if not, or -ENOMEM.
+ */
 int reconciler_set_all(Reconciler *r, const NodeLease *nodes, size_t n);
 int reconciler_upsert(Reconciler *r, const NodeLease *lease);
-/* By node name; a lease without a name (a delete that only carried the key) by subnet. */
 int reconciler_remove(Reconciler *r, const NodeLease *lease);
+
+/*
+ * Runs the import filter over the desired leases and stores each verdict; a verdict that changed
+ * is logged (with the reason and the winner of a conflict) and a new rejection counted in
+ * r->metrics. Part of reconciler_run(); exposed for tests. Returns the number accepted or -ENOMEM.
+ */
+int reconciler_select(Reconciler *r);
 
 /*
  * One full pass (dumps, plan, apply). Does nothing until the first full list has arrived (a

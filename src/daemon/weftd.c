@@ -14,6 +14,7 @@
  *   weftd --datastore kubernetes --node-name n1 --net-config /etc/weft/net-conf.json ...
  *   weftd uninstall [--cni-conf-dir D] [--run-dir D]
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -68,6 +69,7 @@ typedef struct Args {
 	const char *state_dir;
 	const char *listen;
 	uint64_t resync_usec;
+	uint64_t relist_usec;           /* re-list the datastore this often (on a resync tick); 0 = never */
 	uint64_t etcd_timeout_usec;     /* 0 = forever */
 	int lease_ttl_sec;
 	bool keep_lease;
@@ -102,12 +104,15 @@ typedef struct Manager {
 	unsigned attempt;
 	bool ready;
 	bool trimmed;           /* heap trimmed after the first reconcile pass */
+	bool lease_lost;        /* another node holds our subnet: unhealthy until restarted */
+	uint64_t last_relist;
 	char lease_path[PATH_MAX];
 } Manager;
 
 static void manager_done(Manager *m) {
 	http_server_free(m->http);
 	reconciler_done(&m->rec);
+	backend_done(&m->backend);
 	if (m->ds)
 		m->ds_ops->free(m->ds);
 	network_config_free(m->config);
@@ -162,6 +167,8 @@ static void help(void) {
 	       "  --state-dir DIR           remembered subnet (default /var/lib/weft)\n"
 	       "  --listen ADDR:PORT        /healthz and /metrics (default 127.0.0.1:9876)\n"
 	       "  --resync-interval DUR     periodic full resync (default 10s)\n"
+	       "  --relist-interval DUR     re-list the datastore on a resync this often, to repair\n"
+	       "                            what the watch missed (default 60s, 0 = never)\n"
 	       "  --lease-ttl SECONDS       datastore lease TTL (default 60)\n"
 	       "  --keep-lease              do not release the lease on shutdown\n"
 	       "  --ipam-data-dir DIR       pod address store written into the conflist\n"
@@ -182,6 +189,7 @@ enum {
 	ARG_STATE_DIR,
 	ARG_LISTEN,
 	ARG_RESYNC,
+	ARG_RELIST,
 	ARG_LEASE_TTL,
 	ARG_KEEP_LEASE,
 	ARG_IPAM_DATA_DIR,
@@ -205,6 +213,7 @@ static int parse_args(int argc, char *argv[], Args *a) {
 		{ "state-dir", required_argument, NULL, ARG_STATE_DIR },
 		{ "listen", required_argument, NULL, ARG_LISTEN },
 		{ "resync-interval", required_argument, NULL, ARG_RESYNC },
+		{ "relist-interval", required_argument, NULL, ARG_RELIST },
 		{ "lease-ttl", required_argument, NULL, ARG_LEASE_TTL },
 		{ "keep-lease", no_argument, NULL, ARG_KEEP_LEASE },
 		{ "ipam-data-dir", required_argument, NULL, ARG_IPAM_DATA_DIR },
@@ -224,6 +233,7 @@ static int parse_args(int argc, char *argv[], Args *a) {
 		.state_dir = "/var/lib/weft",
 		.listen = "127.0.0.1:9876",
 		.resync_usec = 10 * USEC_PER_SEC,
+		.relist_usec = 60 * USEC_PER_SEC,
 		.lease_ttl_sec = 60,
 	};
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
@@ -257,6 +267,10 @@ static int parse_args(int argc, char *argv[], Args *a) {
 		case ARG_RESYNC:
 			if (parse_duration(optarg, &a->resync_usec) < 0 || a->resync_usec == 0)
 				return log_error_errno(EINVAL, "Invalid --resync-interval '%s'", optarg);
+			break;
+		case ARG_RELIST:
+			if (parse_duration(optarg, &a->relist_usec) < 0)
+				return log_error_errno(EINVAL, "Invalid --relist-interval '%s'", optarg);
 			break;
 		case ARG_LEASE_TTL:
 			if (safe_atoi(optarg, &a->lease_ttl_sec) < 0 || a->lease_ttl_sec < 2)
@@ -357,7 +371,7 @@ static int ensure_firewall(Manager *m) {
 }
 
 static bool healthy(Manager *m) {
-	return m->ready && access(m->lease_path, F_OK) == 0 && cni_conf_present(m->args.cni_conf_dir) &&
+	return m->ready && !m->lease_lost && access(m->lease_path, F_OK) == 0 && cni_conf_present(m->args.cni_conf_dir) &&
 	       firewall_check(m->nft, &m->fw) > 0;
 }
 
@@ -438,10 +452,23 @@ static int on_debounce(EventSource *s, void *userdata) {
 	return 0;
 }
 
+static void ds_rearm(Manager *m);
+
 static int on_resync(EventSource *s, void *userdata) {
 	Manager *m = userdata;
 
 	log_debug("Periodic resync");
+	/* The kernel is compared on every tick; the datastore is listed again every relist interval,
+	 * so a delete or an update the watch never delivered cannot leave stale state for good. */
+	if (m->args.relist_usec > 0 && m->ds && m->ds_ops->relist && now_usec() - m->last_relist >= m->args.relist_usec) {
+		int r = m->ds_ops->relist(m->ds);
+		if (r < 0)
+			log_warning_errno(r, "Failed to re-list the datastore: %m");
+		else
+			log_debug("Re-listing the datastore");
+		m->last_relist = now_usec();
+		ds_rearm(m);
+	}
 	(void) run_reconcile(m, true);
 	return 0;
 }
@@ -476,6 +503,11 @@ static void on_ds_event(const DatastoreEvent *ev, void *userdata) {
 			schedule_reconcile(m);
 		}
 		break;
+	case DS_EVENT_SELF_RECREATED:
+		m->metrics.lease_recreated++;
+		log_warning("Our lease on subnet %s had vanished from the datastore: put it back",
+			    ip_prefix_to_string(&m->backend.self.subnet, a));
+		break;
 	case DS_EVENT_CONNECTION:
 		m->metrics.datastore_connected = ev->connected;
 		if (ev->connected)
@@ -503,10 +535,18 @@ static void ds_dispatch(Manager *m) {
 	int r = m->ds_ops->dispatch(m->ds);
 
 	if (r == -EADDRINUSE) {
-		log_error("Our lease expired while the datastore was unreachable and subnet %s now belongs to "
-			  "another node: exiting so that a restart acquires a new one",
-			  ip_prefix_to_string(&m->backend.self.subnet, (char[IP_PREFIX_STRLEN]) {}));
-		event_loop_exit(m->loop, EXIT_FAILURE);
+		/* Exiting would hand a restart a new subnet while our pods still use the old one, and the
+		 * other node's pods the same addresses: stay, keep what is programmed, and say loudly
+		 * that this node needs an operator (or its liveness probe) to restart it. */
+		if (!m->lease_lost)
+			log_error("LEASE LOST: subnet %s of this node is now held by another node (%s). Pods on this "
+				  "node may have addresses that another node hands out too. /healthz reports failure "
+				  "from now on; restart weftd (it acquires a new subnet) once this node is drained",
+				  ip_prefix_to_string(&m->backend.self.subnet, (char[IP_PREFIX_STRLEN]) {}),
+				  m->ds_ops->last_error ? m->ds_ops->last_error(m->ds) : "");
+		m->lease_lost = true;
+		m->metrics.lease_lost = true;
+		ds_rearm(m);
 		return;
 	}
 	if (r < 0) {
@@ -835,6 +875,8 @@ static int startup_acquire(Manager *m) {
 		return r;
 	}
 
+	m->rec.network = m->config;
+	m->last_relist = now_usec();
 	r = m->ds_ops->watch(m->ds, on_ds_event, m);
 	if (r < 0) {
 		log_warning_errno(r, "Failed to start watching leases: %m");
@@ -894,10 +936,16 @@ static int run_daemon(Manager *m) {
 		if (gethostname(hostname, sizeof(hostname)) < 0)
 			return log_error_errno(errno, "Failed to get hostname: %m");
 		hostname[sizeof(hostname) - 1] = 0;
+		/* kubelet lowercases the hostname into the node name: do the same */
+		for (char *c = hostname; *c; c++)
+			*c = (char) tolower((unsigned char) *c);
 		m->args.node_name = hostname;
 	}
-	if (strlen(m->args.node_name) >= sizeof(((NodeLease *) NULL)->node_name))
-		return log_error_errno(EINVAL, "--node-name too long: %s", m->args.node_name);
+	if (!node_name_valid(m->args.node_name)) {
+		log_error("Invalid node name \"%s\": it must be a Kubernetes node name (lowercase letters, digits, "
+			  "'-' and '.', at most %d characters)", m->args.node_name, NODE_NAME_MAX);
+		return -EXIT_CONFIG;
+	}
 	if (m->args.public_ip && ip_addr_parse(m->args.public_ip, &public_ip) < 0)
 		return log_error_errno(EINVAL, "Invalid --public-ip '%s'", m->args.public_ip);
 	lease_path_init(m);

@@ -216,7 +216,7 @@ static int acquire(Datastore *d, const char *net, unsigned len, const char *name
 
 /* Events as text lines, so tests can ask "has X happened". */
 typedef struct Recorder {
-	char lines[256][128];
+	char lines[256][512];
 	size_t n;
 } Recorder;
 
@@ -230,20 +230,23 @@ static void record(const DatastoreEvent *ev, void *userdata) {
 	l = rec->lines[rec->n++];
 	switch (ev->type) {
 	case DS_EVENT_RESYNC: {
-		int o = snprintf(l, 128, "RESYNC %zu", ev->n_nodes);
+		int o = snprintf(l, 512, "RESYNC %zu", ev->n_nodes);
 		for (size_t i = 0; i < ev->n_nodes && o < 120; i++)
-			o += snprintf(l + o, (size_t) (128 - o), " %s", ev->nodes[i].node_name);
+			o += snprintf(l + o, (size_t) (512 - o), " %s", ev->nodes[i].node_name);
 		break;
 	}
 	case DS_EVENT_NODE_UPSERT:
-		snprintf(l, 128, "UPSERT %s %s %s %s", ev->node->node_name, pstr(&ev->node->subnet),
+		snprintf(l, 512, "UPSERT %s %s %s %s", ev->node->node_name, pstr(&ev->node->subnet),
 			 ip_addr_to_string(&ev->node->public_ip, ip), ev->node->has_vtep_mac ? "mac" : "nomac");
 		break;
 	case DS_EVENT_NODE_DELETE:
-		snprintf(l, 128, "DELETE %s %s", ev->node->node_name, pstr(&ev->node->subnet));
+		snprintf(l, 512, "DELETE %s %s", ev->node->node_name, pstr(&ev->node->subnet));
 		break;
 	case DS_EVENT_CONNECTION:
-		snprintf(l, 128, "CONNECTION %s", ev->connected ? "true" : "false");
+		snprintf(l, 512, "CONNECTION %s", ev->connected ? "true" : "false");
+		break;
+	case DS_EVENT_SELF_RECREATED:
+		snprintf(l, 512, "SELF_RECREATED");
 		break;
 	}
 }

@@ -304,7 +304,7 @@ static int acquire(Datastore *d, const char *name, int n, NodeLease *ret) {
 
 /* Events as text lines, so tests can ask "has X happened". */
 typedef struct Recorder {
-	char lines[256][160];
+	char lines[256][512];
 	size_t n;
 } Recorder;
 
@@ -317,7 +317,7 @@ static void record(const DatastoreEvent *ev, void *userdata) {
 	l = rec->lines[rec->n++];
 	switch (ev->type) {
 	case DS_EVENT_RESYNC: {
-		int o = snprintf(l, 160, "RESYNC %zu", ev->n_nodes);
+		int o = snprintf(l, 512, "RESYNC %zu", ev->n_nodes);
 		/* sorted names, so tests do not depend on the list order */
 		const char *names[16];
 		size_t k = MIN(ev->n_nodes, ELEMENTSOF(names));
@@ -330,19 +330,22 @@ static void record(const DatastoreEvent *ev, void *userdata) {
 				names[j - 1] = t;
 			}
 		for (size_t i = 0; i < k && o < 150; i++)
-			o += snprintf(l + o, (size_t) (160 - o), " %s", names[i]);
+			o += snprintf(l + o, (size_t) (512 - o), " %s", names[i]);
 		break;
 	}
 	case DS_EVENT_NODE_UPSERT:
-		snprintf(l, 160, "UPSERT %s %s %s %s %s", ev->node->node_name, pstr(&ev->node->subnet),
+		snprintf(l, 512, "UPSERT %s %s %s %s %s", ev->node->node_name, pstr(&ev->node->subnet),
 			 ip_addr_to_string(&ev->node->public_ip, ip), ev->node->backend,
 			 ev->node->has_vtep_mac ? ether_addr_format(ev->node->vtep_mac, mac) : "nomac");
 		break;
 	case DS_EVENT_NODE_DELETE:
-		snprintf(l, 160, "DELETE %s", ev->node->node_name);
+		snprintf(l, 512, "DELETE %s", ev->node->node_name);
 		break;
 	case DS_EVENT_CONNECTION:
-		snprintf(l, 160, "CONNECTION %s", ev->connected ? "true" : "false");
+		snprintf(l, 512, "CONNECTION %s", ev->connected ? "true" : "false");
+		break;
+	case DS_EVENT_SELF_RECREATED:
+		snprintf(l, 512, "SELF_RECREATED");
 		break;
 	}
 }

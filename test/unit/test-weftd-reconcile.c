@@ -327,8 +327,8 @@ static void test_desired_table(void **state) {
 	assert_string_equal(r.nodes[0].lease.node_name, "node2");
 	assert_string_equal(r.nodes[1].lease.node_name, "node4");
 	assert_int_equal(m.nodes, 2);
-	/* a delete carrying only the subnet */
-	NodeLease by_key = { .subnet = l[3].subnet };
+	/* a delete carries the key only (Kubernetes keys Nodes by name: no key = the node name) */
+	NodeLease by_key = { .key = "node4" };
 	assert_int_equal(reconciler_remove(&r, &by_key), 1);
 	assert_int_equal(r.n_nodes, 1);
 	assert_string_equal(r.nodes[0].lease.node_name, "node2");
