@@ -120,7 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	memcpy(buf, data, size);
 
 	len = (int) size;
-	for (const struct nlmsghdr *m = buf; mnl_nlmsg_ok(m, len); m = mnl_nlmsg_next(m, &len)) {
+	for (const struct nlmsghdr *m = buf; nl_msg_ok(m, len); m = mnl_nlmsg_next(m, &len)) {
 		parse_all(m);
 		if (nl_handle_error(&s, m) > 0)
 			abort(); /* 0 or -errno only */

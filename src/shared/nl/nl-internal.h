@@ -41,6 +41,14 @@ struct NlSock {
 	char extack[256];
 };
 
+/* mnl_nlmsg_ok() compares (int) nlmsg_len with the bytes left, so a length above INT_MAX passes as
+ * negative and mnl_nlmsg_next() jumps gigabytes past the buffer (found by test/fuzz/fuzz-netlink.c).
+ * Walk datagrams with this instead. */
+static inline bool nl_msg_ok(const struct nlmsghdr *nlh, int len) {
+	return len >= (int) sizeof(struct nlmsghdr) && nlh->nlmsg_len >= sizeof(struct nlmsghdr) &&
+	       nlh->nlmsg_len <= (unsigned) len;
+}
+
 /* Called for every reply message (not ACK/DONE). < 0 stops delivery and is returned. */
 typedef int (*nl_msg_cb)(const struct nlmsghdr *nlh, void *userdata);
 

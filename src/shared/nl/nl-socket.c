@@ -180,7 +180,7 @@ int nl_sock_call(NlSock *s, struct nlmsghdr *nlh, nl_msg_cb cb, void *userdata) 
 		if (n < 0)
 			return (int) n;
 		int len = (int) n;
-		for (const struct nlmsghdr *m = (const struct nlmsghdr *) s->rbuf; mnl_nlmsg_ok(m, len);
+		for (const struct nlmsghdr *m = (const struct nlmsghdr *) s->rbuf; nl_msg_ok(m, len);
 		     m = mnl_nlmsg_next(m, &len)) {
 			if (!nl_is_ours(s, m))
 				continue;
@@ -225,7 +225,7 @@ int nl_sock_dump(NlSock *s, struct nlmsghdr *nlh, nl_msg_cb cb, void *userdata) 
 			if (n < 0)
 				return (int) n;
 			int len = (int) n;
-			for (const struct nlmsghdr *m = (const struct nlmsghdr *) s->rbuf; mnl_nlmsg_ok(m, len);
+			for (const struct nlmsghdr *m = (const struct nlmsghdr *) s->rbuf; nl_msg_ok(m, len);
 			     m = mnl_nlmsg_next(m, &len)) {
 				if (!nl_is_ours(s, m))
 					continue;
@@ -266,7 +266,7 @@ int nl_sock_dump(NlSock *s, struct nlmsghdr *nlh, nl_msg_cb cb, void *userdata) 
 			continue;
 
 		int len = (int) acc_len;
-		for (const struct nlmsghdr *m = (const struct nlmsghdr *) acc; acc && mnl_nlmsg_ok(m, len);
+		for (const struct nlmsghdr *m = (const struct nlmsghdr *) acc; acc && nl_msg_ok(m, len);
 		     m = mnl_nlmsg_next(m, &len)) {
 			r = cb(m, userdata);
 			if (r < 0)
@@ -437,7 +437,7 @@ int nl_monitor_process(NlSock *s, const NlMonitorCallbacks *cb, void *userdata) 
 		if (n < 0)
 			return (int) n; /* -ENOBUFS: events lost, resync */
 		int len = (int) n;
-		for (const struct nlmsghdr *m = (const struct nlmsghdr *) s->rbuf; mnl_nlmsg_ok(m, len);
+		for (const struct nlmsghdr *m = (const struct nlmsghdr *) s->rbuf; nl_msg_ok(m, len);
 		     m = mnl_nlmsg_next(m, &len)) {
 			/* No portid filter: a notification caused by another process's request
 			 * carries that process's portid. A callback error drops the rest of this
