@@ -4,6 +4,12 @@
 #
 # Every test runs as root in namespaces it creates itself (named with the PID) and removes them
 # in an EXIT trap; it never touches the host's own links, routes or firewall. Exit 77 = skipped.
+#
+# Pass/fail is decided here, not by the script's last line: the EXIT trap turns any exit into a
+# failure when a check_fail was recorded (also from a subshell: they are counted in a file), and an
+# exit 0 that did not come from finish (a script that forgot it, or an early `exit 0`) fails too.
+# A skip after failed checks is a failure. Our own binaries missing is a failure, never a skip and
+# never a fallback to the reference plugins (those run only where a script asks: REF=1, BIN=$REF_BIN).
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -16,10 +22,34 @@ T=$(mktemp -d "/tmp/weft-${TEST_NAME}.XXXXXX")
 _NETNS=()
 _CLEANUPS=()
 _FAILS=0
+_FINISHED=0
+_FAILFILE=$T/.fails
+: >"$_FAILFILE"
+
+# _fail_count: failed checks so far, those recorded in subshells ($(...), pipelines, &) included
+_fail_count() {
+	local n=0
+	[ -f "$_FAILFILE" ] && n=$(wc -l <"$_FAILFILE")
+	echo $((n > _FAILS ? n : _FAILS))
+}
 
 _lib_cleanup() {
 	local rc=$?
-	local i
+	local i n
+	# Only the test's own shell decides (bash resets traps in subshells; this guards the odd case).
+	if [ "$BASHPID" = "$$" ]; then
+		n=$(_fail_count)
+		if ((n > 0)) && [ "$rc" = 0 ]; then
+			echo "FAIL: $TEST_NAME ($n checks failed; the script exited 0 without calling finish)"
+			rc=1
+		elif ((n > 0)) && [ "$rc" = 77 ]; then
+			echo "FAIL: $TEST_NAME ($n checks failed before the skip)"
+			rc=1
+		elif [ "$rc" = 0 ] && [ "$_FINISHED" != 1 ]; then
+			echo "FAIL: $TEST_NAME exited 0 without reaching finish (an early exit 0, or finish missing)"
+			rc=1
+		fi
+	fi
 	for ((i = ${#_CLEANUPS[@]} - 1; i >= 0; i--)); do eval "${_CLEANUPS[$i]}" >/dev/null 2>&1 || true; done
 	# mk_netns usually runs in a $(...) subshell, so _NETNS may not know every namespace: sweep all
 	# namespaces carrying this test's PID suffix as well.
@@ -37,11 +67,20 @@ on_exit() { _CLEANUPS+=("$*"); }
 
 skip() { echo "SKIP: $TEST_NAME: $*"; exit 77; }
 fail() { echo "FAIL: $TEST_NAME: $*" >&2; exit 1; }
-# soft failure: record and continue, test exits 1 at the end via finish
-check_fail() { echo "FAIL: $TEST_NAME: $*" >&2; _FAILS=$((_FAILS + 1)); }
+# soft failure: record and continue; the test fails at exit however it exits (finish or not)
+check_fail() {
+	echo "FAIL: $TEST_NAME: $*" >&2
+	_FAILS=$((_FAILS + 1))
+	echo "${*//$'\n'/ }" >>"$_FAILFILE" 2>/dev/null || true
+}
 info() { echo "# $*"; }
+[ -d "$WEFT_BIN" ] || fail "no $WEFT_BIN: build first (make), or point WEFT_BUILD at a build"
+# finish: the last line of every test: PASS (exit 0) or FAIL (exit 1) with the failed-check count.
 finish() {
-	if ((_FAILS > 0)); then echo "FAIL: $TEST_NAME ($_FAILS checks failed)"; exit 1; fi
+	local n
+	n=$(_fail_count)
+	_FINISHED=1
+	if ((n > 0)); then echo "FAIL: $TEST_NAME ($n checks failed)"; exit 1; fi
 	echo "PASS: $TEST_NAME"; exit 0
 }
 
@@ -179,8 +218,17 @@ veths_in() { ip -n "$1" -j link show type veth | jq length; }
 # reservations_in DIR: how many addresses a host-local store (or one network of it) holds
 reservations_in() { { find "$1" -type f ! -name 'last_reserved_ip*' ! -name lock ! -name '.*' 2>/dev/null || true; } | wc -l; }
 
-# require_plugins NAME...: skip unless our build has these plugins
-require_plugins() { local p; for p in "$@"; do [ -x "$WEFT_BIN/$p" ] || skip "no $WEFT_BIN/$p (build first)"; done; }
+# require_plugins NAME...: fail (not skip: a test of a missing plugin must not pass) unless our
+# build has these plugins
+require_plugins() { local p; for p in "$@"; do require_built "$WEFT_BIN/$p"; done; }
+# require_built FILE...: fail unless these files of our build exist (executables: and are executable)
+require_built() {
+	local f
+	for f in "$@"; do
+		[ -e "$f" ] || fail "$f is missing: build first (make), or point WEFT_BUILD at a build"
+		[ -d "$f" ] || [[ $f == *.a ]] || [ -x "$f" ] || fail "$f is not executable"
+	done
+}
 # require_ref_plugins NAME...: skip unless the reference plugins are installed in $REF_BIN
 require_ref_plugins() { local p; for p in "$@"; do [ -x "$REF_BIN/$p" ] || skip "no reference $p in $REF_BIN"; done; }
 
