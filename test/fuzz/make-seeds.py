@@ -199,3 +199,113 @@ write('netlink', '15-ack', error(0))
 write('netlink', '16-dump', vxlan + bridge + addr4 + route4 + neigh + msg(RTM_DELLINK, ifinfo(9)) + done)
 write('netlink', '17-truncated', (vxlan + route4)[:-7])
 write('netlink', '18-bad-attr-len', vxlan[:20] + struct.pack('=HH', 200, 3) + vxlan[24:])
+
+# ---- etcd (JSON gateway responses carry keys and values in base64) ----
+import base64
+import json
+
+S = '/weft/network/subnets/'
+
+
+def b64(s):
+    return base64.b64encode(s.encode()).decode()
+
+
+def lease(node, pub, mac=None, subnet6=None, backend='vxlan'):
+    d = {'node': node, 'publicIP': pub, 'backend': backend}
+    if mac:
+        d['vtepMAC'] = mac
+    if subnet6:
+        d['subnet6'] = subnet6
+    return json.dumps(d, separators=(',', ':'))
+
+
+def kv(key, value, create=5, mod=7):
+    d = {'key': b64(key), 'create_revision': str(create), 'mod_revision': str(mod), 'version': '1', 'lease': '7587'}
+    if value is not None:
+        d['value'] = b64(value)
+    return d
+
+
+def js(o):
+    return json.dumps(o, indent=1).encode()
+
+
+l2 = lease('node2', '10.250.100.2', '02:00:00:00:00:02', 'fd00:10:244:2::/64')
+l3 = lease('node3', '10.250.100.3', '02:00:00:00:00:03', backend='host-gw')
+write('etcd', '01-range', js({'header': {'cluster_id': '1', 'revision': '42'}, 'count': '3', 'kvs': [
+    kv(S + '10.244.2.0-24', l2, 3), kv(S + '10.244.3.0-24', l3, 4),
+    kv(S + '10.244.4.0-24', lease('node4', '10.250.100.4', '02:00:00:00:00:04'), 9)]}))
+# Issue 7's attacks: a lease outside the network, one inside another's subnet, a stolen node name.
+write('etcd', '02-range-conflicts', js({'header': {'revision': 50}, 'kvs': [
+    kv(S + '10.250.100.0-24', lease('fake', '10.250.100.50', '02:00:00:00:00:50'), 10),
+    kv(S + '10.244.2.0-24', l2, 3), kv(S + '10.244.2.0-25', lease('intruder', '10.250.100.9', '02:00:00:00:00:09'), 11),
+    kv(S + '10.244.7.0-24', lease('node2', '10.250.100.7', '02:00:00:00:00:07'), 12),
+    kv(S + '10.244.8.0-24', lease('node8', '10.250.100.8', '02:00:00:00:00:02'), 13),
+    kv(S + '10.244.1.0-24', lease('node1', '10.250.100.1'), 1)]}))
+write('etcd', '03-watch-put-delete', js({'result': {'header': {'revision': '60'}, 'events': [
+    {'kv': kv(S + '10.244.5.0-24', lease('node5', '10.250.100.5', '02:00:00:00:00:05'), 55)},
+    {'type': 'DELETE', 'kv': kv(S + '10.244.3.0-24', None, 0, 58)}]}}))
+write('etcd', '04-watch-created', js({'result': {'header': {'revision': '61'}, 'created': True}}))
+write('etcd', '05-watch-canceled', js({'result': {'canceled': True, 'compact_revision': '40',
+                                                  'cancel_reason': 'mvcc: required revision has been compacted'}}))
+write('etcd', '06-txn-failed', js({'header': {'revision': '70'}, 'succeeded': False, 'responses': [
+    {'response_range': {'kvs': [kv(S + '10.244.6.0-24', lease('node6', '10.250.100.6'), 66)], 'count': '1'}}]}))
+write('etcd', '07-txn-succeeded', js({'header': {'revision': '71'}, 'succeeded': True,
+                                     'responses': [{'response_put': {'header': {'revision': '71'}}}]}))
+write('etcd', '08-keepalive', js({'result': {'ID': '7587', 'TTL': '60'}}))
+write('etcd', '09-keepalive-error', js({'error': {'grpc_code': 5, 'message': 'requested lease not found'}}))
+write('etcd', '10-bad-base64', b'{"kvs": [{"key": "!!!", "value": "e30="}], "header": {"revision": "x"}}')
+write('etcd', '11-kv-lease', (S + '10.244.9.0-24\n' + lease('node9', '10.250.100.9', '02:00:00:00:00:09',
+                                                            'fd00:10:244:9::/64')).encode())
+write('etcd', '12-kv-bad-fields', (S + '10.244.10.0-24\n{"node":"Bad_Name","publicIP":"224.0.0.1","vtepMAC":'
+                                   '"ff:ff:ff:ff:ff:ff","subnet6":"10.0.0.0/8","backend":"vxlan-with-a-long-name"}').encode())
+write('etcd', '13-kv-bad-key', (S + '10.244.11.5-33\n{"node":"n"}').encode())
+write('etcd', '14-kv-long-name', (S + '10.244.12.0-24\n{"node":"' + 'a' * 250 + '.example.com","publicIP":'
+                                  '"10.250.100.12"}').encode())
+write('etcd', '15-kv-not-object', (S + 'fd00:10:244:3::-64\n[1,2]').encode())
+
+# ---- Kubernetes ----
+
+
+def knode(name, cidrs=None, pub=None, mac=None, backend='vxlan', ts='2026-11-25T10:00:00Z', cidr=None):
+    ann = {}
+    if pub:
+        ann['weft.dev/public-ip' + ('6' if ':' in pub else '')] = pub
+        ann['weft.dev/backend-type'] = backend
+    if mac:
+        ann['weft.dev/vtep-mac'] = mac
+    spec = {}
+    if cidrs is not None:
+        spec['podCIDRs'] = cidrs
+    if cidr:
+        spec['podCIDR'] = cidr
+    return {'kind': 'Node', 'apiVersion': 'v1', 'metadata': {'name': name, 'uid': '1b4e28ba', 'resourceVersion': '812',
+            'creationTimestamp': ts, 'annotations': ann, 'labels': {'kubernetes.io/hostname': name}}, 'spec': spec,
+            'status': {'addresses': [{'type': 'InternalIP', 'address': pub or ''}]}}
+
+
+n2 = knode('node2', ['10.244.2.0/24', 'fd00:10:244:2::/64'], '10.250.100.2', '02:00:00:00:00:02')
+write('kube', '01-nodelist', js({'kind': 'NodeList', 'apiVersion': 'v1', 'metadata': {'resourceVersion': '900'},
+                                 'items': [n2, knode('node3', ['10.244.3.0/24'], '10.250.100.3', backend='host-gw'),
+                                           knode('node4', cidr='10.244.4.0/24', pub='10.250.100.4',
+                                                 mac='02:00:00:00:00:04'),
+                                           knode('not-ready', ['10.244.5.0/24'])]}))
+write('kube', '02-nodelist-conflicts', js({'kind': 'NodeList', 'metadata': {'resourceVersion': '901'}, 'items': [
+    n2, knode('node7', ['10.244.2.0/24'], '10.250.100.7', '02:00:00:00:00:07', ts='2026-11-25T11:00:00Z'),
+    knode('node8', ['10.244.8.0/24'], '10.250.100.8', '02:00:00:00:00:02', ts='2026-11-25T09:00:00Z'),
+    knode('node9', ['10.250.100.0/24'], '10.250.100.9'), knode('node1', ['10.244.1.0/24'], '10.250.100.1'),
+    knode('v6only', ['fd00:10:244:6::/64'], 'fd00::6')]}))
+write('kube', '03-watch-stream', b'\n'.join(json.dumps(e).encode() for e in [
+    {'type': 'ADDED', 'object': knode('node5', ['10.244.5.0/24'], '10.250.100.5', '02:00:00:00:00:05')},
+    {'type': 'MODIFIED', 'object': knode('node5', ['10.244.5.0/24'], '10.250.100.55', '02:00:00:00:00:05')},
+    {'type': 'BOOKMARK', 'object': {'kind': 'Node', 'metadata': {'resourceVersion': '950'}}},
+    {'type': 'DELETED', 'object': knode('node5')},
+    {'type': 'ERROR', 'object': {'kind': 'Status', 'code': 410, 'reason': 'Expired', 'message': 'too old'}}]) + b'\n')
+write('kube', '04-node-bad-annotations', js(knode('Node_X', ['10.244.10.0/24', 'garbage', '10.244.11.0/24'],
+                                                  '255.255.255.255', 'zz:00:00:00:00:00')))
+write('kube', '05-node-long-name', js(knode('n' * 253, ['10.244.12.0/24'], '10.250.100.12',
+                                            ts='not-a-timestamp')))
+write('kube', '06-node-no-name', b'{"metadata": {"annotations": {"weft.dev/public-ip": "10.0.0.1"}}, "spec": '
+      b'{"podCIDRs": "10.244.0.0/24"}}')
+write('kube', '07-event-wrong-types', b'{"type": 1, "object": {"metadata": {"name": ["x"], "creationTimestamp": 5}}}')
