@@ -261,6 +261,9 @@ static void test_subnet_bounds(void **state) {
 		IpamError err;
 		int r = parse(ipam, NULL, CNI_VERSION_1_0_0, &c, &err);
 
+		/* Parsing alone accepts them (DEL and GC need that); the check refuses. */
+		assert_int_equal(r, 0);
+		r = ipam_config_check_subnets(c, &err);
 		if (!t[i].msg) {
 			if (r < 0)
 				fail_msg("%s: refused: %s", t[i].subnet, err.msg);
@@ -269,13 +272,20 @@ static void test_subnet_bounds(void **state) {
 		}
 		if (r != -EINVAL || !strstr(err.msg, t[i].msg))
 			fail_msg("%s: r=%d msg '%s', expected '%s'", t[i].subnet, r, err.msg, t[i].msg);
-		assert_null(c);
+		ipam_config_free(c);
 	}
-	/* The legacy flat form names its own key. */
+	/* The legacy flat form and runtime ranges name their own keys; the first bad set wins. */
 	IpamConfig *c = NULL;
 	IpamError err;
-	assert_int_equal(parse("{\"subnet\":\"0.0.0.0/0\"}", NULL, CNI_VERSION_1_0_0, &c, &err), -EINVAL);
+	assert_int_equal(parse("{\"subnet\":\"0.0.0.0/0\"}", NULL, CNI_VERSION_1_0_0, &c, &err), 0);
+	assert_int_equal(ipam_config_check_subnets(c, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "ipam.subnet: \"0.0.0.0/0\" is too large"));
+	c = ipam_config_free(c);
+	assert_int_equal(parse("{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\"},{\"subnet\":\"127.0.0.0/24\"}]]}",
+			       "[[{\"subnet\":\"10.9.0.0/24\"}]]", CNI_VERSION_1_0_0, &c, &err), 0);
+	assert_int_equal(ipam_config_check_subnets(c, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "ipam.ranges[0][1].subnet: \"127.0.0.0/24\" is invalid: it overlaps the loopback range"));
+	ipam_config_free(c);
 }
 
 static void test_resolv_conf(void **state) {

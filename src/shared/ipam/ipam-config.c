@@ -321,6 +321,16 @@ int ipam_config_parse(json_t *ipam, json_t *rc_ip_ranges, const char *net_name, 
 	return 0;
 }
 
+int ipam_config_check_subnets(const IpamConfig *c, IpamError *err) {
+	for (size_t i = 0; i < c->n_range_sets; i++) {
+		int r = ipam_range_set_check_subnets(&c->range_sets[i], err);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 IpamConfig *ipam_config_free(IpamConfig *c) {
 	if (!c)
 		return NULL;

@@ -35,6 +35,9 @@ typedef struct IpamConfig {
  */
 int ipam_config_parse(json_t *ipam, json_t *rc_ip_ranges, const char *net_name, CniVersion version,
 		      IpamConfig **ret, IpamError *err);
+/* ipam_range_set_check_subnets() on every range set of c: for ADD, CHECK and STATUS, which hand
+ * out or judge addresses (DEL and GC must work on what an older, laxer version allocated). */
+int ipam_config_check_subnets(const IpamConfig *c, IpamError *err);
 IpamConfig *ipam_config_free(IpamConfig *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(IpamConfig *, ipam_config_free);
 

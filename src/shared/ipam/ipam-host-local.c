@@ -29,6 +29,10 @@ static int host_local_parse(CniRequest *req, void *userdata) {
 	r = ipam_config_parse(req->ipam, req->rc_ip_ranges, req->name, req->version, &conf->ipam, &err);
 	if (r == -ENOMEM)
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "out of memory");
+	/* Only where addresses are handed out or judged: DEL and GC must still release what an
+	 * older version allocated from a subnet we now refuse. */
+	if (r >= 0 && req->command != CNI_CMD_DEL && req->command != CNI_CMD_GC)
+		r = ipam_config_check_subnets(conf->ipam, &err);
 	if (r < 0)
 		return cni_fail(req, r, CNI_ERR_INVALID_NETCONF, "%s", err.msg);
 	return 0;

@@ -69,7 +69,6 @@ int ipam_range_canonicalize(IpamRange *r, const char *key, IpamError *err) {
 	char s[IP_PREFIX_STRLEN], a[IP_ADDR_STRLEN], b[IP_ADDR_STRLEN];
 	int family = r->subnet.addr.family;
 	unsigned bits = ip_family_bits(family);
-	const char *what;
 	IpPrefix net;
 
 	if (bits == 0)
@@ -83,13 +82,6 @@ int ipam_range_canonicalize(IpamRange *r, const char *key, IpamError *err) {
 		return ipam_error_set(err, -EINVAL,
 				      "%s.subnet: %s has host bits set; for a prefix length of %u the network address is %s",
 				      key, s, r->subnet.len, ip_addr_to_string(&net.addr, a));
-	if (r->subnet.len < IPAM_SUBNET_MIN_PREFIX)
-		return ipam_error_set(err, -EINVAL,
-				      "%s.subnet: \"%s\" is too large: prefix length /%u is shorter than /%u, which spans more than one /8 of the address plan and is no sane pod network",
-				      key, s, r->subnet.len, IPAM_SUBNET_MIN_PREFIX);
-	if ((what = subnet_forbidden_reason(&r->subnet)))
-		return ipam_error_set(err, -EINVAL, "%s.subnet: \"%s\" is invalid: it overlaps %s, which holds no pod addresses",
-				      key, s, what);
 
 	if (!ip_addr_is_set(&r->gateway))
 		(void) ip_addr_next(&net.addr, &r->gateway);
@@ -169,6 +161,30 @@ int ipam_range_set_canonicalize(IpamRangeSet *s, IpamError *err) {
 				return ipam_error_set(err, -EINVAL, "%s: ranges %s and %s overlap", key,
 						      ipam_range_to_string(&s->ranges[i], x),
 						      ipam_range_to_string(&s->ranges[j], y));
+	return 0;
+}
+
+int ipam_range_set_check_subnets(const IpamRangeSet *s, IpamError *err) {
+	const char *key = s->key ?: "range set", *what;
+	char sub[IP_PREFIX_STRLEN], k[256];
+
+	for (size_t i = 0; i < s->n_ranges; i++) {
+		const IpPrefix *p = &s->ranges[i].subnet;
+
+		if (s->flat)
+			snprintf(k, sizeof(k), "%s", key);
+		else
+			snprintf(k, sizeof(k), "%s[%zu]", key, i);
+		ip_prefix_to_string(p, sub);
+		if (p->len < IPAM_SUBNET_MIN_PREFIX)
+			return ipam_error_set(err, -EINVAL,
+					      "%s.subnet: \"%s\" is too large: prefix length /%u is shorter than /%u, which spans more than one /8 of the address plan and is no sane pod network",
+					      k, sub, p->len, IPAM_SUBNET_MIN_PREFIX);
+		if ((what = subnet_forbidden_reason(p)))
+			return ipam_error_set(err, -EINVAL,
+					      "%s.subnet: \"%s\" is invalid: it overlaps %s, which holds no pod addresses", k, sub,
+					      what);
+	}
 	return 0;
 }
 

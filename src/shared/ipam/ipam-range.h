@@ -62,6 +62,11 @@ int64_t ipam_range_size(const IpamRange *r);
  * within the set. An empty set is an error. 0 or -EINVAL with err set.
  */
 int ipam_range_set_canonicalize(IpamRangeSet *s, IpamError *err);
+/* Refuses subnets no pod network can be: shorter than /8, or overlapping the unspecified,
+ * loopback or multicast ranges (the bound and the reasons are in ipam-range.c). Separate from
+ * canonicalization because only ADD, CHECK and STATUS apply it: DEL and GC of attachments made
+ * with such a config by an older version must still work. 0 or -EINVAL with err naming the key. */
+int ipam_range_set_check_subnets(const IpamRangeSet *s, IpamError *err);
 /* Index of the range containing a, or -ENOENT. */
 ssize_t ipam_range_set_find(const IpamRangeSet *s, const IpAddr *a);
 bool ipam_range_set_contains(const IpamRangeSet *s, const IpAddr *a);
