@@ -40,6 +40,7 @@ static inline void fuzz_check_leases(const NodeLease *ls, const char *const *key
 	LeaseFilter f = { .subnet_len = 24, .subnet_len6 = 64, .self_name = "node1", .self_mac = self_mac,
 			  .local = local, .n_local = 2 };
 	LeaseCandidate c[FUZZ_LEASES_MAX];
+	LeaseReject checked[FUZZ_LEASES_MAX];
 
 	if (ip_prefix_parse("10.244.0.0/16", &f.network) < 0 || ip_prefix_parse("fd00:10:244::/56", &f.network6) < 0 ||
 	    ip_prefix_parse("10.244.1.0/24", &f.self_subnet) < 0 || ip_prefix_parse("10.250.100.1/24", &local[0]) < 0 ||
@@ -66,15 +67,16 @@ static inline void fuzz_check_leases(const NodeLease *ls, const char *const *key
 			abort(); /* a refusal is logged with a reason */
 		free(detail);
 		c[i] = (LeaseCandidate) { .lease = l, .key = keys ? keys[i] : NULL, .verdict = v };
+		checked[i] = v;
 	}
 	if (lease_filter_resolve(c, n) < 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
-		if (c[i].verdict == LEASE_REJECT_OVERLAP || c[i].verdict == LEASE_REJECT_DUPLICATE_NAME ||
-		    c[i].verdict == LEASE_REJECT_DUPLICATE_MAC) {
+		/* Only resolve() sets a winner: check() refuses with the same reasons (our own name). */
+		if (checked[i] == LEASE_ACCEPTED && c[i].verdict != LEASE_ACCEPTED) {
 			size_t w = c[i].winner;
-			/* Only conflicts set a winner; a verdict from check() may be one of these too. */
-			if (w < n && w != i && c[w].verdict == LEASE_ACCEPTED && fuzz_age_cmp(&c[w], &c[i]) > 0)
+
+			if (w >= n || w == i || c[w].verdict != LEASE_ACCEPTED || fuzz_age_cmp(&c[w], &c[i]) > 0)
 				abort();
 		}
 		if (c[i].verdict != LEASE_ACCEPTED)
