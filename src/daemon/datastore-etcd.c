@@ -305,7 +305,6 @@ static void set_connected(Datastore *d, bool connected) {
 /* ---- watch ---- */
 
 static void watch_start_range(Datastore *d);
-static void renew_put(Datastore *d, const char *target, int64_t rev);
 static void renew_lost(Datastore *d, const EtcdKv *holder);
 
 /* How long after putting our key back no list is trusted: by then every live node has noticed
@@ -322,7 +321,11 @@ static void own_key_missing(Datastore *d, const char *why) {
 	log_warning("etcd: our subnet key %s %s: putting it back (keeping what is programmed)", d->key, why);
 	d->lost_key = true;
 	etcd_request_cancel(TAKE_PTR(d->renew_req));
-	renew_put(d, "CREATE", 0);
+	/* Not from here: this runs inside curl's callbacks, where no transfer may be started.
+	 * dispatch() starts the put right after. */
+	d->renew_state = RENEW_PUT;
+	d->renew_at = etcd_now_usec();
+	update_wakeup(d);
 }
 
 static void watch_failed(Datastore *d, int r) {
@@ -564,6 +567,7 @@ static void renew_lost(Datastore *d, const EtcdKv *holder) {
 }
 
 static void renew_grant(Datastore *d);
+static void renew_put(Datastore *d, const char *target, int64_t rev);
 
 static void on_put_done(EtcdClient *c, int error, json_t *resp, void *userdata) {
 	Datastore *d = userdata;

@@ -18,7 +18,8 @@
 #
 # Knobs (environment): CLUSTER_NETWORK (10.244.0.0/16), CLUSTER_SUBNET_LEN (24),
 # CLUSTER_MASQ (true), CLUSTER_EXTRA_BACKEND (extra JSON members for "Backend", e.g. '"DirectRouting": true'),
-# WEFTD_ARGS (extra weftd args for every node), WEFTD_LEASE_TTL (default 10).
+# WEFTD_ARGS (extra weftd args for every node), WEFTD_LEASE_TTL (default 10),
+# CLUSTER_UNDERLAY (first three octets of the underlay /24, default 10.99.0; set before sourcing).
 
 CLUSTER_NETWORK=${CLUSTER_NETWORK:-10.244.0.0/16}
 CLUSTER_NETWORK6=${CLUSTER_NETWORK6:-}   # e.g. fd00:10:244::/56 for dual-stack (SubnetLen6 64)
@@ -27,9 +28,10 @@ CLUSTER_MASQ=${CLUSTER_MASQ:-true}
 CLUSTER_EXTRA_BACKEND=${CLUSTER_EXTRA_BACKEND:-}
 WEFTD_LEASE_TTL=${WEFTD_LEASE_TTL:-10}
 WEFTD=${WEFTD:-$WEFT_BIN/weftd}
-ETCD_IP=10.99.0.2
+CLUSTER_UNDERLAY=${CLUSTER_UNDERLAY:-10.99.0}
+ETCD_IP=$CLUSTER_UNDERLAY.2
 ETCD_URL=http://$ETCD_IP:2379
-OUTSIDE_IP=10.99.0.200
+OUTSIDE_IP=$CLUSTER_UNDERLAY.200
 ETCD_PREFIX=/weft/network
 CLUSTER_N=0
 CLUSTER_BACKEND=
@@ -48,7 +50,7 @@ cluster_require() {
 
 node_ns() { echo "w-n$1-$$"; }
 pod_ns() { echo "w-p$1-$$"; }
-node_ip() { echo "10.99.0.$((10 + $1))"; }
+node_ip() { echo "$CLUSTER_UNDERLAY.$((10 + $1))"; }
 node_dir() { echo "$T/n$1"; }
 
 # _attach NS IFNAME ADDR: veth from NS (as eth0) to the underlay bridge

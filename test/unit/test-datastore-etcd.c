@@ -705,6 +705,89 @@ static void test_etcd_restart(void **state) {
 	ds_free(w);
 }
 
+/* Issue 7 item 4: our key deleted under us is put back at once (same subnet, same node); taken
+ * over by another node, dispatch() reports -EADDRINUSE and nothing is put back. */
+static void test_own_key_deleted(void **state) {
+	static Recorder rec;
+	Datastore *a = ds_open_ttl("/t/own", 30);
+	EtcdClient *c = raw_client();
+	NodeLease l;
+	char *v;
+	int i, r;
+
+	assert_int_equal(acquire(a, "10.65.0.0/16", 24, "owner", 1, NULL, &l), 0);
+	assert_int_equal(datastore_etcd_ops.watch(a, record, &rec), 0);
+	assert_int_equal(pump(&a, 1, 5000, &rec, 0, "RESYNC"), 0);
+
+	assert_int_equal(etcd_delete(c, "/t/own/subnets/10.65.0.0-24", NULL), 0);
+	i = pump(&a, 1, 3000, &rec, 1, "SELF_RECREATED");
+	if (i < 0)
+		rec_dump(&rec);
+	assert_true(i > 0);
+	v = raw_get("/t/own/subnets/10.65.0.0-24", NULL);
+	assert_non_null(strstr(v, "\"owner\""));
+	free(v);
+	assert_int_equal(rec_find(&rec, 1, "DELETE owner"), -1); /* not passed on as a node leaving */
+
+	/* overwritten by another node: lost, reported once, not fought over */
+	assert_int_equal(etcd_put(c, "/t/own/subnets/10.65.0.0-24", "{\"node\":\"thief\"}", 0), 0);
+	r = pump(&a, 1, 3000, NULL, 0, NULL);
+	assert_int_equal(r, -EADDRINUSE);
+	assert_non_null(strstr(datastore_etcd_ops.last_error(a), "thief"));
+	assert_int_equal(pump(&a, 1, 1000, NULL, 0, NULL), -1);
+	v = raw_get("/t/own/subnets/10.65.0.0-24", NULL);
+	assert_string_equal(v, "{\"node\":\"thief\"}");
+	free(v);
+	etcd_delete(c, "/t/own/subnets/10.65.0.0-24", NULL);
+	etcd_client_free(c);
+	ds_free(a);
+}
+
+/* Issue 7 item 6: a store that lost everything (our key and our etcd lease, the others' keys) is
+ * not listed to weftd until our key is back and the others have had time to return: no RESYNC
+ * without our own lease in it. */
+static void test_wiped_store(void **state) {
+	static Recorder rec;
+	Datastore *a = ds_open_ttl("/t/wipe", 3), *b = ds_open_ttl("/t/wipe", 3), *both[2] = { a, b };
+	EtcdClient *c = raw_client();
+	int64_t lease_a, lease_b;
+	NodeLease l;
+	uint64_t t0;
+	int i;
+	char *v;
+
+	assert_int_equal(acquire(a, "10.66.0.0/16", 24, "wa", 1, NULL, &l), 0);
+	assert_int_equal(acquire(b, "10.66.0.0/16", 24, "wb", 2, NULL, &l), 0);
+	assert_int_equal(datastore_etcd_ops.watch(a, record, &rec), 0);
+	assert_int_equal(pump(both, 2, 5000, &rec, 0, "RESYNC"), 0);
+	assert_string_equal(rec.lines[0], "RESYNC 2 wa wb");
+
+	/* the wipe: both leases gone (their keys with them), and a's watch starts over */
+	free(raw_get("/t/wipe/subnets/10.66.0.0-24", &lease_a));
+	free(raw_get("/t/wipe/subnets/10.66.1.0-24", &lease_b));
+	assert_int_equal(etcd_lease_revoke(c, lease_a), 0);
+	assert_int_equal(etcd_lease_revoke(c, lease_b), 0);
+	t0 = now_ms();
+	assert_int_equal(datastore_etcd_ops.relist(a), 0);
+	i = pump(both, 2, 8000, &rec, 1, "RESYNC");
+	if (i < 0)
+		rec_dump(&rec);
+	assert_true(i > 0);
+	/* the first list handed on has both again: none in between lacked them */
+	assert_string_equal(rec.lines[i], "RESYNC 2 wa wb");
+	assert_true(rec_find(&rec, 1, "SELF_RECREATED") > 0);
+	assert_true(now_ms() - t0 >= 1000); /* a settling time after putting ours back */
+	assert_int_equal(rec_find(&rec, 1, "DELETE"), -1);
+	v = raw_get("/t/wipe/subnets/10.66.0.0-24", NULL);
+	assert_non_null(strstr(v, "\"wa\""));
+	free(v);
+	datastore_etcd_ops.release(a);
+	datastore_etcd_ops.release(b);
+	etcd_client_free(c);
+	ds_free(a);
+	ds_free(b);
+}
+
 static void test_concurrent_acquire(void **state) {
 	enum { N = 5 };
 	int pfd[2], status;
@@ -762,6 +845,8 @@ int main(void) {
 		cmocka_unit_test(test_watch),
 		cmocka_unit_test(test_ttl_expiry),
 		cmocka_unit_test(test_renewal_and_recreate),
+		cmocka_unit_test(test_own_key_deleted),
+		cmocka_unit_test(test_wiped_store),
 		cmocka_unit_test(test_concurrent_acquire),
 		cmocka_unit_test(test_etcd_restart),
 	};
