@@ -7,7 +7,8 @@
 #
 # Pass/fail is decided here, not by the script's last line: the EXIT trap turns any exit into a
 # failure when a check_fail was recorded (also from a subshell: they are counted in a file), and an
-# exit 0 that did not come from finish (a script that forgot it, or an early `exit 0`) fails too.
+# exit 0 that did not come from finish (a test-*.sh that forgot it, or an early `exit 0`) fails too;
+# programs that only borrow the helpers (tools/demo) are not held to finish, but still to check_fail.
 # A skip after failed checks is a failure. Our own binaries missing is a failure, never a skip and
 # never a fallback to the reference plugins (those run only where a script asks: REF=1, BIN=$REF_BIN).
 set -euo pipefail
@@ -45,7 +46,7 @@ _lib_cleanup() {
 		elif ((n > 0)) && [ "$rc" = 77 ]; then
 			echo "FAIL: $TEST_NAME ($n checks failed before the skip)"
 			rc=1
-		elif [ "$rc" = 0 ] && [ "$_FINISHED" != 1 ]; then
+		elif [ "$rc" = 0 ] && [ "$_FINISHED" != 1 ] && [[ $TEST_NAME == test-* ]]; then
 			echo "FAIL: $TEST_NAME exited 0 without reaching finish (an early exit 0, or finish missing)"
 			rc=1
 		fi

@@ -3,7 +3,7 @@
 # and their exit status must say so. A test library whose scripts pass after failed checks makes
 # every test built on it unable to fail.
 #
-#   $T/case-NAME.sh  ── sources LIB (default: this directory's lib.sh) ── exit status, output
+#   $T/test-case-NAME.sh ── sources LIB (default: this directory's lib.sh) ── exit status, output
 #                       WEFT_BUILD=$T/build (bin/bridge exists, nothing else)
 #
 # LIB=path/to/old/lib.sh runs the cases against another copy (to see them fail on the old one).
@@ -20,7 +20,7 @@ chmod +x "$FAKE/bin/bridge"
 # run_case NAME EXPECT BODY [WEFT_BUILD]: run BODY after sourcing LIB; exit status must be EXPECT
 # ("nonzero" = anything but 0 and 77). Sets OUT (stdout+stderr of the case).
 run_case() {
-	local name=$1 expect=$2 body=$3 build=${4:-$FAKE} f=$T/case-$1.sh rc ok=0 l
+	local name=$1 expect=$2 body=$3 build=${4:-$FAKE} f=${RUN_CASE_FILE:-$T/test-case-$1.sh} rc ok=0 l
 	{
 		echo '#!/usr/bin/env bash'
 		printf '. %q\n' "$LIB"
@@ -50,18 +50,23 @@ run_case() {
 # the verdicts that were right before
 run_case all-good 0 'check_ok=1; [ "$check_ok" = 1 ] || check_fail "no"; finish'
 run_case finish-with-failures 1 'check_fail "one"; check_fail "two"; finish'
-grep -q 'FAIL: case-finish-with-failures (2 checks failed)' <<<"$OUT" || check_fail "finish's summary line is missing: $OUT"
+grep -q 'FAIL: test-case-finish-with-failures (2 checks failed)' <<<"$OUT" || check_fail "finish's summary line is missing: $OUT"
 run_case skip 77 'skip "no such kernel feature"'
 run_case fail 1 'fail "hard failure"; finish'
 run_case set-e nonzero 'false; finish'
 
 # a script that forgets finish, or leaves early with exit 0, must not pass
 run_case forgot-finish-with-failures 1 'check_fail "forgotten"'
-grep -q 'FAIL: case-forgot-finish-with-failures (1 checks failed' <<<"$OUT" ||
+grep -q 'FAIL: test-case-forgot-finish-with-failures (1 checks failed' <<<"$OUT" ||
 	check_fail "no summary when finish is missing: $OUT"
 run_case early-exit-0-with-failures 1 'check_fail "bad"; exit 0; finish'
 run_case forgot-finish-clean 1 'info "all checks passed, but the script never says so"'
 run_case early-exit-0-clean 1 'exit 0; check_fail "never reached"; finish'
+# a program that borrows the helpers (not a test-*.sh: tools/demo) need not call finish, but its
+# failed checks still fail it
+run_case_named() { local f=$1; shift; RUN_CASE_FILE=$f run_case "$@"; }
+run_case_named "$T/demo-like.sh" program-without-finish 0 'info "done"'
+run_case_named "$T/demo-like.sh" program-with-failures 1 'check_fail "broken"'
 # a skip after failed checks hides nothing
 run_case skip-after-failures 1 'check_fail "config error"; skip "kernel lacks it"'
 # failures recorded in subshells count: command substitution, pipeline, background job
