@@ -10,7 +10,7 @@
 . "$(dirname "$0")/../netns/lib.sh"
 require_root
 require_cmd jq ip
-[ -x "$WEFT_BIN/host-local" ] || skip "no $WEFT_BIN/host-local (build first)"
+require_plugins host-local
 [ -x "$REF_BIN/host-local" ] || skip "reference host-local not installed in $REF_BIN"
 
 NS=$(mk_netns hli)

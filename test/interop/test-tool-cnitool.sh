@@ -13,7 +13,7 @@
 require_root
 require_cmd jq ip
 WEFT=$WEFT_BUILD/tool/weft
-[ -x "$WEFT" ] || skip "weft not built ($WEFT)"
+require_built "$WEFT"
 [ -x "$CNITOOL" ] || skip "cnitool not built (tools/build-cnitool.sh)"
 for p in loopback host-local; do [ -x "$REF_BIN/$p" ] || skip "reference $p missing"; done
 

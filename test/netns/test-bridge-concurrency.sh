@@ -9,13 +9,12 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd ip nft jq ping
-require_plugins bridge
-[ -x "$WEFT_BIN/host-local" ] || [ -x "$REF_BIN/host-local" ] || skip "no host-local IPAM"
+require_plugins bridge host-local
 
 N=${N:-50}
 HOSTNS=$(mk_netns host)
 STORE=$T/store
-IPAM_PATH=$WEFT_BIN:$REF_BIN
+IPAM_PATH=$WEFT_BIN
 CONF=$T/conf.json
 jq -n --arg store "$STORE" '{"cniVersion":"1.0.0","name":"conc","type":"bridge","bridge":"br0",
 	"isDefaultGateway":true,"ipMasq":true,"macspoofchk":true,

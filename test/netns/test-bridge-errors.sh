@@ -6,14 +6,13 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd ip nft jq
-require_plugins bridge
-[ -x "$WEFT_BIN/host-local" ] || [ -x "$REF_BIN/host-local" ] || skip "no host-local IPAM"
+require_plugins bridge host-local
 
 HOSTNS=$(mk_netns host)
 POD=$(mk_netns pod)
 STORE=$T/store
 # shellcheck disable=SC2034 # the CNI_PATH of lib.sh's hcni
-IPAM_PATH=$WEFT_BIN:$REF_BIN
+IPAM_PATH=$WEFT_BIN
 
 nft_elems() { ip netns exec "$HOSTNS" nft -j list ruleset | jq '[.nftables[] | select(.set?.name? | tostring | startswith("br-")) | .set.elem[]?] | length'; }
 

@@ -12,14 +12,13 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd ip bridge nft jq ping
-require_plugins bridge
-[ -x "$WEFT_BIN/host-local" ] || [ -x "$REF_BIN/host-local" ] || skip "no host-local IPAM"
+require_plugins bridge host-local
 
 HOSTNS=$(mk_netns host)
 STORE=$T/store
-# Our host-local first; the reference one is only a fallback while ours is missing.
+# Our host-local only: the reference is never a silent stand-in for a plugin under test.
 # shellcheck disable=SC2034 # the CNI_PATH of lib.sh's hcni
-IPAM_PATH=$WEFT_BIN:$REF_BIN
+IPAM_PATH=$WEFT_BIN
 
 masq_elems() { ip netns exec "$HOSTNS" nft -j list ruleset | jq -r '[.nftables[] | select(.set?.name? | tostring | test("^br-")) | .set.elem[]? | .elem?.comment? // empty] | .[]' | sort | tr '\n' ' '; }
 

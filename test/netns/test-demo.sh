@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd etcd jq python3
-[ -x "$WEFT_BIN/weftd" ] || skip "weftd not built"
+require_plugins weftd
 before=$(ip -br link | awk '{print $1}' | sort | tr '\n' ' ')
 for backend in vxlan host-gw; do
 	if out=$(WEFT_BUILD=$WEFT_BUILD "$TOP/tools/demo" --backend "$backend" --no-iperf 2>&1); then

@@ -13,7 +13,7 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd jq ip
-[ -x "$WEFT_BIN/host-local" ] || skip "no $WEFT_BIN/host-local (build first)"
+require_plugins host-local
 
 NS=$(mk_netns hl)
 

@@ -13,7 +13,7 @@
 . "$(dirname "$0")/lib.sh"
 require_cmd cmp stat sha256sum
 WEFT=$WEFT_BUILD/tool/weft
-[ -x "$WEFT" ] || skip "weft not built ($WEFT)"
+require_built "$WEFT"
 
 SRC=$T/src
 DEST=$T/dest

@@ -12,7 +12,7 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd ip nft jq ping nc cc pkg-config
-[ -f "$WEFT_BUILD/libweft.a" ] || skip "no $WEFT_BUILD/libweft.a (build first)"
+require_built "$WEFT_BUILD/libweft.a"
 
 # --- driver -----------------------------------------------------------------------------------
 cat >"$T/drv.c" <<'EOF'

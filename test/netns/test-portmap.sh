@@ -12,14 +12,13 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd ip nft jq nc timeout
-require_plugins bridge portmap
-[ -x "$WEFT_BIN/host-local" ] || [ -x "$REF_BIN/host-local" ] || skip "no host-local IPAM"
+require_plugins bridge portmap host-local
 
 HOSTNS=$(mk_netns host)
 CLIENT=$(mk_netns client)
 STORE=$T/store
 # shellcheck disable=SC2034 # the CNI_PATH of lib.sh's hcni
-IPAM_PATH=$WEFT_BIN:$REF_BIN
+IPAM_PATH=$WEFT_BIN
 SERVERS=()
 # shellcheck disable=SC2016 # expanded at exit, on purpose
 on_exit 'for p in "${SERVERS[@]}"; do kill "$p"; done'

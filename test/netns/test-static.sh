@@ -7,8 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd ip jq ping
-[ -x "$WEFT_BIN/static" ] || skip "no $WEFT_BIN/static (build first)"
-[ -x "$WEFT_BIN/bridge" ] || skip "no $WEFT_BIN/bridge"
+require_plugins static bridge
 
 HOSTNS=$(mk_netns host)
 P=$(mk_netns pod)

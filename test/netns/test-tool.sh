@@ -16,11 +16,10 @@ require_root
 require_cmd jq ip base64 sha512sum
 
 WEFT=$WEFT_BUILD/tool/weft
-[ -x "$WEFT" ] || skip "weft not built ($WEFT)"
-# Real plugins: ours once they build, the reference ones meanwhile.
+require_built "$WEFT"
+# Real plugins: ours (the reference ones are for test/interop/test-tool-cnitool.sh).
+require_plugins loopback host-local
 PLUGBIN=$WEFT_BIN
-[ -x "$PLUGBIN/loopback" ] && [ -x "$PLUGBIN/host-local" ] || PLUGBIN=$REF_BIN
-[ -x "$PLUGBIN/loopback" ] || skip "no loopback plugin in $WEFT_BIN or $REF_BIN"
 
 CONF=$T/net.d
 CACHE=$T/cache

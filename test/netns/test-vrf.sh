@@ -11,7 +11,7 @@
 require_root
 require_cmd ip jq ping
 require_kind vrf
-[ -x "$WEFT_BIN/vrf" ] || skip "no $WEFT_BIN/vrf (build first)"
+require_plugins vrf
 
 POD=$(mk_netns pod)
 PEER=$(mk_netns peer)
