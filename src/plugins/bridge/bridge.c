@@ -242,7 +242,7 @@ static int bridge_add(CniRequest *req, void *userdata, CniResult **ret) {
 				gws[n_gws++] = (IpPrefix) { .addr = gw, .len = ip->address.len };
 		}
 
-		r = pod_iface_configure(cont, netns_fd, req->ifname, res, IFACE_CONT, c->enable_dad, &req->error);
+		r = pod_iface_configure_link(cont, netns_fd, &cveth, res, IFACE_CONT, c->enable_dad, &req->error);
 		if (r < 0)
 			return r;
 
@@ -292,13 +292,8 @@ static int bridge_add(CniRequest *req, void *userdata, CniResult **ret) {
 			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set %s up: %s", req->ifname, strerror(-r));
 	}
 
-	/* The host end's and the bridge's MACs as they are now (the bridge's changes when its first
-	 * port arrives unless pinned). */
-	r = nl_link_get(host, NULL, hveth.ifindex, &hveth);
-	if (r >= 0)
-		r = nl_link_get(host, NULL, br.ifindex, &br);
-	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up %s: %s", host_name, strerror(-r));
+	/* The MACs as read when the links were set up: pod_bridge_ensure() pinned the bridge's (so a
+	 * port arriving does not change it) and enslaving a port leaves the port's alone. */
 	free(res->interfaces[IFACE_BRIDGE].mac);
 	free(res->interfaces[IFACE_HOST].mac);
 	res->interfaces[IFACE_BRIDGE].mac = strdup(mac_str(br.mac, ms));

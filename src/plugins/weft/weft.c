@@ -266,14 +266,11 @@ static int weft_add(CniRequest *req, void *userdata, CniResult **ret) {
 	if (cni_dns_merge(&res->dns, &req->dns) < 0)
 		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
 
-	r = pod_iface_configure(cont, netns_fd, req->ifname, res, IFACE_CONT, false, &req->error);
+	r = pod_iface_configure_link(cont, netns_fd, &cveth, res, IFACE_CONT, false, &req->error);
 	if (r < 0)
 		return r;
 
-	/* The host end's MAC as it is now (the bridge's was pinned by pod_bridge_ensure). */
-	r = nl_link_get(host, NULL, hveth.ifindex, &hveth);
-	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up %s: %s", host_name, strerror(-r));
+	/* The MACs as read at set-up: the bridge's is pinned (pod_bridge_ensure), enslaving leaves the port's. */
 	res->interfaces[IFACE_BRIDGE].mac = strdup(ether_addr_format(br.mac, ms));
 	res->interfaces[IFACE_HOST].mac = strdup(ether_addr_format(hveth.mac, ms));
 	if (!res->interfaces[IFACE_BRIDGE].mac || !res->interfaces[IFACE_HOST].mac)

@@ -22,19 +22,25 @@ int pod_bridge_ensure(NlSock *host, const PodBridgeConfig *c, NlLink *ret, CniEr
 	NlLink br;
 	int r;
 
-	/* ip link add NAME [mtu MTU] type bridge [vlan_filtering 1] — EEXIST for a bridge is fine */
-	r = nl_bridge_create(host, &(NlBridgeConfig) {
-		.name = c->name,
-		.mtu = c->mtu,
-		.vlan_filtering = c->vlan_filtering,
-	});
-	if (r == -EEXIST)
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "%s already exists but is not a bridge", c->name);
-	if (r < 0)
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to create bridge %s: %s%s", c->name,
-				     strerror(-r), extack_of(host, ea));
-
+	/* Every ADD but a node's first finds the bridge: look it up first (one round trip instead of
+	 * a create that fails with EEXIST plus lookups). The existing bridge's settings are left
+	 * alone, as the reference does. */
 	r = nl_link_get(host, c->name, 0, &br);
+	if (r == -ENODEV) {
+		/* ip link add NAME [mtu MTU] type bridge [vlan_filtering 1] — a concurrent creator
+		 * winning the race is fine (nl_bridge_create() checks it made a bridge) */
+		r = nl_bridge_create(host, &(NlBridgeConfig) {
+			.name = c->name,
+			.mtu = c->mtu,
+			.vlan_filtering = c->vlan_filtering,
+		});
+		if (r == -EEXIST)
+			return cni_error_set(err, r, CNI_ERR_INTERNAL, "%s already exists but is not a bridge", c->name);
+		if (r < 0)
+			return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to create bridge %s: %s%s", c->name,
+					     strerror(-r), extack_of(host, ea));
+		r = nl_link_get(host, c->name, 0, &br);
+	}
 	if (r < 0)
 		return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not look up bridge %s: %s", c->name,
 				     strerror(-r));
@@ -46,6 +52,8 @@ int pod_bridge_ensure(NlSock *host, const PodBridgeConfig *c, NlLink *ret, CniEr
 		if (r < 0)
 			return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not set promiscuous mode on %s: %s%s",
 					     c->name, strerror(-r), extack_of(host, ea));
+		br.flags |= IFF_PROMISC;
+		br.promisc = true;
 	}
 
 	/* We own the bridge's routes; best effort like the reference (IPv6 may be disabled). */
@@ -57,6 +65,7 @@ int pod_bridge_ensure(NlSock *host, const PodBridgeConfig *c, NlLink *ret, CniEr
 		if (r < 0)
 			return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not set bridge %s up: %s%s", c->name,
 					     strerror(-r), extack_of(host, ea));
+		br.flags |= IFF_UP;
 	}
 
 	/* Pin the MAC before any port of ours is attached: an unpinned bridge takes the lowest MAC of
@@ -67,12 +76,9 @@ int pod_bridge_ensure(NlSock *host, const PodBridgeConfig *c, NlLink *ret, CniEr
 	if (r < 0)
 		return r;
 
-	if (ret) {
-		r = nl_link_get(host, NULL, br.ifindex, ret);
-		if (r < 0)
-			return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not look up bridge %s: %s", c->name,
-					     strerror(-r));
-	}
+	/* No refetch: what we changed is in br, and the pinned MAC is the one we read. */
+	if (ret)
+		*ret = br;
 	return 0;
 }
 

@@ -130,9 +130,6 @@ static int settle_addresses(NlSock *cont, const char *ifname, int ifindex, CniEr
 
 int pod_iface_configure(NlSock *cont, int netns_fd, const char *ifname, const CniResult *r, int iface_index,
 			bool enable_dad, CniError *err) {
-	IpAddr gw4 = { .family = AF_UNSPEC }, gw6 = { .family = AF_UNSPEC };
-	char ea[300], as[IP_PREFIX_STRLEN], gs[IP_ADDR_STRLEN];
-	bool has_v6 = false, has_ip = false;
 	NlLink link;
 	int k;
 
@@ -140,6 +137,17 @@ int pod_iface_configure(NlSock *cont, int netns_fd, const char *ifname, const Cn
 	if (k < 0)
 		return cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to look up %s in the container: %s", ifname,
 				     strerror(-k));
+	return pod_iface_configure_link(cont, netns_fd, &link, r, iface_index, enable_dad, err);
+}
+
+int pod_iface_configure_link(NlSock *cont, int netns_fd, const NlLink *l, const CniResult *r, int iface_index,
+			     bool enable_dad, CniError *err) {
+	IpAddr gw4 = { .family = AF_UNSPEC }, gw6 = { .family = AF_UNSPEC };
+	char ea[300], as[IP_PREFIX_STRLEN], gs[IP_ADDR_STRLEN];
+	bool has_v6 = false, has_ip = false;
+	const char *ifname = l->name;
+	NlLink link = *l;
+	int k;
 
 	for (size_t i = 0; i < r->n_ips; i++) {
 		if (!ip_for_iface(&r->ips[i], iface_index))

@@ -25,6 +25,10 @@
  */
 int pod_iface_configure(NlSock *cont, int netns_fd, const char *ifname, const CniResult *r, int iface_index,
 			bool enable_dad, CniError *err);
+/* The same, for a pod interface the caller has just looked up or created (link->ifindex and
+ * link->name are used): one netlink round trip less. */
+int pod_iface_configure_link(NlSock *cont, int netns_fd, const NlLink *link, const CniResult *r, int iface_index,
+			     bool enable_dad, CniError *err);
 
 /*
  * CHECK: verifies that `ifname` exists in the pod, carries every address of r's ips[] entries

@@ -31,16 +31,9 @@ int pod_veth_create(NlSock *host, NlSock *cont, int netns_fd, const char *ifname
 	NlLink h, c;
 	int r;
 
-	/* Checked up front so an EEXIST from the create below can only mean a host-name clash,
-	 * and so we never touch an interface that is not ours. */
-	r = nl_link_get(cont, ifname, 0, &c);
-	if (r >= 0)
-		return cni_error_set(err, -EEXIST, CNI_ERR_INTERNAL,
-				     "container veth name provided (%s) already exists", ifname);
-	if (r != -ENODEV)
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to look up %s in the container: %s%s%s",
-				     ifname, strerror(-r), *extack(cont) ? ": " : "", extack(cont));
-
+	/* No lookup up front: the create fails with EEXIST without touching anything when either
+	 * name is taken, and only then do we look at which one it was (a pod interface of that
+	 * name: error; else a host-name clash: retry with another name). One round trip less. */
 	for (unsigned i = 0;; i++) {
 		r = random_veth_name(name);
 		if (r < 0)
@@ -50,10 +43,14 @@ int pod_veth_create(NlSock *host, NlSock *cont, int netns_fd, const char *ifname
 		r = nl_veth_create(host, name, ifname, netns_fd, mtu, mac);
 		if (r != -EEXIST)
 			break;
-		if (nl_link_get(cont, ifname, 0, &c) >= 0)
-			/* Someone created it between our check and now. */
+		r = nl_link_get(cont, ifname, 0, &c);
+		if (r >= 0)
 			return cni_error_set(err, -EEXIST, CNI_ERR_INTERNAL,
 					     "container veth name provided (%s) already exists", ifname);
+		if (r != -ENODEV)
+			return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to look up %s in the container: %s%s%s",
+					     ifname, strerror(-r), *extack(cont) ? ": " : "", extack(cont));
+		r = -EEXIST;
 		if (i + 1 >= POD_VETH_NAME_TRIES)
 			break;
 	}
