@@ -14,6 +14,7 @@ PKGS=(
 	clang            # libFuzzer builds (make fuzz)
 	# tests
 	libcmocka-dev nftables iproute2 iputils-ping jq curl python3 netcat-openbsd tcpdump procps psmisc shellcheck
+	clang-format          # tools/check-style (the "style" test): .clang-format is written for version 14
 	busybox-static runc   # runtime tests (podman/containerd run a busybox rootfs)
 	nodejs python3-yaml   # runtime tests: the CRI client (test/runtime/cri), the DaemonSet read from deploy/
 	prometheus            # promtool and the server that scrape weftd's /metrics
