@@ -25,7 +25,7 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd ip nft jq nsenter unshare setpriv timeout mkfifo
-require_plugins loopback bridge ptp portmap firewall host-local weft
+require_plugins loopback bridge ptp portmap firewall host-local weft tuning
 
 HOSTNS=$(mk_netns host)
 POD1=$(mk_netns pod1)
@@ -274,6 +274,16 @@ XPRIV=-dac_override,-dac_read_search x_err 999 "Permission denied" "weft DEL wit
 	"$HOSTNS" weft DEL c1 "$T/noacc/ns" eth0 "$WC"
 grep -qF "$T/noacc/ns" <<<"$(jqr .msg)" || check_fail "the error should name the netns path: $(jqr .msg)"
 assert_eq "$(links_in "$POD1")" "eth0 lo " "the pod's interface is kept for the retry"
+# tuning DEL had the same shortcut: on EACCES it dropped its backup without restoring the MTU.
+R1=$(jq -c --arg ns "$P1" '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":$ns}],"ips":[]}' <<<'{}')
+TU=$(jq -c -n --arg dd "$T/tuning" '{"cniVersion":"1.0.0","name":"weftnet","type":"tuning","dataDir":$dd,"mtu":1300}')
+x_ok "$HOSTNS" tuning ADD c1 "$POD1" eth0 "$(with_prev "$TU" "$R1")"
+XPRIV=-dac_override,-dac_read_search x_err 999 "Permission denied" "tuning DEL with EACCES on the netns" \
+	"$HOSTNS" tuning DEL c1 "$T/noacc/ns" eth0 "$TU"
+[ -f "$T/tuning/c1_eth0.json" ] || check_fail "tuning dropped its backup although the netns could not be opened"
+x_ok "$HOSTNS" tuning DEL c1 "$POD1" eth0 "$TU"
+x_ok "$HOSTNS" tuning DEL c1 "$POD1" eth0 "$TU"
+assert_eq "$(ip -n "$POD1" -j link show eth0 | jq '.[0].mtu')" 1400 "tuning DEL restored the MTU"
 x_ok "$HOSTNS" weft DEL c1 "$POD1" eth0 "$WC"
 x_ok "$HOSTNS" weft DEL c1 "$POD1" eth0 "$WC"
 assert_eq "$(links_in "$POD1")" "lo " "DEL with an openable netns removed the interface"
