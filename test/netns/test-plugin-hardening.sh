@@ -7,21 +7,27 @@
 #   $T/<section>/...  host-local stores; $T/full is a 256 KiB tmpfs mounted only in a private
 #                     mount namespace (a sleeping `unshare -m` holds it; plugins run there via nsenter)
 #
+# What the reference plugins (/usr/lib/cni, 1.1.1) do with the same input, run by hand:
 #  12  CNI_PATH optional for ADD/CHECK/DEL: loopback and an L2 bridge work without it; a bridge that
-#      delegates IPAM fails (code 4, naming CNI_PATH) and leaves nothing. Reference: code 4 always.
-#  11  host-local refuses 0.0.0.0/0, ::/0, loopback, multicast, unspecified (code 7 naming key and
-#      value); /8 and link-local are accepted. Reference: accepts 0.0.0.0/0 (hands out 0.0.0.x/0).
-#  10  a FIFO / a symlink to /dev/zero named like an address in the store: ADD and DEL neither hang
-#      nor fail; the entries are skipped, logged and left alone. Reference: hangs / fails.
-#   8  full disk: code 5 "No space left on device" with the store path, not "range exhausted"; the
-#      store is unchanged; DEL works on the full disk; a really full range still says so.
-#      Reference: code 999 with the write error.
+#      delegates IPAM fails (code 4, naming CNI_PATH) and leaves nothing; DEL of it too.
+#      Reference: code 4 "required env variables [CNI_PATH] missing" for every plugin and command.
+#  11  host-local refuses subnets shorter than /8, and the unspecified, loopback and multicast ranges
+#      (code 7 naming key and value) on ADD; DEL with such a config still releases. /8, link-local
+#      accepted. Reference: hands out 127.0.0.2/8 and 224.0.0.2/24; 0.0.0.0/0 and ::/64 fail with a
+#      garbled "no IP addresses available in range set: ?01-255.255.255.254" (999).
+#  10  a FIFO / a symlink to /dev/zero named like an address in the store: ADD, CHECK, DEL and GC
+#      neither hang nor fail; the entries are skipped, logged and left alone.
+#      Reference: DEL hangs on either (killed after 5 s).
+#   8  full disk: code 5 (I/O failure) "No space left on device" with the store path, not "range
+#      exhausted"; the store is unchanged; DEL works on the full disk; a really full range still
+#      says so. Reference: 999 "failed to allocate for range 0: write <path>: no space left on device".
 #   9  container IDs of 200 and 4000 characters with bridge ipMasq+macspoofchk, portmap, firewall
 #      and ptp ipMasq: ADD, CHECK, GC (by attachment), DEL, DEL again; the element comments carry
 #      the hashed ID (checked against an FNV-1a model here). DEL of an attachment that cannot
-#      exist succeeds. Reference: accepts such IDs (its iptables chain names are hashes too).
-#  13  weft DEL: a netns it cannot open (EACCES) is reported and the pod's interface is kept for
-#      the retry; a netns that is gone (ENOENT, or not a netns any more) is success.
+#      exist succeeds. Reference: not compared here (its ipMasq/portmap/firewall use iptables).
+#  13  weft (and tuning) DEL: a netns it cannot open (EACCES) is reported and the pod's interface
+#      (tuning: its backup) is kept for the retry; a netns that is gone (ENOENT, or not a netns any
+#      more) is success.
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd ip nft jq nsenter unshare setpriv timeout mkfifo
