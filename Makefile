@@ -132,8 +132,21 @@ demo:
 	$(MAKE) all
 	./tools/demo $(DEMO_ARGS)
 
+# The DaemonSet image, built here with no registry and no base image: deploy/image-rootfs.sh
+# stages the stripped binaries and exactly the libraries they load, podman builds
+# deploy/Containerfile (FROM scratch) on it and saves an OCI archive (for `ctr images import`,
+# `podman load`, or a push). PODMAN may carry storage options (test/runtime/test-image.sh does).
+PODMAN  ?= podman
+IMAGE   ?= localhost/weft:latest
+image: $(PLUGINS) $(PROGRAMS)
+	deploy/image-rootfs.sh $(BUILD) $(BUILD)/image
+	$(PODMAN) build --quiet -f deploy/Containerfile -t $(IMAGE) $(BUILD)/image
+	rm -f $(BUILD)/image/weft-image.tar
+	$(PODMAN) save --quiet --format oci-archive -o $(BUILD)/image/weft-image.tar $(IMAGE)
+	@echo "image $(IMAGE): $$(du -m --apparent-size $(BUILD)/image/weft-image.tar | cut -f1) MB archive $(BUILD)/image/weft-image.tar"
+
 clean:
 	rm -rf build build-san build-fuzz
 
-.PHONY: all check clean demo fuzz
+.PHONY: all check clean demo fuzz image
 -include $(shell find $(BUILD)/obj $(if $(filter fuzz $(FUZZ_DIR)/%,$(MAKECMDGOALS)),$(FUZZ_DIR)/obj) -name '*.d' 2>/dev/null)

@@ -103,7 +103,8 @@ host_unchanged() {
 
 # rt_node_start NETNS: start a node holder: a process in network namespace NETNS (from mk_netns)
 # and in a new mount namespace (slave of the host's, so nothing propagates back) with tmpfs on
-# /run, /var/lib/cni, /etc/cni and /opt/cni (those that exist), a sysfs of NETNS on /sys and the
+# /run, /var/lib/cni, /etc/cni, /opt/cni, /var/lib/weft (and /var/lib/containers if it exists:
+# the paths a node's runtime and weft's DaemonSet write to), a sysfs of NETNS on /sys and the
 # host's cgroup tree re-bound under it (runc needs it). Sets RT_PID, the node `rt` runs in (a test
 # with several nodes keeps each RT_PID and sets it back before `rt`, or uses rt_in). rt_node_stop
 # (every holder is stopped at exit) kills every process left in that mount namespace, then the
@@ -113,10 +114,11 @@ RT_HOLDERS=()
 rt_node_start() {
 	local ns=$1
 	[ -e "/run/netns/$ns" ] || fail "rt_node_start: no netns $ns"
-	# Runtimes write to /var/lib/cni (libcni's cache) and /etc/cni whatever they are told: make
-	# sure both are mount points on the node, creating (and later removing) empty ones if needed.
+	# Runtimes write to /var/lib/cni (libcni's cache) and /etc/cni whatever they are told, the
+	# DaemonSet's hostPaths are /opt/cni/bin and /var/lib/weft: make sure all are mount points on
+	# the node, creating (and later removing) empty ones on the host if needed.
 	local d
-	for d in /var/lib/cni /etc/cni; do
+	for d in /var/lib/cni /etc/cni /opt/cni /var/lib/weft; do
 		[ -d "$d" ] && continue
 		mkdir -p "$d"
 		on_exit "rmdir $d"
@@ -127,7 +129,7 @@ exec 3<"/run/netns/$1"
 mount -t tmpfs -o mode=755 tmpfs /run
 mkdir /run/.cg
 mount --rbind /sys/fs/cgroup /run/.cg
-for d in /var/lib/cni /etc/cni /opt/cni /var/lib/containers; do
+for d in /var/lib/cni /etc/cni /opt/cni /var/lib/weft /var/lib/containers; do
 	if [ -d "$d" ]; then mount -t tmpfs -o mode=755 tmpfs "$d"; fi
 done
 exec nsenter --net=/proc/self/fd/3 sh -c '
