@@ -23,6 +23,7 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "nft/nft-bridge.h"
+#include "nft/nft-portmap.h"
 #include "nft/nft-table.h"
 #include "nft/nft.h"
 
@@ -238,6 +239,22 @@ static void test_masq_del(void **state) {
 	assert_int_equal(nft_bridge_masq_del(ctx, "net1", "cidB", "eth1"), 0);
 	assert_int_equal(count_elems(NFT_TABLE_INET, NFT_BR_SET_MASQ4), 1);
 	assert_int_equal(count_rules(NFT_TABLE_INET, NFT_BR_CHAIN_POSTROUTING), 6);
+}
+
+/* The raw-netlink presence check portmap DEL asks first agrees with what libnftables lists. */
+static void test_portmap_present(void **state) {
+	NftPortmapForward f = { .proto = "tcp", .host_port = 8080, .container_port = 80 };
+
+	assert_int_equal(ip_addr_parse("10.88.0.2", &f.pod), 0);
+	/* no table at all */
+	assert_int_equal(nft_portmap_present("net1", "cidA", "eth0"), 0);
+	assert_int_equal(nft_portmap_add(ctx, "net1", "cidA", "eth0", &f, 1, NULL, 0, NULL), 0);
+	assert_int_equal(nft_portmap_present("net1", "cidA", "eth0"), 1);
+	/* another attachment, and a prefix of this one's id, have none */
+	assert_int_equal(nft_portmap_present("net1", "cidB", "eth0"), 0);
+	assert_int_equal(nft_portmap_present("net1", "cidA", "eth"), 0);
+	assert_int_equal(nft_portmap_del(ctx, "net1", "cidA", "eth0"), 0);
+	assert_int_equal(nft_portmap_present("net1", "cidA", "eth0"), 0);
 }
 
 static bool valid_cid1(const char *cid, const char *ifname, void *userdata) {
@@ -480,6 +497,7 @@ int main(void) {
 		cmocka_unit_test_setup(test_attachment_id, setup),
 		cmocka_unit_test_setup(test_masq_add_idempotent, setup),
 		cmocka_unit_test_setup(test_masq_del, setup),
+		cmocka_unit_test_setup(test_portmap_present, setup),
 		cmocka_unit_test_setup(test_gc, setup),
 		cmocka_unit_test_setup(test_macspoof, setup),
 		cmocka_unit_test_setup(test_flush_all, setup),

@@ -248,6 +248,9 @@ static int portmap_del(CniRequest *req, void *userdata) {
 	_cleanup_nft_ctx_ NftCtx *nft = NULL;
 	int r;
 
+	/* Most pods have no hostPort: ask the kernel directly, before loading libnftables. */
+	if (nft_portmap_present(req->name, req->container_id, req->ifname) == 0)
+		return 0;
 	r = pod_nft_open(req, &nft);
 	if (r < 0)
 		return r;

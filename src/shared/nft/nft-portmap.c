@@ -20,6 +20,7 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "nft/nft-portmap.h"
+#include "nft/nft-raw.h"
 #include "nft/nft-batch.h"
 #include "nft/nft-elem.h"
 #include "nft/nft-table.h"
@@ -286,6 +287,18 @@ int nft_portmap_add(NftCtx *c, const char *net, const char *cid, const char *ifn
 
 int nft_portmap_del(NftCtx *c, const char *net, const char *cid, const char *ifname) {
 	return nft_elem_remove_attachment(c, pm_objs, N_OBJS, net, cid, ifname);
+}
+
+int nft_portmap_present(const char *net, const char *cid, const char *ifname) {
+	char id[NFT_COMMENT_MAX + 1];
+	int r;
+
+	r = nft_attachment_id(net, cid, ifname, id);
+	if (r == -EINVAL || r == -ENAMETOOLONG)
+		return 0; /* as nft_elem_remove_attachment(): ADD refuses such ids */
+	if (r < 0)
+		return r;
+	return nft_raw_has_comment(pm_objs, N_OBJS, id);
 }
 
 int nft_portmap_gc(NftCtx *c, const char *net, NftAttachmentValidFn is_valid, void *userdata) {
