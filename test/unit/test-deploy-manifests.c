@@ -613,15 +613,17 @@ static void test_init_container(void **state) {
 		assert_string_equal(path_str(p.d, volume_of(&p, mount_for(p.d, p.weftd, arg_value(argv, "--cni-conf-dir"))),
 					     "hostPath.path"), "/etc/cni/net.d");
 
-		/* The image puts the plugins where --src reads them. */
-		path = strdup_printf("%s/deploy/Containerfile", top);
+		/* The image puts the plugins where --src reads them: deploy/Containerfile copies the
+		 * root filesystem deploy/image-rootfs.sh stages (test/runtime/test-image.sh builds and
+		 * runs it). */
+		path = strdup_printf("%s/deploy/image-rootfs.sh", top);
 		assert_non_null(path);
 		assert_int_equal(read_full_file(path, &containerfile, NULL), 0);
-		want = strdup_printf("COPY build/bin/ %s/", arg_value(iargv, "--src"));
+		want = strdup_printf("\"$root%s/", arg_value(iargv, "--src"));
 		assert_non_null(want);
 		assert_non_null(strstr(containerfile, want));
-		assert_non_null(strstr(containerfile, "/usr/bin/weftd"));
-		assert_non_null(strstr(containerfile, "/usr/bin/weft\n"));
+		assert_non_null(strstr(containerfile, "\"$root/usr/bin/weftd\""));
+		assert_non_null(strstr(containerfile, "\"$root/usr/bin/weft\""));
 	}
 }
 
