@@ -76,7 +76,7 @@ assert_eq "$HTTP_CODE" 200 "/metrics status"
 metric_re='^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"]*")*\})? ([-+]?[0-9.]+([eE][-+]?[0-9]+)?|[-+]Inf|NaN)$'
 bad_lines=$(grep -v '^#' <<<"$HTTP_BODY" | grep -Ev "$metric_re" || true)
 assert_eq "$bad_lines" "" "/metrics lines that do not parse"
-assert_eq "$(grep -c "^# TYPE " <<<"$HTTP_BODY")" 11 "/metrics TYPE lines (one per metric family)"
+assert_eq "$(grep -c "^# TYPE " <<<"$HTTP_BODY")" 14 "/metrics TYPE lines (one per metric family)"
 grep -q '^weft_datastore_connected 1$' <<<"$HTTP_BODY" || check_fail "weft_datastore_connected not 1"
 grep -q "^weft_lease_info{subnet=\"$(node_subnet 1)\"} 1$" <<<"$HTTP_BODY" || check_fail "weft_lease_info missing"
 
