@@ -90,6 +90,10 @@ int nl_parse_addr(const struct nlmsghdr *nlh, NlAddr *ret) {
 	size = ip_addr_size(ifa->ifa_family);
 	if (size == 0)
 		return -EAFNOSUPPORT;
+	/* As nl_parse_route() does for rtm_dst_len: every prefix consumer (masks, overlap checks
+	 * against leases) assumes len <= the family's bits. */
+	if (ifa->ifa_prefixlen > ip_family_bits(ifa->ifa_family))
+		return -EBADMSG;
 	r = nl_parse_attrs(nlh, sizeof(*ifa), addr_policy, IFA_MAX, tb);
 	if (r < 0)
 		return r;
