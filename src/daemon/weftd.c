@@ -605,10 +605,12 @@ static int mon_link(uint16_t type, const NlLink *l, void *userdata) {
 static int mon_addr(uint16_t type, const NlAddr *a, void *userdata) {
 	Manager *m = userdata;
 
-	/* underlay addresses define which nodes are directly connected; VTEP address must stay */
-	if (a->ifindex == m->backend.underlay_ifindex ||
-	    (type == RTM_DELADDR && m->backend.vtep_ifindex > 0 && a->ifindex == m->backend.vtep_ifindex))
-		schedule_reconcile(m);
+	/* Any address of the node: the underlay's define which nodes are directly connected, every
+	 * link's which subnets a remote lease may not cover (and which public IPs are ours); the VTEP
+	 * address must stay. */
+	(void) type;
+	(void) a;
+	schedule_reconcile(m);
 	return 0;
 }
 

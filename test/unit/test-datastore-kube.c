@@ -490,6 +490,11 @@ static void test_acquire_waits_for_podcidrs(void **state) {
 	assert_non_null(strstr(ops->last_error(d), "10.99.2.0/24"));
 	assert_non_null(strstr(ops->last_error(d), "10.244.0.0/16"));
 
+	/* A podCIDR of another length than SubnetLen: every other node would refuse the lease. */
+	fx_node("{\"name\": \"n3\", \"podCIDRs\": [\"10.244.3.0/25\"]}");
+	assert_int_equal(acquire(d, "n3", 3, &l), -EINVAL);
+	assert_non_null(strstr(ops->last_error(d), "not a /24"));
+
 	ops->free(d);
 }
 
