@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The cluster's objects as weft keeps them: compact typed structs holding only the fields weft
+ * uses, decoded from the Kubernetes JSON shape (what the API server serves, and what the etcd
+ * datastore stores) and validated at the boundary. An object that fails validation (a bad IP, a
+ * bad name, a wrong type, a bad selector) is refused whole with a reason naming the field: never
+ * half-decoded.
+ *
+ * Strings that repeat across objects (namespaces, node names, label pairs, port names) are
+ * interned in the cache's StringPool: compare them by pointer only against strings of the same
+ * pool. Every object starts with KubeObject; cast by `kind`:
+ *
+ *   const KubePod *p = KUBE_POD(obj);   (NULL if obj is not a Pod)
+ *
+ * Objects are immutable once decoded; the cache owns them (a delta callback's objects are valid
+ * during the callback, lookups' until the cache next changes).
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/cache/label-selector.h"
+#include "daemon/cache/string-pool.h"
+#include "ip/ip-addr.h"
+
+typedef enum KubeKind {
+	KUBE_KIND_NODE,
+	KUBE_KIND_NAMESPACE,
+	KUBE_KIND_POD,
+	KUBE_KIND_NETWORK_POLICY,
+	KUBE_KIND_SERVICE,
+	KUBE_KIND_ENDPOINT_SLICE,
+	_KUBE_KIND_MAX,
+} KubeKind;
+
+/* How to reach a kind (for sources): "pods", "/api/v1/pods", "Pod", namespaced or not. */
+typedef struct KubeKindInfo {
+	const char *resource;   /* "networkpolicies" */
+	const char *kind;       /* "NetworkPolicy" */
+	const char *api_path;   /* "/apis/networking.k8s.io/v1/networkpolicies" (all namespaces) */
+	bool namespaced;
+} KubeKindInfo;
+
+const KubeKindInfo *kube_kind_info(KubeKind k);
+/* By resource ("pods") or kind ("Pod"), case-insensitive; -EINVAL if unknown. */
+int kube_kind_from_string(const char *s, KubeKind *ret);
+
+typedef enum KubeProtocol {
+	KUBE_PROTO_TCP,
+	KUBE_PROTO_UDP,
+	KUBE_PROTO_SCTP,
+} KubeProtocol;
+
+const char *kube_protocol_to_string(KubeProtocol p);
+
+/* The header of every object. */
+typedef struct KubeObject {
+	uint8_t kind;           /* KubeKind */
+	uint8_t flags;          /* the cache's own bookkeeping */
+	uint16_t n_labels;
+	uint32_t hash;          /* of namespace/name (the cache's name index) */
+	const char *namespace;  /* interned; NULL for cluster-scoped kinds */
+	const char *name;       /* owned by the object */
+	const char **labels;    /* interned "key=value", sorted by key (LabelSet) */
+} KubeObject;
+
+static inline LabelSet kube_object_labels(const KubeObject *o) {
+	return (LabelSet) { .pairs = o->labels, .n = o->n_labels };
+}
+
+/* A port given by number or by name (Service targetPort, NetworkPolicy port). */
+typedef struct KubePortRef {
+	uint16_t number;        /* 0 when by name (or absent) */
+	const char *name;       /* interned, NULL when by number */
+} KubePortRef;
+
+/* ---- Node ---- */
+
+typedef struct KubeNode {
+	KubeObject meta;
+	uint8_t n_pod_cidrs, n_internal_ips;
+	uint16_t n_annotations;
+	IpPrefix *pod_cidrs;    /* spec.podCIDRs (spec.podCIDR on old servers) */
+	IpAddr *internal_ips;   /* status.addresses of type InternalIP */
+	char **annotations;     /* "weft.dev/..." annotations only: key, value, key, value ... (sorted by key) */
+} KubeNode;
+
+/* ---- Namespace ---- */
+
+typedef struct KubeNamespace {
+	KubeObject meta;        /* name and labels: all a namespaceSelector needs */
+} KubeNamespace;
+
+/* ---- Pod ---- */
+
+typedef enum KubePodPhase {
+	KUBE_POD_PENDING,
+	KUBE_POD_RUNNING,
+	KUBE_POD_SUCCEEDED,
+	KUBE_POD_FAILED,
+	KUBE_POD_UNKNOWN,
+} KubePodPhase;
+
+typedef struct KubeContainerPort {
+	const char *name;       /* interned, NULL if unnamed */
+	uint16_t port;
+	uint8_t protocol;       /* KubeProtocol */
+} KubeContainerPort;
+
+/* One allocation per pod (struct, arrays and name together): ~200 bytes for a typical pod. */
+typedef struct KubePod {
+	KubeObject meta;
+	const char *node_name;  /* interned, NULL while unscheduled */
+	uint8_t uid[16];
+	uint8_t phase;          /* KubePodPhase */
+	bool host_network;
+	uint8_t n_ips;          /* status.podIPs: at most one per family */
+	uint8_t n_ports;
+	IpAddr *ips;
+	KubeContainerPort *ports;
+} KubePod;
+
+/* ---- NetworkPolicy (networking.k8s.io/v1) ---- */
+
+typedef struct KubePolicyPort {
+	uint8_t protocol;       /* KubeProtocol */
+	KubePortRef port;       /* number 0 and no name: every port */
+	uint16_t end_port;      /* 0 = single port */
+} KubePolicyPort;
+
+typedef struct KubePolicyPeer {
+	/* podSelector / namespaceSelector: NULL when the field is absent (see label-selector.h). An
+	 * ipBlock peer has both NULL and has_ip_block set. */
+	LabelSelector *pod_selector;
+	LabelSelector *namespace_selector;
+	bool has_ip_block;
+	IpPrefix cidr;
+	size_t n_except;
+	IpPrefix *except;
+} KubePolicyPeer;
+
+typedef struct KubePolicyRule {
+	size_t n_peers;         /* 0: from/to every peer */
+	KubePolicyPeer *peers;
+	size_t n_ports;         /* 0: every port */
+	KubePolicyPort *ports;
+} KubePolicyRule;
+
+typedef struct KubeNetworkPolicy {
+	KubeObject meta;
+	LabelSelector *pod_selector;    /* never NULL: {} = every pod of the namespace */
+	bool ingress, egress;           /* policyTypes (defaulted as the API server does) */
+	size_t n_ingress, n_egress;
+	KubePolicyRule *ingress_rules, *egress_rules;
+} KubeNetworkPolicy;
+
+/* ---- Service (v1) ---- */
+
+typedef enum KubeServiceType {
+	KUBE_SERVICE_CLUSTER_IP,
+	KUBE_SERVICE_NODE_PORT,
+	KUBE_SERVICE_LOAD_BALANCER,
+	KUBE_SERVICE_EXTERNAL_NAME,
+} KubeServiceType;
+
+typedef struct KubeServicePort {
+	const char *name;       /* interned, NULL if unnamed */
+	uint8_t protocol;
+	uint16_t port;
+	uint16_t node_port;     /* 0 = none */
+	KubePortRef target_port; /* defaults to port */
+} KubeServicePort;
+
+typedef struct KubeService {
+	KubeObject meta;
+	uint8_t type;                   /* KubeServiceType */
+	bool headless;                  /* clusterIP: None */
+	bool session_affinity_client_ip;
+	bool external_traffic_local;    /* externalTrafficPolicy: Local */
+	bool internal_traffic_local;    /* internalTrafficPolicy: Local */
+	uint8_t n_cluster_ips, n_ip_families;
+	uint8_t ip_families[2];         /* AF_INET / AF_INET6, in spec order */
+	uint16_t health_check_node_port;
+	uint32_t session_affinity_timeout; /* seconds (default 10800 with ClientIP) */
+	IpAddr *cluster_ips;
+	size_t n_ports, n_external_ips, n_lb_ips;
+	KubeServicePort *ports;
+	IpAddr *external_ips;
+	IpAddr *lb_ips;                 /* status.loadBalancer.ingress[].ip */
+} KubeService;
+
+/* ---- EndpointSlice (discovery.k8s.io/v1) ---- */
+
+typedef enum KubeAddressType {
+	KUBE_ADDRESS_IPV4,
+	KUBE_ADDRESS_IPV6,
+	KUBE_ADDRESS_FQDN,      /* kept, but its endpoints are not (nothing of weft routes to names) */
+} KubeAddressType;
+
+typedef struct KubeEndpoint {
+	/* conditions: an absent ready/serving is "unknown" and read as true (the API's own advice);
+	 * an absent terminating as false. */
+	bool ready, serving, terminating;
+	uint8_t n_addresses;
+	const char *node_name;  /* interned, NULL if absent */
+	IpAddr *addresses;
+} KubeEndpoint;
+
+typedef struct KubeEndpointPort {
+	const char *name;       /* interned, NULL if unnamed */
+	uint8_t protocol;
+	uint16_t port;          /* 0 = absent (every port) */
+} KubeEndpointPort;
+
+typedef struct KubeEndpointSlice {
+	KubeObject meta;
+	const char *service_name; /* interned: label kubernetes.io/service-name, NULL if absent */
+	uint8_t address_type;   /* KubeAddressType */
+	size_t n_endpoints, n_ports;
+	KubeEndpoint *endpoints;
+	KubeEndpointPort *ports;
+} KubeEndpointSlice;
+
+#define KUBE_OBJECT_CAST(o, k, T) ((o) && (o)->kind == (k) ? (const T *) (o) : NULL)
+#define KUBE_NODE(o)           KUBE_OBJECT_CAST(o, KUBE_KIND_NODE, KubeNode)
+#define KUBE_NAMESPACE(o)      KUBE_OBJECT_CAST(o, KUBE_KIND_NAMESPACE, KubeNamespace)
+#define KUBE_POD(o)            KUBE_OBJECT_CAST(o, KUBE_KIND_POD, KubePod)
+#define KUBE_NETWORK_POLICY(o) KUBE_OBJECT_CAST(o, KUBE_KIND_NETWORK_POLICY, KubeNetworkPolicy)
+#define KUBE_SERVICE(o)        KUBE_OBJECT_CAST(o, KUBE_KIND_SERVICE, KubeService)
+#define KUBE_ENDPOINT_SLICE(o) KUBE_OBJECT_CAST(o, KUBE_KIND_ENDPOINT_SLICE, KubeEndpointSlice)
+
+/*
+ * Decodes one object of `kind` from its JSON. 0 and *ret (owned by the caller, free with
+ * kube_object_free() and the same pool); -EINVAL with err->text naming the field when the object is
+ * refused; -ENOMEM.
+ */
+int kube_object_decode(KubeKind kind, const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err);
+/* Frees an object and drops its pool references. NULL-safe; returns NULL. */
+KubeObject *kube_object_free(KubeObject *o, StringPool *pool);
+/* True if two objects of the same pool hold the same data (the cache fires no update then). */
+bool kube_object_equal(const KubeObject *a, const KubeObject *b);
+/* metadata.namespace and metadata.name of a JSON object without decoding the rest (for DELETED
+ * events, which must be honoured even for an object that would not validate). -EINVAL if absent. */
+int kube_object_json_key(const json_t *j, const char **ret_namespace, const char **ret_name);
+/* The IPs an object is found by in the IP index (pods: status.podIPs, unless hostNetwork, whose
+ * IPs are the node's). */
+size_t kube_object_ips(const KubeObject *o, const IpAddr **ret);
+/* The secondary key of the "by key" index: Pod -> node name, EndpointSlice -> service name. */
+const char *kube_object_index_key(const KubeObject *o);
