@@ -106,7 +106,7 @@ typedef struct Manager {
 	bool ready;
 	bool trimmed;           /* heap trimmed after the first reconcile pass */
 	bool lease_lost;        /* another node holds our subnet: unhealthy until restarted */
-	uint64_t last_relist;
+	uint64_t resyncs_since_relist;
 	char lease_path[PATH_MAX];
 } Manager;
 
@@ -463,13 +463,16 @@ static int on_resync(EventSource *s, void *userdata) {
 	log_debug("Periodic resync");
 	/* The kernel is compared on every tick; the datastore is listed again every relist interval,
 	 * so a delete or an update the watch never delivered cannot leave stale state for good. */
-	if (m->args.relist_usec > 0 && m->ds && m->ds_ops->relist && now_usec() - m->last_relist >= m->args.relist_usec) {
+	/* Counted in ticks, not compared with the clock: a tick that fires a hair early must not
+	 * skip a whole interval. */
+	if (m->args.relist_usec > 0 && m->ds && m->ds_ops->relist &&
+	    ++m->resyncs_since_relist * m->args.resync_usec >= m->args.relist_usec) {
 		int r = m->ds_ops->relist(m->ds);
 		if (r < 0)
 			log_warning_errno(r, "Failed to re-list the datastore: %m");
 		else
 			log_debug("Re-listing the datastore");
-		m->last_relist = now_usec();
+		m->resyncs_since_relist = 0;
 		ds_rearm(m);
 	}
 	(void) run_reconcile(m, true);
@@ -881,7 +884,6 @@ static int startup_acquire(Manager *m) {
 	}
 
 	m->rec.network = m->config;
-	m->last_relist = now_usec();
 	r = m->ds_ops->watch(m->ds, on_ds_event, m);
 	if (r < 0) {
 		log_warning_errno(r, "Failed to start watching leases: %m");
