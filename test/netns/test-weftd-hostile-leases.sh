@@ -176,6 +176,15 @@ if step 5; then
 	put 10.250.241.0-24 "$(lease_json "$long_b" 10.250.100.62 02:00:00:00:00:62)"
 	both_long() { [ -n "$(route_to 1 10.250.240.0/24)" ] && [ -n "$(route_to 1 10.250.241.0/24)" ]; }
 	wait_for 5 both_long || check_fail "two nodes whose names agree in 63 characters are not both installed: $(routes_weft 1 | tr '\n' ';')"
+	# ... and our own name: refused with exit 2 (config error) before anything is programmed
+	for bad in Bad_Name "$(printf 'n%.0s' {1..254})"; do
+		rc=0
+		_weftd_argv 4 --node-name "$bad" --iface eth0 --etcd-endpoints "$ETCD_URL" --listen 127.0.0.1:9876
+		out=$(timeout 10 "${WEFTD_ARGV[@]}" 2>&1) || rc=$?
+		assert_eq "$rc" 2 "weftd --node-name of ${#bad} characters ($(cut -c1-20 <<<"$bad")...): exit code"
+		grep -q "Invalid node name" <<<"$out" || check_fail "weftd --node-name $bad: no clear message: $out"
+	done
+	ip -n "$(node_ns 4)" link show weft.1 >/dev/null 2>&1 && check_fail "weftd with a bad node name created the VTEP"
 	for k in 10.250.252.0-24 10.250.253.0-24 10.250.254.0-24 10.250.255.0-24 10.250.240.0-24 10.250.241.0-24; do del "$k"; done
 	sleep 1.5
 	assert_eq "$(snapshot 1)" "$before1" "node1's kernel state after all hostile leases are gone"

@@ -104,6 +104,10 @@ static void test_check_table(void **state) {
 		{ "node 2", "10.250.130.0/24", NULL, "10.250.100.50", NULL, LEASE_REJECT_NODE_NAME, "not a valid" },
 		{ "-node2", "10.250.130.0/24", NULL, "10.250.100.50", NULL, LEASE_REJECT_NODE_NAME, "not a valid" },
 		{ "node1", "10.250.130.0/24", NULL, "10.250.100.50", NULL, LEASE_REJECT_DUPLICATE_NAME, "this node's" },
+		/* IPv6-only clusters: the subnet itself is IPv6 */
+		{ "six", "fd00:10:250:3::/64", NULL, "10.250.100.50", NULL, LEASE_ACCEPTED, NULL },
+		{ "six", "fd00:99:250:3::/64", NULL, "10.250.100.50", NULL, LEASE_REJECT_OUTSIDE_NETWORK, "Network6" },
+		{ "six", "fd00:10:250:3::/65", NULL, "10.250.100.50", NULL, LEASE_REJECT_PREFIX_LENGTH, "SubnetLen6 64" },
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(t); i++) {
