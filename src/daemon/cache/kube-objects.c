@@ -5,6 +5,8 @@
  * once everything has passed, so a refused object leaves nothing behind but its reason.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -49,6 +51,16 @@ const char *kube_protocol_to_string(KubeProtocol p) {
 }
 
 /* ---- JSON helpers ---- */
+
+/* Field paths for error messages; a cut path is still a useful message. */
+static void pathf(char *buf, size_t n, const char *fmt, ...) _printf_(3, 4);
+static void pathf(char *buf, size_t n, const char *fmt, ...) {
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void) vsnprintf(buf, n, fmt, ap);
+	va_end(ap);
+}
 
 static const json_t *jget(const json_t *j, const char *key) {
 	const json_t *v = json_is_object(j) ? json_object_get(j, key) : NULL;
@@ -187,7 +199,7 @@ static int parse_ip_array(const json_t *a, const char *path, const char *member,
 	json_array_foreach(a, i, x) {
 		if (member)
 			x = jget(x, member);
-		snprintf(p, sizeof(p), "%s[%zu]%s%s", path, i, member ? "." : "", member ?: "");
+		pathf(p, sizeof(p), "%s[%zu]%s%s", path, i, member ? "." : "", member ?: "");
 		r = parse_ip(x, p, &v[i], err);
 		if (r < 0)
 			return r;
@@ -570,7 +582,7 @@ static int pod_decode(const json_t *j, StringPool *pool, KubeObject **ret, Decod
 	json_array_foreach(ips, i, c) {
 		char path[32];
 
-		snprintf(path, sizeof(path), "status.podIPs[%zu].ip", i);
+		pathf(path, sizeof(path), "status.podIPs[%zu].ip", i);
 		r = parse_ip(jget(c, "ip"), path, &ip[i], err);
 		if (r < 0)
 			return r;
@@ -600,7 +612,7 @@ static int pod_decode(const json_t *j, StringPool *pool, KubeObject **ret, Decod
 
 			if (n_ports == UINT8_MAX)
 				break; /* more ports than any policy needs named: keep the first 255 */
-			snprintf(path, sizeof(path), "spec.containers[%zu].ports[%zu]", i, k);
+			pathf(path, sizeof(path), "spec.containers[%zu].ports[%zu]", i, k);
 			if (jint(x, "containerPort", 1, 65535, 0, &port) < 0 || port == 0) {
 				ports_unref(ports, n_ports, pool);
 				return decode_error(err, "%s.containerPort: missing or not a port", path);
@@ -756,11 +768,11 @@ static int peer_parse(const json_t *j, const char *path, KubePolicyPeer *ret, De
 		}
 		return 0;
 	}
-	snprintf(p, sizeof(p), "%s.podSelector", path);
+	pathf(p, sizeof(p), "%s.podSelector", path);
 	r = label_selector_parse(ps, p, &ret->pod_selector, err);
 	if (r < 0)
 		return r;
-	snprintf(p, sizeof(p), "%s.namespaceSelector", path);
+	pathf(p, sizeof(p), "%s.namespaceSelector", path);
 	return label_selector_parse(ns, p, &ret->namespace_selector, err);
 }
 
@@ -775,7 +787,7 @@ static int policy_port_parse(const json_t *j, const char *path, StringPool *pool
 	r = parse_protocol(j, path, &ret->protocol, err);
 	if (r < 0)
 		return r;
-	snprintf(p, sizeof(p), "%s.port", path);
+	pathf(p, sizeof(p), "%s.port", path);
 	r = parse_port_ref(jget(j, "port"), p, pool, &ret->port, err);
 	if (r < 0)
 		return r;
@@ -818,7 +830,7 @@ static int rules_parse(const json_t *spec, const char *field, const char *peers_
 			goto oom;
 		json_array_foreach(peers, k, x) {
 			e->n_peers++;
-			snprintf(p, sizeof(p), "spec.%s[%zu].%s[%zu]", field, i, peers_field, k);
+			pathf(p, sizeof(p), "spec.%s[%zu].%s[%zu]", field, i, peers_field, k);
 			r = peer_parse(x, p, &e->peers[k], err);
 			if (r < 0)
 				goto fail;
@@ -826,7 +838,7 @@ static int rules_parse(const json_t *spec, const char *field, const char *peers_
 		if (jlen(ports) > 0 && !(e->ports = calloc(jlen(ports), sizeof(KubePolicyPort))))
 			goto oom;
 		json_array_foreach(ports, k, x) {
-			snprintf(p, sizeof(p), "spec.%s[%zu].ports[%zu]", field, i, k);
+			pathf(p, sizeof(p), "spec.%s[%zu].ports[%zu]", field, i, k);
 			r = policy_port_parse(x, p, pool, &e->ports[k], err);
 			if (r < 0) {
 				string_pool_unref(pool, e->ports[k].port.name);
@@ -853,7 +865,7 @@ static void policy_free(KubeNetworkPolicy *p, StringPool *pool) {
 
 static int policy_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
 	_cleanup_(meta_done) Meta m = {};
-	const json_t *spec = jget(j, "spec"), *types, *t;
+	const json_t *spec = jget(j, "spec"), *types = NULL, *t;
 	KubeNetworkPolicy *p;
 	size_t i;
 	int r;
@@ -971,7 +983,7 @@ static int service_ports_parse(const json_t *spec, StringPool *pool, KubeService
 		char p[64];
 
 		s->n_ports++;
-		snprintf(p, sizeof(p), "spec.ports[%zu]", i);
+		pathf(p, sizeof(p), "spec.ports[%zu]", i);
 		if (!json_is_object(x))
 			return decode_error(err, "%s: not an object", p);
 		if (jint(x, "port", 1, 65535, 0, &port) < 0 || port == 0)
@@ -987,7 +999,7 @@ static int service_ports_parse(const json_t *spec, StringPool *pool, KubeService
 		r = parse_protocol(x, p, &e->protocol, err);
 		if (r < 0)
 			return r;
-		snprintf(p, sizeof(p), "spec.ports[%zu].targetPort", i);
+		pathf(p, sizeof(p), "spec.ports[%zu].targetPort", i);
 		r = parse_port_ref(jget(x, "targetPort"), p, pool, &e->target_port, err);
 		if (r < 0)
 			return r;
@@ -1085,7 +1097,7 @@ static int service_decode(const json_t *j, StringPool *pool, KubeObject **ret, D
 
 			if (!jget(x, "ip"))
 				continue;
-			snprintf(p, sizeof(p), "status.loadBalancer.ingress[%zu].ip", i);
+			pathf(p, sizeof(p), "status.loadBalancer.ingress[%zu].ip", i);
 			r = parse_ip(jget(x, "ip"), p, &v->lb_ips[v->n_lb_ips], err);
 			if (r < 0)
 				goto fail;
@@ -1205,7 +1217,7 @@ static int slice_endpoints_parse(const json_t *j, StringPool *pool, KubeEndpoint
 		char p[64];
 
 		s->n_endpoints++;
-		snprintf(p, sizeof(p), "endpoints[%zu].addresses", i);
+		pathf(p, sizeof(p), "endpoints[%zu].addresses", i);
 		if (!json_is_object(ep) || jarr(ep, "addresses", &addrs) < 0 || jlen(addrs) == 0 || jlen(addrs) > 100)
 			return decode_error(err, "%s: missing, empty or more than 100", p);
 		r = parse_ip_array(addrs, p, NULL, &e->addresses, &n, err);
@@ -1273,7 +1285,7 @@ static int slice_decode(const json_t *j, StringPool *pool, KubeObject **ret, Dec
 		char p[32];
 
 		s->n_ports++;
-		snprintf(p, sizeof(p), "ports[%zu]", i);
+		pathf(p, sizeof(p), "ports[%zu]", i);
 		if (jint(x, "port", 1, 65535, 0, &port) < 0) {
 			r = decode_error(err, "%s.port: not a port", p);
 			goto fail;

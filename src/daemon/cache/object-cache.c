@@ -1,0 +1,812 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The informer: per kind a small state machine (LIST -> WATCH -> ... with BACKOFF between
+ * failures) over a source, and the store with its indexes. See object-cache.h for the contract.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "basic/string-util.h"
+#include "daemon/cache/object-cache.h"
+
+#define DEFAULT_BACKOFF_MIN_MS 100u
+#define DEFAULT_BACKOFF_MAX_MS 30000u
+#define FLAG_SEEN 0x80 /* relist: the new list holds this object */
+
+typedef enum KindState {
+	KIND_IDLE,
+	KIND_LISTING,
+	KIND_WATCHING,
+	KIND_BACKOFF,
+} KindState;
+
+typedef struct CacheKind {
+	ObjectCache *cache;
+	KubeKind kind;
+	const ObjectSourceOps *ops;
+	void *source;
+	ObjectCacheHandlers handlers;
+	void *userdata;
+
+	KindState state;
+	ObjectSourceRequest *req;
+	EventSource *timer;
+	char *rv;
+	unsigned failures;
+	/* Bumped whenever a request is started: a callback that finds it changed knows a handler
+	 * restarted the kind under it and stops touching the state. */
+	uint64_t gen;
+	bool synced;
+	ObjectCacheStats stats;
+
+	PtrTable by_name;               /* KubeObject, hash o->hash */
+	PostingIndex by_namespace;      /* interned namespace -> objects */
+	PostingIndex by_label;          /* interned "k=v" -> objects */
+	PostingIndex by_key;            /* kube_object_index_key() -> objects */
+	PtrTable by_ip;                 /* multi-valued: a pod once per IP; rebuilt to grow */
+} CacheKind;
+
+struct ObjectCache {
+	EventLoop *loop;
+	StringPool *pool;
+	ObjectCacheOptions opts;
+	CacheKind *kinds[_KUBE_KIND_MAX];
+	void (*all_synced)(ObjectCache *c, void *userdata);
+	void *all_synced_userdata;
+	bool all_synced_fired;
+};
+
+static const char *const event_names[_OBJECT_EVENT_MAX] = {
+	[OBJECT_EVENT_ADDED] = "ADDED",       [OBJECT_EVENT_MODIFIED] = "MODIFIED", [OBJECT_EVENT_DELETED] = "DELETED",
+	[OBJECT_EVENT_BOOKMARK] = "BOOKMARK", [OBJECT_EVENT_ERROR] = "ERROR",
+};
+
+int object_event_type_from_string(const char *s, ObjectEventType *ret) {
+	for (unsigned i = 0; s && i < _OBJECT_EVENT_MAX; i++)
+		if (streq(s, event_names[i])) {
+			*ret = (ObjectEventType) i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+unsigned object_cache_backoff_ms(unsigned failures, unsigned min_ms, unsigned max_ms, uint32_t rnd) {
+	uint64_t d = MAX(min_ms, 1u);
+
+	for (unsigned i = 1; i < failures && d < max_ms; i++)
+		d *= 2;
+	d = MIN(d, (uint64_t) MAX(max_ms, min_ms));
+	/* Equal jitter: never less than half the step (keeps backing off), spread over the other half
+	 * so that nodes that lost the API server together do not come back together. */
+	return (unsigned) (d / 2 + (d - d / 2) * (uint64_t) rnd / UINT32_MAX);
+}
+
+/* ---- the store ---- */
+
+typedef struct NameKey {
+	const char *ns; /* interned */
+	const char *name;
+} NameKey;
+
+static bool name_eq(const void *item, const void *key) {
+	const KubeObject *o = item;
+	const NameKey *k = key;
+
+	return o->namespace == k->ns && streq(o->name, k->name);
+}
+
+static uint32_t name_hash(const void *item) {
+	return ((const KubeObject *) item)->hash;
+}
+
+static KubeObject *store_find(const CacheKind *k, const char *ns_interned, const char *name) {
+	NameKey key = { ns_interned, name };
+
+	return ptr_table_find(&k->by_name, cache_hash_string(name, cache_hash_ptr(ns_interned)), name_eq, &key);
+}
+
+/* Finds by strings that need not be interned: a namespace nobody uses has no objects. */
+static KubeObject *store_find_str(const CacheKind *k, const char *ns, const char *name) {
+	const char *nsi = NULL;
+
+	if (ns) {
+		nsi = string_pool_lookup(k->cache->pool, ns);
+		if (!nsi)
+			return NULL;
+	}
+	return store_find(k, nsi, name);
+}
+
+static bool ip_has(const void *item, const void *key) {
+	const IpAddr *ips;
+	size_t n = kube_object_ips(item, &ips);
+
+	for (size_t i = 0; i < n; i++)
+		if (ip_addr_equal(&ips[i], key))
+			return true;
+	return false;
+}
+
+static uint32_t ip_hash(const IpAddr *a) {
+	return cache_hash_bytes(a->bytes, ip_addr_size(a->family), (uint32_t) a->family);
+}
+
+static int ip_index_rebuild(CacheKind *k, size_t extra) {
+	size_t n = 0, i = 0;
+	KubeObject *o;
+	int r;
+
+	for (; (o = ptr_table_iterate(&k->by_name, &i));) {
+		const IpAddr *ips;
+		n += kube_object_ips(o, &ips);
+	}
+	r = ptr_table_reset(&k->by_ip, (n + extra) * 2);
+	if (r < 0)
+		return r;
+	for (i = 0; (o = ptr_table_iterate(&k->by_name, &i));) {
+		const IpAddr *ips;
+		size_t m = kube_object_ips(o, &ips);
+
+		for (size_t q = 0; q < m; q++)
+			(void) ptr_table_insert(&k->by_ip, ip_hash(&ips[q]), o, NULL); /* sized above */
+	}
+	return 0;
+}
+
+static void store_unindex(CacheKind *k, KubeObject *o) {
+	const IpAddr *ips;
+	size_t n = kube_object_ips(o, &ips);
+	const char *key = kube_object_index_key(o);
+
+	ptr_table_remove(&k->by_name, o->hash, o);
+	if (o->namespace)
+		posting_index_remove(&k->by_namespace, o->namespace, o);
+	for (size_t i = 0; i < o->n_labels; i++)
+		posting_index_remove(&k->by_label, o->labels[i], o);
+	if (key)
+		posting_index_remove(&k->by_key, key, o);
+	for (size_t i = 0; i < n; i++)
+		ptr_table_remove(&k->by_ip, ip_hash(&ips[i]), o);
+	k->stats.objects--;
+}
+
+/* All or nothing: on failure every index is as before. */
+static int store_index(CacheKind *k, KubeObject *o) {
+	const IpAddr *ips;
+	size_t n = kube_object_ips(o, &ips), labels = 0;
+	const char *key = kube_object_index_key(o);
+	int r;
+
+	r = ptr_table_insert(&k->by_name, o->hash, o, name_hash);
+	if (r < 0)
+		return r;
+	k->stats.objects++;
+	if (o->namespace && (r = posting_index_add(&k->by_namespace, o->namespace, o)) < 0)
+		goto fail_ns;
+	for (; labels < o->n_labels; labels++)
+		if ((r = posting_index_add(&k->by_label, o->labels[labels], o)) < 0)
+			goto fail_labels;
+	if (key && (r = posting_index_add(&k->by_key, key, o)) < 0)
+		goto fail_labels;
+	if (n > 0 && !ptr_table_has_room(&k->by_ip, n) && (r = ip_index_rebuild(k, n)) < 0)
+		goto fail_key;
+	for (size_t i = 0; i < n; i++)
+		(void) ptr_table_insert(&k->by_ip, ip_hash(&ips[i]), o, NULL); /* room made above */
+	return 0;
+fail_key:
+	if (key)
+		posting_index_remove(&k->by_key, key, o);
+fail_labels:
+	while (labels > 0)
+		posting_index_remove(&k->by_label, o->labels[--labels], o);
+	if (o->namespace)
+		posting_index_remove(&k->by_namespace, o->namespace, o);
+fail_ns:
+	ptr_table_remove(&k->by_name, o->hash, o);
+	k->stats.objects--;
+	return r;
+}
+
+static void store_clear(CacheKind *k) {
+	KubeObject *o;
+
+	for (size_t i = 0; (o = ptr_table_iterate(&k->by_name, &i));)
+		kube_object_free(o, k->cache->pool);
+	ptr_table_done(&k->by_name);
+	ptr_table_done(&k->by_ip);
+	posting_index_done(&k->by_namespace);
+	posting_index_done(&k->by_label);
+	posting_index_done(&k->by_key);
+	k->stats.objects = 0;
+}
+
+/* ---- deltas ---- */
+
+static void emit_added(CacheKind *k, KubeObject *o) {
+	k->stats.added++;
+	if (k->handlers.added)
+		k->handlers.added(k->cache, o, k->userdata);
+}
+
+static void emit_deleted(CacheKind *k, KubeObject *o) {
+	store_unindex(k, o);
+	k->stats.deleted++;
+	if (k->handlers.deleted)
+		k->handlers.deleted(k->cache, o, k->userdata);
+	kube_object_free(o, k->cache->pool);
+}
+
+static void emit_rejected(CacheKind *k, const json_t *j, const char *reason) {
+	const char *ns = NULL, *name = NULL;
+
+	(void) kube_object_json_key(j, &ns, &name);
+	k->stats.rejected++;
+	if (k->handlers.rejected)
+		k->handlers.rejected(k->cache, k->kind, ns, name, reason, k->userdata);
+}
+
+/* Puts `o` (owned) in place of whatever has its name, firing the right delta. */
+static int store_upsert(CacheKind *k, KubeObject *o) {
+	KubeObject *old = store_find(k, o->namespace, o->name);
+	int r;
+
+	if (old && kube_object_equal(old, o)) {
+		old->flags &= (uint8_t) ~FLAG_SEEN;
+		k->stats.unchanged++;
+		kube_object_free(o, k->cache->pool);
+		return 0;
+	}
+	if (old)
+		store_unindex(k, old);
+	r = store_index(k, o);
+	if (r < 0) {
+		/* Out of memory: keep the old version (a relist will repair). */
+		if (old)
+			(void) store_index(k, old);
+		kube_object_free(o, k->cache->pool);
+		return r;
+	}
+	if (old) {
+		k->stats.updated++;
+		if (k->handlers.updated)
+			k->handlers.updated(k->cache, old, o, k->userdata);
+		kube_object_free(old, k->cache->pool);
+	} else
+		emit_added(k, o);
+	return 0;
+}
+
+/* ---- the state machine ---- */
+
+static void kind_list(CacheKind *k);
+static void kind_watch(CacheKind *k);
+
+static void check_all_synced(ObjectCache *c) {
+	if (c->all_synced_fired || !object_cache_all_synced(c))
+		return;
+	c->all_synced_fired = true;
+	if (c->all_synced)
+		c->all_synced(c, c->all_synced_userdata);
+}
+
+static void kind_failed(CacheKind *k, int error, bool listing) {
+	uint32_t rnd = 0;
+	uint64_t gen = k->gen;
+	unsigned ms;
+
+	k->req = NULL;
+	k->failures++;
+	k->stats.failures++;
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+		rnd = (uint32_t) random();
+	ms = object_cache_backoff_ms(k->failures, k->cache->opts.backoff_min_ms, k->cache->opts.backoff_max_ms, rnd);
+	k->state = KIND_BACKOFF;
+	if (k->handlers.failed)
+		k->handlers.failed(k->cache, k->kind, error, listing, k->userdata);
+	/* The handler may have asked for a relist already. */
+	if (k->gen == gen)
+		(void) event_source_arm(k->timer, (uint64_t) ms * USEC_PER_MSEC, 0);
+}
+
+static int on_timer(EventSource *s, void *userdata) {
+	CacheKind *k = userdata;
+
+	if (k->state != KIND_BACKOFF)
+		return 0;
+	/* Never synced, or the watch has no resourceVersion to resume from: list. */
+	if (!k->synced || isempty(k->rv))
+		kind_list(k);
+	else
+		kind_watch(k);
+	return 0;
+}
+
+static int set_rv(CacheKind *k, const char *rv) {
+	char *s;
+
+	if (isempty(rv) || streq_ptr(rv, k->rv))
+		return 0;
+	s = strdup(rv);
+	if (!s)
+		return -ENOMEM;
+	free(k->rv);
+	k->rv = s;
+	return 0;
+}
+
+static const char *object_rv(const json_t *o) {
+	const json_t *v = json_object_get(json_object_get(o, "metadata"), "resourceVersion");
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static void on_list_done(int error, const json_t *items, const char *rv, void *userdata) {
+	CacheKind *k = userdata;
+	KubeObject **fresh = NULL, **gone = NULL, *o;
+	size_t n = 0, n_gone = 0, i;
+	const json_t *item;
+	uint64_t gen = k->gen;
+
+	k->req = NULL;
+	if (error >= 0 && (!json_is_array(items) || isempty(rv)))
+		error = -EBADMSG;
+	if (error >= 0 && json_array_size(items) > 0 && !(fresh = calloc(json_array_size(items), sizeof(void *))))
+		error = -ENOMEM;
+	if (error >= 0)
+		error = set_rv(k, rv);
+	if (error < 0) {
+		free(fresh);
+		return kind_failed(k, error, true);
+	}
+
+	/* 1. Decode everything (refusals reported), 2. mark what the new list still holds, 3. delete
+	 * the rest, 4. upsert in list order. */
+	json_array_foreach(items, i, item) {
+		DecodeError err = {};
+		int r = kube_object_decode(k->kind, item, k->cache->pool, &fresh[n], &err);
+
+		if (r == -ENOMEM) {
+			while (n > 0)
+				kube_object_free(fresh[--n], k->cache->pool);
+			free(fresh);
+			return kind_failed(k, r, true);
+		}
+		if (r < 0)
+			emit_rejected(k, item, err.text);
+		else
+			n++;
+	}
+	for (i = 0; i < n; i++) {
+		o = store_find(k, fresh[i]->namespace, fresh[i]->name);
+		if (o)
+			o->flags |= FLAG_SEEN;
+	}
+	if (k->stats.objects > 0 && !(gone = calloc(k->stats.objects, sizeof(void *)))) {
+		while (n > 0)
+			kube_object_free(fresh[--n], k->cache->pool);
+		free(fresh);
+		return kind_failed(k, -ENOMEM, true);
+	}
+	for (size_t s = 0; (o = ptr_table_iterate(&k->by_name, &s));)
+		if (!(o->flags & FLAG_SEEN))
+			gone[n_gone++] = o;
+	for (i = 0; i < n_gone; i++)
+		emit_deleted(k, gone[i]);
+	free(gone);
+	for (i = 0; i < n; i++) {
+		o = store_find(k, fresh[i]->namespace, fresh[i]->name);
+		if (o)
+			o->flags &= (uint8_t) ~FLAG_SEEN;
+		(void) store_upsert(k, fresh[i]);
+	}
+	free(fresh);
+
+	k->stats.lists++;
+	k->failures = 0;
+	if (k->gen != gen) /* a handler asked for a relist: that one is running */
+		return;
+	if (!k->synced) {
+		k->synced = true;
+		if (k->handlers.synced)
+			k->handlers.synced(k->cache, k->kind, k->userdata);
+		check_all_synced(k->cache);
+	}
+	if (k->gen == gen)
+		kind_watch(k);
+}
+
+static int status_code(const json_t *status) {
+	const json_t *c = json_object_get(status, "code");
+
+	return json_is_integer(c) ? (int) json_integer_value(c) : 0;
+}
+
+static void on_watch_done(int error, void *userdata);
+
+static void on_watch_event(ObjectEventType type, const json_t *object, void *userdata) {
+	CacheKind *k = userdata;
+	ObjectSourceRequest *req = k->req;
+	uint64_t gen = k->gen;
+	const char *ns, *name;
+	KubeObject *o;
+	DecodeError err = {};
+	int r;
+
+	switch (type) {
+	case OBJECT_EVENT_ERROR:
+		/* The watch is over: end it here rather than wait for the stream to close. */
+		k->ops->cancel(k->source, req);
+		on_watch_done(status_code(object) == 410 ? -ESTALE : -EIO, k);
+		return;
+	case OBJECT_EVENT_ADDED:
+	case OBJECT_EVENT_MODIFIED:
+		r = kube_object_decode(k->kind, object, k->cache->pool, &o, &err);
+		if (r == -ENOMEM)
+			break; /* the next relist repairs it; not a reason to refuse the object */
+		if (r < 0) {
+			emit_rejected(k, object, err.text);
+			if (kube_object_json_key(object, &ns, &name) >= 0 && (o = store_find_str(k, ns, name)))
+				emit_deleted(k, o);
+			break;
+		}
+		(void) store_upsert(k, o);
+		break;
+	case OBJECT_EVENT_DELETED:
+		if (kube_object_json_key(object, &ns, &name) >= 0 && (o = store_find_str(k, ns, name)))
+			emit_deleted(k, o);
+		break;
+	case OBJECT_EVENT_BOOKMARK:
+	default:
+		break;
+	}
+	/* Unless a handler restarted us, the event's resourceVersion is where we are now. */
+	if (k->gen == gen) {
+		(void) set_rv(k, object_rv(object));
+		k->failures = 0;
+	}
+}
+
+static void on_watch_done(int error, void *userdata) {
+	CacheKind *k = userdata;
+
+	k->req = NULL;
+	if (error == 0)
+		return kind_watch(k);
+	if (error == -ESTALE) {
+		k->stats.stale++;
+		return kind_list(k);
+	}
+	kind_failed(k, error, false);
+}
+
+static void kind_cancel(CacheKind *k) {
+	if (k->req)
+		k->ops->cancel(k->source, TAKE_PTR(k->req));
+	(void) event_source_disarm(k->timer);
+}
+
+static void kind_list(CacheKind *k) {
+	int r;
+
+	kind_cancel(k);
+	k->gen++;
+	k->state = KIND_LISTING;
+	r = k->ops->list(k->source, k->kind, on_list_done, k, &k->req);
+	if (r < 0)
+		kind_failed(k, r, true);
+}
+
+static void kind_watch(CacheKind *k) {
+	int r;
+
+	kind_cancel(k);
+	k->gen++;
+	k->state = KIND_WATCHING;
+	k->stats.watches++;
+	r = k->ops->watch(k->source, k->kind, k->rv, on_watch_event, on_watch_done, k, &k->req);
+	if (r < 0)
+		kind_failed(k, r, false);
+}
+
+/* ---- lifecycle ---- */
+
+int object_cache_new(EventLoop *loop, const ObjectCacheOptions *opts, ObjectCache **ret) {
+	ObjectCache *c;
+	int r;
+
+	if (!loop || !ret)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->loop = loop;
+	c->opts = opts ? *opts : (ObjectCacheOptions) {};
+	if (c->opts.backoff_min_ms == 0)
+		c->opts.backoff_min_ms = DEFAULT_BACKOFF_MIN_MS;
+	if (c->opts.backoff_max_ms == 0)
+		c->opts.backoff_max_ms = DEFAULT_BACKOFF_MAX_MS;
+	r = string_pool_new(&c->pool);
+	if (r < 0) {
+		free(c);
+		return r;
+	}
+	*ret = c;
+	return 0;
+}
+
+ObjectCache *object_cache_free(ObjectCache *c) {
+	if (!c)
+		return NULL;
+	for (unsigned i = 0; i < _KUBE_KIND_MAX; i++) {
+		CacheKind *k = c->kinds[i];
+
+		if (!k)
+			continue;
+		kind_cancel(k);
+		event_source_free(k->timer);
+		store_clear(k);
+		free(k->rv);
+		free(k);
+	}
+	string_pool_free(c->pool);
+	free(c);
+	return NULL;
+}
+
+int object_cache_add_kind(ObjectCache *c, KubeKind kind, const ObjectSourceOps *ops, void *source,
+			  const ObjectCacheHandlers *handlers, void *userdata) {
+	CacheKind *k;
+	int r;
+
+	if (!c || (unsigned) kind >= _KUBE_KIND_MAX || !ops || !ops->list || !ops->watch || !ops->cancel)
+		return -EINVAL;
+	if (c->kinds[kind])
+		return -EEXIST;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	*k = (CacheKind) {
+		.cache = c,
+		.kind = kind,
+		.ops = ops,
+		.source = source,
+		.handlers = handlers ? *handlers : (ObjectCacheHandlers) {},
+		.userdata = userdata,
+	};
+	r = event_loop_add_timer(c->loop, on_timer, k, &k->timer);
+	if (r < 0) {
+		free(k);
+		return r;
+	}
+	c->kinds[kind] = k;
+	c->all_synced_fired = false;
+	return 0;
+}
+
+void object_cache_set_all_synced(ObjectCache *c, void (*fn)(ObjectCache *c, void *userdata), void *userdata) {
+	c->all_synced = fn;
+	c->all_synced_userdata = userdata;
+}
+
+int object_cache_start(ObjectCache *c) {
+	int r = 0;
+
+	for (unsigned i = 0; i < _KUBE_KIND_MAX; i++) {
+		CacheKind *k = c->kinds[i];
+
+		if (!k || k->state != KIND_IDLE)
+			continue;
+		kind_list(k);
+		if (k->state == KIND_BACKOFF && r == 0)
+			r = -EIO;
+	}
+	return r;
+}
+
+int object_cache_relist(ObjectCache *c, KubeKind kind) {
+	if ((unsigned) kind >= _KUBE_KIND_MAX || !c->kinds[kind])
+		return -ENOENT;
+	kind_list(c->kinds[kind]);
+	return 0;
+}
+
+/* ---- queries ---- */
+
+static const CacheKind *get_kind(const ObjectCache *c, KubeKind kind) {
+	return c && (unsigned) kind < _KUBE_KIND_MAX ? c->kinds[kind] : NULL;
+}
+
+bool object_cache_synced(const ObjectCache *c, KubeKind kind) {
+	const CacheKind *k = get_kind(c, kind);
+
+	return k && k->synced;
+}
+
+bool object_cache_all_synced(const ObjectCache *c) {
+	bool any = false;
+
+	for (unsigned i = 0; i < _KUBE_KIND_MAX; i++) {
+		if (!c->kinds[i])
+			continue;
+		if (!c->kinds[i]->synced)
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+const char *object_cache_resource_version(const ObjectCache *c, KubeKind kind) {
+	const CacheKind *k = get_kind(c, kind);
+
+	return k && k->rv ? k->rv : "";
+}
+
+ObjectCacheStats object_cache_stats(const ObjectCache *c, KubeKind kind) {
+	const CacheKind *k = get_kind(c, kind);
+
+	return k ? k->stats : (ObjectCacheStats) {};
+}
+
+StringPool *object_cache_pool(ObjectCache *c) {
+	return c->pool;
+}
+
+const KubeObject *object_cache_get(const ObjectCache *c, KubeKind kind, const char *ns, const char *name) {
+	const CacheKind *k = get_kind(c, kind);
+
+	return k && name ? store_find_str(k, ns, name) : NULL;
+}
+
+int object_cache_foreach(const ObjectCache *c, KubeKind kind, ObjectCacheVisitFn fn, void *userdata) {
+	const CacheKind *k = get_kind(c, kind);
+	KubeObject *o;
+	int r;
+
+	for (size_t i = 0; k && (o = ptr_table_iterate(&k->by_name, &i));)
+		if ((r = fn(o, userdata)) != 0)
+			return r;
+	return 0;
+}
+
+static int visit_posting(const PostingIndex *x, const void *key, const char *ns, const LabelSelector *sel,
+			 ObjectCacheVisitFn fn, void *userdata) {
+	size_t n;
+	void *const *v = key ? posting_index_get(x, key, &n) : NULL;
+	int r;
+
+	for (size_t i = 0; v && i < n; i++) {
+		const KubeObject *o = v[i];
+		LabelSet ls = kube_object_labels(o);
+
+		if (ns && o->namespace != ns)
+			continue;
+		if (sel && !label_selector_matches(sel, &ls))
+			continue;
+		if ((r = fn(o, userdata)) != 0)
+			return r;
+	}
+	return 0;
+}
+
+int object_cache_foreach_in_namespace(const ObjectCache *c, KubeKind kind, const char *ns, ObjectCacheVisitFn fn,
+				      void *userdata) {
+	const CacheKind *k = get_kind(c, kind);
+
+	if (!k || !ns)
+		return 0;
+	return visit_posting(&k->by_namespace, string_pool_lookup(c->pool, ns), NULL, NULL, fn, userdata);
+}
+
+int object_cache_foreach_with_label(const ObjectCache *c, KubeKind kind, const char *key, const char *value,
+				    ObjectCacheVisitFn fn, void *userdata) {
+	const CacheKind *k = get_kind(c, kind);
+	_cleanup_free_ char *pair = strdup_printf("%s=%s", key, value);
+
+	if (!k)
+		return 0;
+	if (!pair)
+		return -ENOMEM;
+	return visit_posting(&k->by_label, string_pool_lookup(c->pool, pair), NULL, NULL, fn, userdata);
+}
+
+typedef struct SelectCtx {
+	const LabelSelector *sel;
+	ObjectCacheVisitFn fn;
+	void *userdata;
+} SelectCtx;
+
+static int select_visit(const KubeObject *o, void *userdata) {
+	SelectCtx *x = userdata;
+	LabelSet ls = kube_object_labels(o);
+
+	return label_selector_matches(x->sel, &ls) ? x->fn(o, x->userdata) : 0;
+}
+
+int object_cache_select(const ObjectCache *c, KubeKind kind, const char *ns, const LabelSelector *sel,
+			ObjectCacheVisitFn fn, void *userdata) {
+	const CacheKind *k = get_kind(c, kind);
+	const char *nsi = NULL, *best = NULL;
+	size_t best_n = SIZE_MAX;
+
+	if (!k || !sel)
+		return 0;
+	if (ns && !(nsi = string_pool_lookup(c->pool, ns)))
+		return 0; /* no object uses that namespace */
+
+	/* The smallest posting list among the equality requirements bounds the candidates. */
+	for (size_t i = 0; i < sel->n; i++) {
+		const LabelRequirement *r = &sel->reqs[i];
+		_cleanup_free_ char *pair = NULL;
+		const char *p;
+		size_t n;
+
+		if (r->op != LABEL_OP_IN || r->n_values != 1)
+			continue;
+		pair = strdup_printf("%s=%s", r->key, r->values[0]);
+		if (!pair)
+			return -ENOMEM;
+		p = string_pool_lookup(c->pool, pair);
+		if (!p)
+			return 0; /* no object has that label */
+		(void) posting_index_get(&k->by_label, p, &n);
+		if (n < best_n) {
+			best = p;
+			best_n = n;
+		}
+	}
+	if (best)
+		return visit_posting(&k->by_label, best, nsi, sel, fn, userdata);
+	if (nsi)
+		return visit_posting(&k->by_namespace, nsi, NULL, sel, fn, userdata);
+	return object_cache_foreach(c, kind, select_visit, &(SelectCtx) { sel, fn, userdata });
+}
+
+int object_cache_foreach_pod_by_ip(const ObjectCache *c, const IpAddr *ip, ObjectCacheVisitFn fn, void *userdata) {
+	const CacheKind *k = get_kind(c, KUBE_KIND_POD);
+	size_t cursor = 0;
+	void *o;
+	int r;
+
+	if (!k || !ip)
+		return 0;
+	while ((o = ptr_table_find_next(&k->by_ip, ip_hash(ip), ip_has, ip, &cursor)))
+		if ((r = fn(o, userdata)) != 0)
+			return r;
+	return 0;
+}
+
+static int pick_owner(const KubeObject *o, void *userdata) {
+	const KubePod **best = userdata, *p = KUBE_POD(o);
+	bool live = p->phase == KUBE_POD_PENDING || p->phase == KUBE_POD_RUNNING;
+
+	if (!*best || (live && !((*best)->phase == KUBE_POD_PENDING || (*best)->phase == KUBE_POD_RUNNING)))
+		*best = p;
+	return 0;
+}
+
+const KubePod *object_cache_pod_by_ip(const ObjectCache *c, const IpAddr *ip) {
+	const KubePod *best = NULL;
+
+	(void) object_cache_foreach_pod_by_ip(c, ip, pick_owner, &best);
+	return best;
+}
+
+int object_cache_foreach_pod_on_node(const ObjectCache *c, const char *node, ObjectCacheVisitFn fn, void *userdata) {
+	const CacheKind *k = get_kind(c, KUBE_KIND_POD);
+
+	if (!k || !node)
+		return 0;
+	return visit_posting(&k->by_key, string_pool_lookup(c->pool, node), NULL, NULL, fn, userdata);
+}
+
+int object_cache_foreach_slice_of_service(const ObjectCache *c, const char *ns, const char *service,
+					  ObjectCacheVisitFn fn, void *userdata) {
+	const CacheKind *k = get_kind(c, KUBE_KIND_ENDPOINT_SLICE);
+	const char *nsi;
+
+	if (!k || !ns || !service || !(nsi = string_pool_lookup(c->pool, ns)))
+		return 0;
+	return visit_posting(&k->by_key, string_pool_lookup(c->pool, service), nsi, NULL, fn, userdata);
+}
