@@ -275,3 +275,42 @@ cri_ok() {
 	fi
 	printf '%s\n' "$out"
 }
+
+# --- containerd on the nodes of weft-cluster-lib.sh (tools/demo --runtime containerd) ------------
+declare -a CRI_SOCK=() CRI_LOG=()
+
+# cri_cluster_node_start I: node I gets a holder (its netns + a private mount namespace) and a
+# containerd in it whose CRI plugin reads the conflist weftd writes ($T/nI/cni) and the node's
+# bin dir ($T/nI/bin). Sets CRI_SOCK[I] and CRI_LOG[I].
+cri_cluster_node_start() {
+	local i=$1 d
+	d=$(node_dir "$i")
+	rt_node_start "$(node_ns "$i")"
+	containerd_start "$d" "$d/cni" "$d/bin" >/dev/null
+	CRI_SOCK[i]=$CTRD_SOCK
+	CRI_LOG[i]=$CTRD_LOG
+}
+
+# cri_pod_up I NAME NETNS: RunPodSandbox on node I (the kubelet's first call for a pod; CNI ADD
+# happens inside it), then the sandbox's network namespace is attached as NETNS (ip netns attach)
+# so `ip netns exec NETNS` reaches the pod. Prints "SANDBOX_ID IP".
+cri_pod_up() {
+	local i=$1 name=$2 netns=$3 cfg id st pid
+	mkdir -p "$T/logs/$name"
+	cfg=$(jq -cn --arg n "$name" --arg logs "$T/logs/$name" '{metadata: {name: $n, namespace: "default",
+		uid: ("uid-" + $n), attempt: 0}, hostname: $n, log_directory: $logs, linux: {}}')
+	id=$(CTRD_SOCK=${CRI_SOCK[$i]} CTRD_LOG=${CRI_LOG[$i]} cri_ok RunPodSandbox "{\"config\": $cfg}" | jq -r .pod_sandbox_id)
+	st=$(CTRD_SOCK=${CRI_SOCK[$i]} CTRD_LOG=${CRI_LOG[$i]} cri_ok PodSandboxStatus "{\"pod_sandbox_id\": \"$id\", \"verbose\": true}")
+	pid=$(jq -r '.info.info | fromjson | .pid' <<<"$st")
+	ip netns attach "$netns" "$pid" || fail "ip netns attach $netns $pid failed"
+	echo "$id $(jq -r .status.network.ip <<<"$st")"
+}
+
+# cri_pod_down I SANDBOX_ID NETNS: StopPodSandbox (CNI DEL) and RemovePodSandbox, as the kubelet
+# does, then forget the attached namespace.
+cri_pod_down() {
+	local i=$1 id=$2 netns=$3
+	ip netns del "$netns" 2>/dev/null || true
+	CTRD_SOCK=${CRI_SOCK[$i]} CTRD_LOG=${CRI_LOG[$i]} cri_ok StopPodSandbox "{\"pod_sandbox_id\": \"$id\"}" >/dev/null &&
+		CTRD_SOCK=${CRI_SOCK[$i]} CTRD_LOG=${CRI_LOG[$i]} cri_ok RemovePodSandbox "{\"pod_sandbox_id\": \"$id\"}" >/dev/null
+}

@@ -66,9 +66,17 @@ on() {
 	shift
 	CTRD_SOCK=${SOCK[$i]} CTRD_LOG=${LOG[$i]} cri_ok "$@"
 }
-# shellcheck disable=SC2016 # expanded at exit
-on_exit 'for i in 1 2; do for p in $(cri -s "${SOCK[$i]}" ListPodSandbox | jq -r ".items[]?.id"); do
-	cri -s "${SOCK[$i]}" StopPodSandbox "{\"pod_sandbox_id\": \"$p\"}"; cri -s "${SOCK[$i]}" RemovePodSandbox "{\"pod_sandbox_id\": \"$p\"}"; done; done'
+# at exit, whatever pods are left (a function with locals: lib.sh's cleanup loop counts with $i)
+remove_all_pods() {
+	local n p
+	for n in 1 2; do
+		for p in $(cri -s "${SOCK[$n]}" ListPodSandbox | jq -r ".items[]?.id"); do
+			cri -s "${SOCK[$n]}" StopPodSandbox "{\"pod_sandbox_id\": \"$p\"}"
+			cri -s "${SOCK[$n]}" RemovePodSandbox "{\"pod_sandbox_id\": \"$p\"}"
+		done
+	done
+}
+on_exit remove_all_pods
 
 pod_veths() { ip -n "$(node_ns "$1")" -j link show type veth | jq -r '[.[].ifname | select(. != "eth0")] | sort | join(" ")'; }
 # nft_elements I: every element of every set and map in node I's ruleset (what pods and ports add)
