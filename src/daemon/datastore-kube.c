@@ -69,6 +69,11 @@ struct Datastore {
 	bool connected;
 	NodeLease *cache;       /* ready nodes, as last reported */
 	size_t n_cache;
+
+	/* Our own annotations were removed or changed by someone else: publish them again. */
+	bool republish;
+	uint64_t republish_at;
+	KubeRequest *patch_req;
 };
 
 static void ds_set_error(Datastore *d, int r, const char *what) {
@@ -80,7 +85,11 @@ static const char *kube_last_error(Datastore *d) {
 }
 
 static void update_wakeup(Datastore *d) {
-	kube_client_set_wakeup(d->client, d->watch_state == WATCH_BACKOFF ? d->retry_at : 0);
+	uint64_t w = d->watch_state == WATCH_BACKOFF ? d->retry_at : 0;
+
+	if (d->republish && !d->patch_req && (!w || d->republish_at < w))
+		w = d->republish_at;
+	kube_client_set_wakeup(d->client, w);
 }
 
 static void emit(Datastore *d, const DatastoreEvent *ev) {
@@ -245,6 +254,24 @@ static void node_deleted(Datastore *d, const char *name) {
 	emit(d, &(DatastoreEvent) { .type = DS_EVENT_NODE_DELETE, .node = &l });
 }
 
+/* Our own Node: if what other nodes need from us is no longer in its annotations (removed by hand,
+ * overwritten), schedule publishing it again; the other nodes would drop us otherwise. */
+static void check_own_node(Datastore *d, const NodeLease *l) {
+	const NodeLease *s = &d->self;
+
+	if (!d->have_lease || !streq(l->node_name, s->node_name))
+		return;
+	if (ip_addr_equal(&l->public_ip, &s->public_ip) && streq(l->backend, s->backend) &&
+	    l->has_vtep_mac == s->has_vtep_mac && (!s->has_vtep_mac || memcmp(l->vtep_mac, s->vtep_mac, 6) == 0))
+		return;
+	if (!d->republish)
+		log_warning("kubernetes: the weft.dev annotations of our Node \"%s\" were removed or changed: "
+			    "publishing them again", s->node_name);
+	d->republish = true;
+	d->republish_at = http_now_usec();
+	update_wakeup(d);
+}
+
 static void node_changed(Datastore *d, const json_t *node) {
 	NodeLease l, *c;
 	int r;
@@ -252,6 +279,7 @@ static void node_changed(Datastore *d, const json_t *node) {
 	r = node_to_lease(node, &l);
 	if (r < 0)
 		return;
+	check_own_node(d, &l);
 	if (r == 0) {
 		/* Not (or no longer) ready: podCIDRs or our annotations are missing. */
 		node_deleted(d, l.node_name);
@@ -393,9 +421,14 @@ static void on_list_done(KubeClient *c, int error, json_t *resp, void *userdata)
 	list = calloc(MAX(json_array_size(items), (size_t) 1), sizeof(NodeLease));
 	if (!list)
 		return watch_failed(d, -ENOMEM, "listing nodes");
-	json_array_foreach(items, i, node)
-		if (node_to_lease(node, &list[n]) > 0)
+	json_array_foreach(items, i, node) {
+		int r = node_to_lease(node, &list[n]);
+
+		if (r >= 0)
+			check_own_node(d, &list[n]);
+		if (r > 0)
 			n++;
+	}
 	free(d->cache);
 	d->cache = list;
 	d->n_cache = n;
@@ -637,6 +670,8 @@ static int kube_release(Datastore *d) {
 
 	if (!d->have_lease)
 		return 0;
+	d->republish = false;
+	kube_request_cancel(TAKE_PTR(d->patch_req));
 	path = node_path(d->self.node_name);
 	patch = annotations_patch(NULL);
 	if (!path || !patch)
@@ -662,6 +697,36 @@ static int kube_relist(Datastore *d) {
 	return 0;
 }
 
+static void on_republish_done(KubeClient *c, int error, json_t *resp, void *userdata) {
+	Datastore *d = userdata;
+
+	d->patch_req = NULL;
+	if (error < 0) {
+		ds_set_error(d, error, "publishing our Node annotations again");
+		log_warning("kubernetes: %s", d->error);
+		d->republish_at = http_now_usec() + 1000000u;
+	} else {
+		log_info("kubernetes: published the annotations of our Node again");
+		d->republish = false;
+		emit(d, &(DatastoreEvent) { .type = DS_EVENT_SELF_RECREATED });
+	}
+	update_wakeup(d);
+}
+
+static void republish_start(Datastore *d) {
+	_cleanup_free_ char *path = node_path(d->self.node_name), *patch = annotations_patch(&d->self);
+	int r;
+
+	if (!path || !patch) {
+		d->republish_at = http_now_usec() + 1000000u;
+		return;
+	}
+	r = kube_client_call_async(d->client, "PATCH", path, "application/merge-patch+json", patch, on_republish_done, d,
+				   &d->patch_req);
+	if (r < 0)
+		d->republish_at = http_now_usec() + 1000000u;
+}
+
 static int kube_get_fd(Datastore *d) {
 	return kube_client_get_fd(d->client);
 }
@@ -674,6 +739,8 @@ static int kube_dispatch(Datastore *d) {
 		return r;
 	if (d->watch_state == WATCH_BACKOFF && d->retry_at && d->retry_at <= http_now_usec())
 		watch_start_list(d);
+	if (d->republish && d->have_lease && !d->patch_req && d->republish_at <= http_now_usec())
+		republish_start(d);
 	update_wakeup(d);
 	return 0;
 }

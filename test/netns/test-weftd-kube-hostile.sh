@@ -12,6 +12,7 @@
 #   - a loopback public-ip, a multicast vtep-mac, an unreadable podCIDR are refused
 #   - a Node with a 200-character name is programmed (it used to be skipped past 63)
 #   - the periodic resync lists the Nodes again (--relist-interval)
+#   - node2's weft.dev annotations removed by hand: node2 publishes them again at once
 # shellcheck disable=SC2317 # helpers are called through wait_for
 CLUSTER_UNDERLAY=10.250.100
 . "$(dirname "$0")/lib.sh"
@@ -147,6 +148,15 @@ l0=$(api GET /fixture/stats | jq .lists)
 sleep 3.5
 l1=$(api GET /fixture/stats | jq .lists)
 ((l1 - l0 >= 4)) || check_fail "3 nodes re-listed only $((l1 - l0)) times in 3.5 s with --relist-interval 1s"
+
+# ---- our own annotations removed under a running node: published again
+api PATCH /api/v1/nodes/node2 -H 'Content-Type: application/merge-patch+json' \
+	-d '{"metadata": {"annotations": {"weft.dev/public-ip": null, "weft.dev/vtep-mac": null, "weft.dev/backend-type": null}}}' >/dev/null
+annotated2() { [ "$(api GET /api/v1/nodes/node2 | jq -r '.metadata.annotations["weft.dev/vtep-mac"] // "none"')" = "$mac2" ]; }
+wait_for 3 annotated2 || check_fail "node2 did not publish its removed annotations again"
+http_get 2 /metrics
+grep -q '^weft_lease_recreated_total [1-9]' <<<"$HTTP_BODY" || check_fail "weft_lease_recreated_total not counted on node2"
+wait_for 3 has_route 1 10.250.130.0/24 || check_fail "node1 has no route to node2 after node2 published its annotations again"
 
 for i in 1 2 3; do
 	weftd_stop "$i"
