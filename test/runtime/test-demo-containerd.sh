@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# weft-test: serial (containerd, podman and the node holders share /opt/cni, /var/lib/weft mount points)
 # tools/demo --runtime containerd as a test: 2 nodes, 2 pods each, pods created over CRI by one
 # containerd per node (the kubelet's calls), must report every pair reachable and the outside
 # reached through masquerade, remove every pod with StopPodSandbox + RemovePodSandbox, and leave

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# weft-test: serial (containerd, podman and the node holders share /opt/cni, /var/lib/weft mount points)
 # The DaemonSet image, built and run here: `make image` (deploy/Containerfile, FROM scratch, with
 # podman, no registry) in node 1, then node 1 runs the image the way the kubelet runs
 # deploy/kubernetes/weft-etcd.yaml's DaemonSet: the pod and its containers are translated from the
