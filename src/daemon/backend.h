@@ -39,6 +39,8 @@ typedef struct NodeObjects {
 	bool neigh_present[2], fdb_present, route_present[2];
 	/* Present under the same key but different (wrong MAC / gateway): replace, don't add. */
 	bool neigh_replace[2], route_replace[2];
+	/* A route weft did not install (other protocol) has the destination: leave it, skip the node. */
+	bool route_foreign[2];
 } NodeObjects;
 
 typedef struct Backend Backend;

@@ -79,6 +79,7 @@ void reconcile_observed_done(ReconcileObserved *o) {
 	free(o->routes);
 	free(o->neigh);
 	free(o->fdb);
+	free(o->foreign);
 	*o = (ReconcileObserved) {};
 }
 
@@ -134,6 +135,8 @@ int reconcile_plan(NodeObjects *desired, size_t n_desired, ReconcileObserved *ob
 		qsort(obs->neigh, obs->n_neigh, sizeof(NlNeigh), neigh_key_cmp);
 	if (obs->n_fdb > 0)
 		qsort(obs->fdb, obs->n_fdb, sizeof(NlNeigh), fdb_key_cmp);
+	if (obs->n_foreign > 0)
+		qsort(obs->foreign, obs->n_foreign, sizeof(NlRoute), route_key_cmp);
 
 	for (size_t i = 0; i < n_desired; i++) {
 		NodeObjects *o = &desired[i];
@@ -161,7 +164,14 @@ int reconcile_plan(NodeObjects *desired, size_t n_desired, ReconcileObserved *ob
 		for (size_t j = 0; j < o->n_routes; j++) {
 			const NlRoute *h = lower_bound(&o->routes[j], obs->routes, obs->n_routes, sizeof(NlRoute),
 						       route_key_cmp);
-			o->route_present[j] = o->route_replace[j] = false;
+			o->route_present[j] = o->route_replace[j] = o->route_foreign[j] = false;
+			if (!h && lower_bound(&o->routes[j], obs->foreign, obs->n_foreign, sizeof(NlRoute), route_key_cmp)) {
+				/* someone else's route (the kernel's connected one, a static one): not ours to
+				 * replace; reconciler_run() skips the whole node */
+				o->route_foreign[j] = true;
+				p.n_conflict++;
+				continue;
+			}
 			if (h) {
 				/* Duplicates under one key (same dst, other metric) are stale except one. */
 				used_r[h - obs->routes] = true;
@@ -492,15 +502,21 @@ int reconciler_select(Reconciler *r) {
 
 typedef struct ObserveCtx {
 	ReconcileObserved *obs;
-	size_t a_routes, a_neigh, a_fdb;
+	size_t a_routes, a_neigh, a_fdb, a_foreign;
 	int vtep_ifindex;
 } ObserveCtx;
 
 static int observe_route_cb(const NlRoute *rt, void *userdata) {
 	ObserveCtx *c = userdata;
 
-	if (rt->protocol != WEFT_RTPROT || route_table(rt) != RT_TABLE_MAIN)
+	if (route_table(rt) != RT_TABLE_MAIN)
 		return 0;
+	if (rt->protocol != WEFT_RTPROT) {
+		if (GROW(c->obs->foreign, c->obs->n_foreign, c->a_foreign) < 0)
+			return -ENOMEM;
+		c->obs->foreign[c->obs->n_foreign++] = *rt;
+		return 0;
+	}
 	if (GROW(c->obs->routes, c->obs->n_routes, c->a_routes) < 0)
 		return -ENOMEM;
 	c->obs->routes[c->obs->n_routes++] = *rt;
@@ -606,11 +622,32 @@ typedef struct ApplyCounts {
 } ApplyCounts;
 
 /* Neighbour -> FDB -> route; on failure, undo what this call added (replacements stay). */
+/* Logs and counts once that a route weft did not install holds one of the node's destinations. */
+static void kernel_conflict(Reconciler *r, DesiredNode *d, const NlRoute *rt) {
+	char buf[2 * IP_PREFIX_STRLEN + 8];
+
+	if (!d || d->kernel_conflict)
+		return;
+	log_warning("Refusing lease %s of node \"%s\": the kernel has a route to %s that weft did not install; "
+		    "leaving it alone [%s]",
+		    d->key, d->lease.node_name, route_str(rt, buf), lease_reject_to_string(LEASE_REJECT_KERNEL_CONFLICT));
+	count_rejected(r, LEASE_REJECT_KERNEL_CONFLICT);
+	d->kernel_conflict = true;
+}
+
 static int apply_node(Reconciler *r, const NodeObjects *o, DesiredNode *d, ApplyCounts *cnt) {
 	bool added_neigh[2] = {}, added_fdb = false, added_route[2] = {}, conflict = false;
 	char buf[2 * IP_PREFIX_STRLEN + 8], a[IP_ADDR_STRLEN], m[18];
 	size_t j;
 	int k = 0;
+
+	for (j = 0; j < o->n_routes; j++)
+		if (o->route_foreign[j]) {
+			/* Checked before touching anything: no neighbour or FDB entry for a node whose
+			 * route cannot go in. */
+			kernel_conflict(r, d, &o->routes[j]);
+			return 0;
+		}
 
 	for (j = 0; j < o->n_neigh; j++) {
 		if (o->neigh_present[j])
@@ -645,14 +682,8 @@ static int apply_node(Reconciler *r, const NodeObjects *o, DesiredNode *d, Apply
 		 * connected route, a static route) makes it fail with EEXIST instead of being replaced. */
 		k = nl_route_add(r->nl, &o->routes[j], o->route_replace[j] ? NL_ROUTE_REPLACE : 0);
 		if (k == -EEXIST) {
-			if (d && !d->kernel_conflict) {
-				log_warning("Refusing lease %s of node \"%s\": the kernel has a route to %s that weft did "
-					    "not install; leaving it alone [%s]",
-					    d->key, d->lease.node_name, route_str(&o->routes[j], buf),
-					    lease_reject_to_string(LEASE_REJECT_KERNEL_CONFLICT));
-				count_rejected(r, LEASE_REJECT_KERNEL_CONFLICT);
-				d->kernel_conflict = true;
-			}
+			/* appeared since the dump */
+			kernel_conflict(r, d, &o->routes[j]);
 			conflict = true;
 			goto rollback;
 		}
@@ -771,7 +802,7 @@ int reconciler_run(Reconciler *r) {
 		return log_error_errno(k, "Failed to plan: %m");
 
 	RET_GATHER(ret, apply_deletes(r, &plan));
-	if (plan.n_add > 0)
+	if (plan.n_add > 0 || plan.n_conflict > 0)
 		for (size_t i = 0; i < n_objs; i++)
 			RET_GATHER(ret, apply_node(r, &objs[i], from[i], &cnt));
 	else
@@ -787,7 +818,7 @@ int reconciler_run(Reconciler *r) {
 		r->metrics->fdb = cnt.fdb;
 		metrics_observe_reconcile(r->metrics, now_sec() - start);
 	}
-	if (plan.n_add > 0 || plan.n_del_routes + plan.n_del_neigh + plan.n_del_fdb > 0)
+	if (cnt.added > 0 || plan.n_del_routes + plan.n_del_neigh + plan.n_del_fdb > 0)
 		log_info("Reconciled %zu remote nodes: %u objects added or replaced, %zu routes, %zu FDB entries, "
 			 "%zu neighbours removed, in %.1f ms",
 			 n_objs, cnt.added, plan.n_del_routes, plan.n_del_fdb, plan.n_del_neigh,

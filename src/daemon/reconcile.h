@@ -40,6 +40,8 @@ typedef struct ReconcileObserved {
 	size_t n_neigh;
 	NlNeigh *fdb;           /* FDB entries on the VTEP with a remote dst */
 	size_t n_fdb;
+	NlRoute *foreign;       /* main-table routes weft did not install: never replaced, never deleted */
+	size_t n_foreign;
 } ReconcileObserved;
 
 typedef struct ReconcilePlan {
@@ -51,6 +53,7 @@ typedef struct ReconcilePlan {
 	size_t n_del_fdb;
 	size_t n_add;           /* objects missing or to be replaced */
 	size_t n_present;       /* objects already right */
+	size_t n_conflict;      /* routes held by a route weft did not install */
 } ReconcilePlan;
 
 void reconcile_plan_done(ReconcilePlan *p);
@@ -58,7 +61,8 @@ void reconcile_observed_done(ReconcileObserved *o);
 
 /*
  * Compares `desired` against `obs` (whose arrays it sorts in place). Marks the *_present and
- * *_replace flags of every desired object and fills *ret with the stale objects to delete
+ * *_replace flags of every desired object, and route_foreign where a route weft did not install
+ * holds the destination (that node is then not programmed at all) and fills *ret with the stale objects to delete
  * (copies; release with reconcile_plan_done()). 0 or -ENOMEM.
  */
 int reconcile_plan(NodeObjects *desired, size_t n_desired, ReconcileObserved *obs, ReconcilePlan *ret);

@@ -253,6 +253,32 @@ static void test_plan_foreign_table_is_not_ours(void **state) {
 	reconcile_observed_done(&obs);
 }
 
+/* Issue 7 item 1: a destination held by a route weft did not install (the kernel's connected
+ * route, a static one) is a conflict: never replaced, never deleted, not counted as missing. */
+static void test_plan_foreign_route(void **state) {
+	Backend b = test_backend(&backend_vxlan_ops, false);
+	NodeLease l[2] = { lease("node2", "10.244.2.0/24", "10.99.0.12", 2), lease("fake", "10.99.0.0/24", "10.99.0.50", 0x50) };
+	_cleanup_free_ NodeObjects *o = render(&b, l, 2);
+	ReconcileObserved obs = {};
+	ReconcilePlan p;
+
+	obs.foreign = calloc(2, sizeof(NlRoute));
+	assert_non_null(obs.foreign);
+	obs.foreign[obs.n_foreign++] = (NlRoute) { .dst = P("10.99.0.0/24"), .oif = UNDERLAY, .protocol = RTPROT_KERNEL,
+						   .scope = RT_SCOPE_LINK, .type = RTN_UNICAST };
+	obs.foreign[obs.n_foreign++] = (NlRoute) { .dst = P("0.0.0.0/0"), .gw = A("10.99.0.1"), .protocol = RTPROT_BOOT,
+						   .type = RTN_UNICAST };
+	assert_int_equal(reconcile_plan(o, 2, &obs, &p), 0);
+	assert_false(o[0].route_foreign[0]);
+	assert_true(o[1].route_foreign[0]);
+	assert_false(o[1].route_replace[0]);
+	assert_int_equal(p.n_conflict, 1);
+	assert_int_equal(p.n_add, 5); /* node2: 3, fake: neighbour + FDB (not applied: apply_node skips it) */
+	assert_int_equal(p.n_del_routes, 0); /* foreign routes are never stale */
+	reconcile_plan_done(&p);
+	reconcile_observed_done(&obs);
+}
+
 static void test_plan_5000_nodes(void **state) {
 	Backend b = test_backend(&backend_vxlan_ops, false);
 	const size_t n = 5000;
@@ -345,6 +371,7 @@ int main(void) {
 		cmocka_unit_test(test_plan_in_sync),
 		cmocka_unit_test(test_plan_stale_and_changed),
 		cmocka_unit_test(test_plan_foreign_table_is_not_ours),
+		cmocka_unit_test(test_plan_foreign_route),
 		cmocka_unit_test(test_plan_5000_nodes),
 		cmocka_unit_test(test_desired_table),
 	};
