@@ -223,8 +223,9 @@ static bool ip_arrays_equal(const IpAddr *a, const IpAddr *b, size_t n) {
 typedef struct Meta {
 	const char *namespace;  /* interned reference */
 	const char *name;       /* borrowed from the JSON */
-	const char **labels;    /* interned references, sorted */
+	const char **labels;    /* pair references while parsing, then the interned set */
 	size_t n_labels;
+	bool interned;          /* labels is an interned set (one reference) */
 	const json_t *j;        /* metadata */
 	StringPool *pool;
 } Meta;
@@ -233,10 +234,14 @@ typedef struct Meta {
 static void meta_done(Meta *m) {
 	if (m->pool) {
 		string_pool_unref(m->pool, m->namespace);
-		for (size_t i = 0; i < m->n_labels; i++)
-			string_pool_unref(m->pool, m->labels[i]);
+		if (m->interned)
+			string_pool_unref_labels(m->pool, m->labels);
+		else
+			for (size_t i = 0; i < m->n_labels; i++)
+				string_pool_unref(m->pool, m->labels[i]);
 	}
-	free(m->labels);
+	if (!m->interned)
+		free(m->labels);
 	*m = (Meta) {};
 }
 
@@ -285,6 +290,18 @@ static int meta_parse(const json_t *j, bool namespaced, NameValidFn name_valid, 
 		ret->n_labels++;
 	}
 	label_pairs_sort(ret->labels, ret->n_labels);
+	/* The pair references move into the shared set (also on failure). */
+	{
+		const char **set = string_pool_intern_labels(pool, ret->labels, ret->n_labels);
+
+		free(ret->labels);
+		ret->labels = set;
+		if (!set) {
+			ret->n_labels = 0;
+			return -ENOMEM;
+		}
+	}
+	ret->interned = true;
 	return 0;
 }
 
@@ -298,23 +315,21 @@ static int meta_move(Meta *m, KubeKind kind, KubeObject *o) {
 	o->labels = TAKE_PTR(m->labels);
 	o->n_labels = (uint16_t) m->n_labels;
 	m->n_labels = 0;
+	m->interned = false;
 	return 0;
 }
 
 static bool meta_equal(const KubeObject *a, const KubeObject *b) {
-	return a->kind == b->kind && a->namespace == b->namespace && streq(a->name, b->name) &&
-	       a->n_labels == b->n_labels &&
-	       (a->n_labels == 0 || memcmp(a->labels, b->labels, a->n_labels * sizeof(char *)) == 0);
+	/* Label sets are interned whole: the same labels are the same array. */
+	return a->kind == b->kind && a->namespace == b->namespace && a->labels == b->labels &&
+	       streq(a->name, b->name);
 }
 
 static void meta_free(KubeObject *o, StringPool *pool) {
 	string_pool_unref(pool, o->namespace);
-	for (size_t i = 0; i < o->n_labels; i++)
-		string_pool_unref(pool, o->labels[i]);
-	if (!(o->flags & OBJECT_FLAG_BLOCK)) {
+	string_pool_unref_labels(pool, o->labels);
+	if (!(o->flags & OBJECT_FLAG_BLOCK))
 		free((char *) o->name);
-		free(o->labels);
-	}
 }
 
 int kube_object_json_key(const json_t *j, const char **ret_namespace, const char **ret_name) {
@@ -645,8 +660,7 @@ static int pod_decode(const json_t *j, StringPool *pool, KubeObject **ret, Decod
 
 	/* Everything checked: lay the pod out in one block. Largest alignment first. */
 	name_len = strlen(m.name) + 1;
-	size = sizeof(KubePod) + m.n_labels * sizeof(char *) + n_ports * sizeof(KubeContainerPort) +
-	       n_ips * sizeof(IpAddr) + name_len;
+	size = sizeof(KubePod) + n_ports * sizeof(KubeContainerPort) + n_ips * sizeof(IpAddr) + name_len;
 	b = calloc(1, size);
 	if (!b) {
 		ports_unref(ports, n_ports, pool);
@@ -659,13 +673,10 @@ static int pod_decode(const json_t *j, StringPool *pool, KubeObject **ret, Decod
 		.flags = OBJECT_FLAG_BLOCK,
 		.n_labels = (uint16_t) m.n_labels,
 		.namespace = TAKE_PTR(m.namespace),
+		.labels = TAKE_PTR(m.labels),
 	};
-	if (m.n_labels > 0) {
-		p->meta.labels = (const char **) b;
-		memcpy(b, m.labels, m.n_labels * sizeof(char *));
-		b += m.n_labels * sizeof(char *);
-		m.n_labels = 0; /* the references moved */
-	}
+	m.n_labels = 0; /* the references moved */
+	m.interned = false;
 	if (n_ports > 0) {
 		p->ports = (KubeContainerPort *) b;
 		memcpy(b, ports, n_ports * sizeof(KubeContainerPort));

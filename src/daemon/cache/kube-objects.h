@@ -63,7 +63,8 @@ typedef struct KubeObject {
 	uint32_t hash;          /* of namespace/name (the cache's name index) */
 	const char *namespace;  /* interned; NULL for cluster-scoped kinds */
 	const char *name;       /* owned by the object */
-	const char **labels;    /* interned "key=value", sorted by key (LabelSet) */
+	const char **labels;    /* interned "key=value" pairs sorted by key (LabelSet), the array itself
+				 * interned: objects with equal labels share it (NULL if none) */
 } KubeObject;
 
 static inline LabelSet kube_object_labels(const KubeObject *o) {

@@ -3,10 +3,15 @@
  * The informer: per kind a small state machine (LIST -> WATCH -> ... with BACKOFF between
  * failures) over a source, and the store with its indexes. See object-cache.h for the contract.
  */
+#include <assert.h>
 #include <errno.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/timerfd.h>
+#include <time.h>
 
 #include "basic/string-util.h"
 #include "daemon/cache/object-cache.h"
@@ -32,7 +37,7 @@ typedef struct CacheKind {
 
 	KindState state;
 	ObjectSourceRequest *req;
-	EventSource *timer;
+	uint64_t retry_at;      /* BACKOFF: CLOCK_MONOTONIC usec of the next attempt */
 	char *rv;
 	unsigned failures;
 	/* Bumped whenever a request is started: a callback that finds it changed knows a handler
@@ -49,7 +54,8 @@ typedef struct CacheKind {
 } CacheKind;
 
 struct ObjectCache {
-	EventLoop *loop;
+	int timer_fd;                   /* fires at the earliest retry_at of any kind */
+	EventSource *io;                /* object_cache_attach() */
 	StringPool *pool;
 	ObjectCacheOptions opts;
 	CacheKind *kinds[_KUBE_KIND_MAX];
@@ -119,40 +125,35 @@ static KubeObject *store_find_str(const CacheKind *k, const char *ns, const char
 	return store_find(k, nsi, name);
 }
 
-static bool ip_has(const void *item, const void *key) {
-	const IpAddr *ips;
-	size_t n = kube_object_ips(item, &ips);
+/* The IP index holds one entry per (object, IP): the object pointer with the IP's position in its
+ * podIPs in the low bit (pods have at most two IPs; objects are malloc-aligned), so that growing
+ * the table can rehash each entry by its own IP. */
+static void *ip_entry(const KubeObject *o, size_t i) {
+	assert(i < 2);
+	return (void *) ((uintptr_t) o | i);
+}
 
-	for (size_t i = 0; i < n; i++)
-		if (ip_addr_equal(&ips[i], key))
-			return true;
-	return false;
+static KubeObject *ip_entry_object(const void *e) {
+	return (KubeObject *) ((uintptr_t) e & ~(uintptr_t) 1);
+}
+
+static const IpAddr *ip_entry_ip(const void *e) {
+	const IpAddr *ips;
+
+	(void) kube_object_ips(ip_entry_object(e), &ips);
+	return &ips[(uintptr_t) e & 1];
 }
 
 static uint32_t ip_hash(const IpAddr *a) {
 	return cache_hash_bytes(a->bytes, ip_addr_size(a->family), (uint32_t) a->family);
 }
 
-static int ip_index_rebuild(CacheKind *k, size_t extra) {
-	size_t n = 0, i = 0;
-	KubeObject *o;
-	int r;
+static bool ip_entry_eq(const void *item, const void *key) {
+	return ip_addr_equal(ip_entry_ip(item), key);
+}
 
-	for (; (o = ptr_table_iterate(&k->by_name, &i));) {
-		const IpAddr *ips;
-		n += kube_object_ips(o, &ips);
-	}
-	r = ptr_table_reset(&k->by_ip, (n + extra) * 2);
-	if (r < 0)
-		return r;
-	for (i = 0; (o = ptr_table_iterate(&k->by_name, &i));) {
-		const IpAddr *ips;
-		size_t m = kube_object_ips(o, &ips);
-
-		for (size_t q = 0; q < m; q++)
-			(void) ptr_table_insert(&k->by_ip, ip_hash(&ips[q]), o, NULL); /* sized above */
-	}
-	return 0;
+static uint32_t ip_entry_hash(const void *item) {
+	return ip_hash(ip_entry_ip(item));
 }
 
 static void store_unindex(CacheKind *k, KubeObject *o) {
@@ -168,14 +169,14 @@ static void store_unindex(CacheKind *k, KubeObject *o) {
 	if (key)
 		posting_index_remove(&k->by_key, key, o);
 	for (size_t i = 0; i < n; i++)
-		ptr_table_remove(&k->by_ip, ip_hash(&ips[i]), o);
+		ptr_table_remove(&k->by_ip, ip_hash(&ips[i]), ip_entry(o, i));
 	k->stats.objects--;
 }
 
 /* All or nothing: on failure every index is as before. */
 static int store_index(CacheKind *k, KubeObject *o) {
 	const IpAddr *ips;
-	size_t n = kube_object_ips(o, &ips), labels = 0;
+	size_t n = kube_object_ips(o, &ips), labels = 0, n_ips = 0;
 	const char *key = kube_object_index_key(o);
 	int r;
 
@@ -190,12 +191,15 @@ static int store_index(CacheKind *k, KubeObject *o) {
 			goto fail_labels;
 	if (key && (r = posting_index_add(&k->by_key, key, o)) < 0)
 		goto fail_labels;
-	if (n > 0 && !ptr_table_has_room(&k->by_ip, n) && (r = ip_index_rebuild(k, n)) < 0)
-		goto fail_key;
-	for (size_t i = 0; i < n; i++)
-		(void) ptr_table_insert(&k->by_ip, ip_hash(&ips[i]), o, NULL); /* room made above */
+	for (; n_ips < n; n_ips++)
+		if ((r = ptr_table_insert(&k->by_ip, ip_hash(&ips[n_ips]), ip_entry(o, n_ips), ip_entry_hash)) < 0)
+			goto fail_ips;
 	return 0;
-fail_key:
+fail_ips:
+	while (n_ips > 0) {
+		n_ips--;
+		ptr_table_remove(&k->by_ip, ip_hash(&ips[n_ips]), ip_entry(o, n_ips));
+	}
 	if (key)
 		posting_index_remove(&k->by_key, key, o);
 fail_labels:
@@ -283,6 +287,20 @@ static int store_upsert(CacheKind *k, KubeObject *o) {
 static void kind_list(CacheKind *k);
 static void kind_watch(CacheKind *k);
 
+static void timer_update(ObjectCache *c) {
+	uint64_t next = 0;
+	struct itimerspec its = {};
+
+	for (unsigned i = 0; i < _KUBE_KIND_MAX; i++)
+		if (c->kinds[i] && c->kinds[i]->retry_at && (!next || c->kinds[i]->retry_at < next))
+			next = c->kinds[i]->retry_at;
+	if (next) {
+		its.it_value.tv_sec = (time_t) (next / USEC_PER_SEC);
+		its.it_value.tv_nsec = (long) (next % USEC_PER_SEC * 1000);
+	}
+	(void) timerfd_settime(c->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
 static void check_all_synced(ObjectCache *c) {
 	if (c->all_synced_fired || !object_cache_all_synced(c))
 		return;
@@ -306,21 +324,59 @@ static void kind_failed(CacheKind *k, int error, bool listing) {
 	if (k->handlers.failed)
 		k->handlers.failed(k->cache, k->kind, error, listing, k->userdata);
 	/* The handler may have asked for a relist already. */
-	if (k->gen == gen)
-		(void) event_source_arm(k->timer, (uint64_t) ms * USEC_PER_MSEC, 0);
+	if (k->gen == gen) {
+		k->retry_at = now_usec() + (uint64_t) ms * USEC_PER_MSEC;
+		timer_update(k->cache);
+	}
 }
 
-static int on_timer(EventSource *s, void *userdata) {
-	CacheKind *k = userdata;
-
+static void retry(CacheKind *k) {
 	if (k->state != KIND_BACKOFF)
-		return 0;
+		return;
 	/* Never synced, or the watch has no resourceVersion to resume from: list. */
 	if (!k->synced || isempty(k->rv))
 		kind_list(k);
 	else
 		kind_watch(k);
+}
+
+int object_cache_get_fd(const ObjectCache *c) {
+	return c->timer_fd;
+}
+
+uint64_t object_cache_next_retry_usec(const ObjectCache *c) {
+	uint64_t next = 0;
+
+	for (unsigned i = 0; i < _KUBE_KIND_MAX; i++)
+		if (c->kinds[i] && c->kinds[i]->retry_at && (!next || c->kinds[i]->retry_at < next))
+			next = c->kinds[i]->retry_at;
+	return next;
+}
+
+int object_cache_dispatch(ObjectCache *c) {
+	uint64_t expirations, now = now_usec();
+
+	(void) !read(c->timer_fd, &expirations, sizeof(expirations));
+	for (unsigned i = 0; i < _KUBE_KIND_MAX; i++) {
+		CacheKind *k = c->kinds[i];
+
+		if (k && k->retry_at && k->retry_at <= now) {
+			k->retry_at = 0;
+			retry(k);
+		}
+	}
+	timer_update(c);
 	return 0;
+}
+
+static int on_io(EventSource *s, int fd, uint32_t revents, void *userdata) {
+	return object_cache_dispatch(userdata);
+}
+
+int object_cache_attach(ObjectCache *c, EventLoop *loop) {
+	if (c->io)
+		return -EBUSY;
+	return event_loop_add_io(loop, c->timer_fd, EPOLLIN, on_io, c, &c->io);
 }
 
 static int set_rv(CacheKind *k, const char *rv) {
@@ -484,7 +540,10 @@ static void on_watch_done(int error, void *userdata) {
 static void kind_cancel(CacheKind *k) {
 	if (k->req)
 		k->ops->cancel(k->source, TAKE_PTR(k->req));
-	(void) event_source_disarm(k->timer);
+	if (k->retry_at) {
+		k->retry_at = 0;
+		timer_update(k->cache);
+	}
 }
 
 static void kind_list(CacheKind *k) {
@@ -512,16 +571,21 @@ static void kind_watch(CacheKind *k) {
 
 /* ---- lifecycle ---- */
 
-int object_cache_new(EventLoop *loop, const ObjectCacheOptions *opts, ObjectCache **ret) {
+int object_cache_new(const ObjectCacheOptions *opts, ObjectCache **ret) {
 	ObjectCache *c;
 	int r;
 
-	if (!loop || !ret)
+	if (!ret)
 		return -EINVAL;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->loop = loop;
+	c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (c->timer_fd < 0) {
+		r = negative_errno();
+		free(c);
+		return r;
+	}
 	c->opts = opts ? *opts : (ObjectCacheOptions) {};
 	if (c->opts.backoff_min_ms == 0)
 		c->opts.backoff_min_ms = DEFAULT_BACKOFF_MIN_MS;
@@ -529,6 +593,7 @@ int object_cache_new(EventLoop *loop, const ObjectCacheOptions *opts, ObjectCach
 		c->opts.backoff_max_ms = DEFAULT_BACKOFF_MAX_MS;
 	r = string_pool_new(&c->pool);
 	if (r < 0) {
+		safe_close(c->timer_fd);
 		free(c);
 		return r;
 	}
@@ -544,13 +609,15 @@ ObjectCache *object_cache_free(ObjectCache *c) {
 
 		if (!k)
 			continue;
-		kind_cancel(k);
-		event_source_free(k->timer);
+		if (k->req)
+			k->ops->cancel(k->source, TAKE_PTR(k->req));
 		store_clear(k);
 		free(k->rv);
 		free(k);
 	}
 	string_pool_free(c->pool);
+	event_source_free(c->io);
+	safe_close(c->timer_fd);
 	free(c);
 	return NULL;
 }
@@ -558,7 +625,6 @@ ObjectCache *object_cache_free(ObjectCache *c) {
 int object_cache_add_kind(ObjectCache *c, KubeKind kind, const ObjectSourceOps *ops, void *source,
 			  const ObjectCacheHandlers *handlers, void *userdata) {
 	CacheKind *k;
-	int r;
 
 	if (!c || (unsigned) kind >= _KUBE_KIND_MAX || !ops || !ops->list || !ops->watch || !ops->cancel)
 		return -EINVAL;
@@ -575,11 +641,6 @@ int object_cache_add_kind(ObjectCache *c, KubeKind kind, const ObjectSourceOps *
 		.handlers = handlers ? *handlers : (ObjectCacheHandlers) {},
 		.userdata = userdata,
 	};
-	r = event_loop_add_timer(c->loop, on_timer, k, &k->timer);
-	if (r < 0) {
-		free(k);
-		return r;
-	}
 	c->kinds[kind] = k;
 	c->all_synced_fired = false;
 	return 0;
@@ -771,8 +832,8 @@ int object_cache_foreach_pod_by_ip(const ObjectCache *c, const IpAddr *ip, Objec
 
 	if (!k || !ip)
 		return 0;
-	while ((o = ptr_table_find_next(&k->by_ip, ip_hash(ip), ip_has, ip, &cursor)))
-		if ((r = fn(o, userdata)) != 0)
+	while ((o = ptr_table_find_next(&k->by_ip, ip_hash(ip), ip_entry_eq, ip, &cursor)))
+		if ((r = fn(ip_entry_object(o), userdata)) != 0)
 			return r;
 	return 0;
 }

@@ -12,9 +12,11 @@
  * capped exponential backoff with jitter, then watch again from the last resourceVersion (or list,
  * if the kind never synced).
  *
- * Everything runs on the caller's EventLoop, in the source's callbacks and the cache's backoff
- * timer: delta callbacks are never called from another thread, and never from inside a cache API
- * call except object_cache_start()/object_cache_relist() (which only start requests).
+ * Everything runs on the caller's one thread, in the source's callbacks (which the source runs
+ * from the caller's loop) and in object_cache_dispatch(), which the caller runs when the cache's
+ * one fd (a timerfd for backoff deadlines) is readable — object_cache_attach() hooks it into an
+ * EventLoop. Delta callbacks are never called from another thread, and never from inside a cache
+ * API call other than object_cache_dispatch() (start() and relist() only start requests).
  *
  * Deltas, per kind:
  *   added(new)          an object appeared (also: every object of the first list)
@@ -40,7 +42,7 @@
  * non-hostNetwork pods; several pods may share one, e.g. a completed pod and its successor), and a
  * per-kind secondary key: the node of a Pod, the Service of an EndpointSlice.
  *
- * Wiring (weftd): one ObjectCache on weftd's loop; object_cache_add_kind() for each kind with the
+ * Wiring (weftd): one ObjectCache, object_cache_attach(cache, loop); object_cache_add_kind() for each kind with the
  * source that serves it (a KubeClient adapter: LIST kube_kind_info(kind)->api_path, WATCH
  * "?watch=1&resourceVersion=RV&allowWatchBookmarks=true&timeoutSeconds=N", map HTTP 410 to
  * -ESTALE; an etcd adapter: range over <prefix>/<resource>/ at a revision, watch from rev+1,
@@ -126,8 +128,8 @@ typedef struct ObjectCacheStats {
 	uint64_t added, updated, deleted, unchanged; /* deltas fired; unchanged = no-op updates dropped */
 } ObjectCacheStats;
 
-/* opts may be NULL. 0, -ENOMEM or -errno (timer). */
-int object_cache_new(EventLoop *loop, const ObjectCacheOptions *opts, ObjectCache **ret);
+/* opts may be NULL. 0, -ENOMEM or -errno (timerfd). */
+int object_cache_new(const ObjectCacheOptions *opts, ObjectCache **ret);
 /* Cancels every request; frees every object. NULL-safe; returns NULL. */
 ObjectCache *object_cache_free(ObjectCache *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ObjectCache *, object_cache_free);
@@ -137,6 +139,13 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ObjectCache *, object_cache_free);
 int object_cache_add_kind(ObjectCache *c, KubeKind kind, const ObjectSourceOps *ops, void *source,
 			  const ObjectCacheHandlers *handlers, void *userdata);
 void object_cache_set_all_synced(ObjectCache *c, void (*fn)(ObjectCache *c, void *userdata), void *userdata);
+/* The cache's pollable fd (EPOLLIN when a backoff is over) and its handler, which never blocks. */
+int object_cache_get_fd(const ObjectCache *c);
+int object_cache_dispatch(ObjectCache *c);
+/* CLOCK_MONOTONIC usec of the earliest retry (0 = none), for callers that poll with a timeout. */
+uint64_t object_cache_next_retry_usec(const ObjectCache *c);
+/* Watches the fd on `loop` and dispatches from there (freed with the cache). 0, -EBUSY or -errno. */
+int object_cache_attach(ObjectCache *c, EventLoop *loop);
 /* Starts listing every kind. 0, or the first error of a source's list() (that kind backs off). */
 int object_cache_start(ObjectCache *c);
 /* Lists `kind` again now (periodic resync; a consumer that suspects drift): the new list is diffed

@@ -13,9 +13,33 @@ typedef struct PoolString {
 	char s[];
 } PoolString;
 
+typedef struct PoolLabels {
+	uint32_t refs;
+	uint32_t hash;
+	size_t n;
+	const char *pairs[];
+} PoolLabels;
+
 struct StringPool {
-	PtrTable table; /* of PoolString */
+	PtrTable table;  /* of PoolString */
+	PtrTable labels; /* of PoolLabels */
 };
+
+typedef struct LabelsKey {
+	const char **pairs;
+	size_t n;
+} LabelsKey;
+
+static bool labels_eq(const void *item, const void *key) {
+	const PoolLabels *e = item;
+	const LabelsKey *k = key;
+
+	return e->n == k->n && memcmp(e->pairs, k->pairs, k->n * sizeof(char *)) == 0;
+}
+
+static uint32_t labels_hash(const void *item) {
+	return ((const PoolLabels *) item)->hash;
+}
 
 typedef struct PoolKey {
 	const char *s;
@@ -51,6 +75,11 @@ StringPool *string_pool_free(StringPool *p) {
 
 	if (!p)
 		return NULL;
+	PoolLabels *l;
+
+	for (size_t i = 0; (l = ptr_table_iterate(&p->labels, &i));)
+		free(l);
+	ptr_table_done(&p->labels);
 	for (size_t i = 0; (e = ptr_table_iterate(&p->table, &i));)
 		free(e);
 	ptr_table_done(&p->table);
@@ -132,4 +161,46 @@ const char *string_pool_unref(StringPool *p, const char *s) {
 
 size_t string_pool_size(const StringPool *p) {
 	return p->table.n;
+}
+
+const char **string_pool_intern_labels(StringPool *p, const char **pairs, size_t n) {
+	LabelsKey k = { pairs, n };
+	uint32_t h = cache_hash_bytes(pairs, n * sizeof(char *), 0x1abe1u);
+	PoolLabels *e = n > 0 ? ptr_table_find(&p->labels, h, labels_eq, &k) : NULL;
+
+	if (e) {
+		/* The set holds its own references to its pairs: the caller's go. */
+		for (size_t i = 0; i < n; i++)
+			string_pool_unref(p, pairs[i]);
+		e->refs++;
+		return e->pairs;
+	}
+	if (n > 0)
+		e = malloc(sizeof(PoolLabels) + n * sizeof(char *));
+	if (!e || ptr_table_insert(&p->labels, h, e, labels_hash) < 0) {
+		free(e);
+		for (size_t i = 0; i < n; i++)
+			string_pool_unref(p, pairs[i]);
+		return NULL;
+	}
+	e->refs = 1;
+	e->hash = h;
+	e->n = n;
+	memcpy(e->pairs, pairs, n * sizeof(char *));
+	return e->pairs;
+}
+
+const char **string_pool_unref_labels(StringPool *p, const char **labels) {
+	PoolLabels *e;
+
+	if (!labels)
+		return NULL;
+	e = (PoolLabels *) ((char *) labels - offsetof(PoolLabels, pairs));
+	if (--e->refs == 0) {
+		ptr_table_remove(&p->labels, e->hash, e);
+		for (size_t i = 0; i < e->n; i++)
+			string_pool_unref(p, e->pairs[i]);
+		free(e);
+	}
+	return NULL;
 }

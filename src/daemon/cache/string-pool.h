@@ -31,5 +31,14 @@ const char *string_pool_lookup(const StringPool *p, const char *s);
 const char *string_pool_ref(const char *s);
 /* Drops a reference; the string is freed at zero. NULL-safe; returns NULL. */
 const char *string_pool_unref(StringPool *p, const char *s);
+/*
+ * Label sets, interned whole: the pods of one ReplicaSet carry the same labels, so they share one
+ * sorted array of pair pointers. Takes over the caller's references to the n pairs (on success and
+ * on failure alike) and returns the pool's array with one more reference; NULL on OOM. n == 0
+ * gives NULL too: check n first.
+ */
+const char **string_pool_intern_labels(StringPool *p, const char **pairs, size_t n);
+/* Drops a reference to an interned label set (NULL-safe); returns NULL. */
+const char **string_pool_unref_labels(StringPool *p, const char **labels);
 /* Distinct strings held. */
 size_t string_pool_size(const StringPool *p);
