@@ -36,7 +36,7 @@ _fail_count() {
 
 _lib_cleanup() {
 	local rc=$?
-	local i n
+	local _lib_i n
 	# Only the test's own shell decides (bash resets traps in subshells; this guards the odd case).
 	if [ "$BASHPID" = "$$" ]; then
 		n=$(_fail_count)
@@ -51,7 +51,7 @@ _lib_cleanup() {
 			rc=1
 		fi
 	fi
-	for ((i = ${#_CLEANUPS[@]} - 1; i >= 0; i--)); do eval "${_CLEANUPS[$i]}" >/dev/null 2>&1 || true; done
+	for ((_lib_i = ${#_CLEANUPS[@]} - 1; _lib_i >= 0; _lib_i--)); do eval "${_CLEANUPS[$_lib_i]}" >/dev/null 2>&1 || true; done
 	# mk_netns usually runs in a $(...) subshell, so _NETNS may not know every namespace: sweep all
 	# namespaces carrying this test's PID suffix as well.
 	for ns in "${_NETNS[@]}" $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E -- "-$$\$" || true); do
