@@ -99,13 +99,13 @@ static void test_null_and_empty(void **state) {
 
 typedef struct ModelReq {
 	const char *key;
-	const char *op;         /* "In", "NotIn", "Exists", "DoesNotExist" */
+	const char *op; /* "In", "NotIn", "Exists", "DoesNotExist" */
 	const char *values[3];
 } ModelReq;
 
 typedef struct ModelSel {
 	const char *json;
-	ModelReq reqs[4];       /* matchLabels entries appear as In with one value */
+	ModelReq reqs[4]; /* matchLabels entries appear as In with one value */
 } ModelSel;
 
 static const char *model_get(const char *const *set, const char *key) {
@@ -150,17 +150,21 @@ static void test_truth_table(void **state) {
 		  { { "app", "In", { "web", "db" } } } },
 		{ "{\"matchExpressions\": [{\"key\": \"app\", \"operator\": \"NotIn\", \"values\": [\"web\"]}]}",
 		  { { "app", "NotIn", { "web" } } } },
-		{ "{\"matchExpressions\": [{\"key\": \"tier\", \"operator\": \"Exists\"}]}", { { "tier", "Exists", { NULL } } } },
+		{ "{\"matchExpressions\": [{\"key\": \"tier\", \"operator\": \"Exists\"}]}",
+		  { { "tier", "Exists", { NULL } } } },
 		{ "{\"matchExpressions\": [{\"key\": \"tier\", \"operator\": \"DoesNotExist\", \"values\": []}]}",
 		  { { "tier", "DoesNotExist", { NULL } } } },
 		{ "{\"matchLabels\": {\"app\": \"web\"}, \"matchExpressions\": ["
 		  "{\"key\": \"env\", \"operator\": \"NotIn\", \"values\": [\"prod\", \"staging\"]},"
 		  "{\"key\": \"tier\", \"operator\": \"Exists\"}]}",
-		  { { "app", "In", { "web" } }, { "env", "NotIn", { "prod", "staging" } }, { "tier", "Exists", { NULL } } } },
+		  { { "app", "In", { "web" } },
+		    { "env", "NotIn", { "prod", "staging" } },
+		    { "tier", "Exists", { NULL } } } },
 		{ "{\"matchExpressions\": [{\"key\": \"app\", \"operator\": \"In\", \"values\": [\"web\"]},"
 		  "{\"key\": \"app\", \"operator\": \"NotIn\", \"values\": [\"web\"]}]}",
 		  { { "app", "In", { "web" } }, { "app", "NotIn", { "web" } } } }, /* contradiction: nothing */
-		{ "{\"matchLabels\": {\"app.kubernetes.io/name\": \"\"}}", { { "app.kubernetes.io/name", "In", { "" } } } },
+		{ "{\"matchLabels\": {\"app.kubernetes.io/name\": \"\"}}",
+		  { { "app.kubernetes.io/name", "In", { "" } } } },
 		{ "{}", { { NULL, NULL, { NULL } } } },
 	};
 	static const char *const sets[][5] = {
@@ -195,7 +199,8 @@ static void test_truth_table(void **state) {
 			hits += got;
 			if (want != got) {
 				wrong++;
-				print_error("selector %zu %s, labels %zu: want %d got %d\n", i, sels[i].json, k, want, got);
+				print_error("selector %zu %s, labels %zu: want %d got %d\n", i, sels[i].json, k, want,
+					    got);
 			}
 		}
 		label_selector_free(s);
@@ -209,8 +214,9 @@ static void test_truth_table(void **state) {
 static void test_equal_is_order_insensitive(void **state) {
 	LabelSelector *a = parse_ok("{\"matchLabels\": {\"b\": \"2\", \"a\": \"1\"}, \"matchExpressions\": ["
 				    "{\"key\": \"c\", \"operator\": \"In\", \"values\": [\"y\", \"x\", \"y\"]}]}");
-	LabelSelector *b = parse_ok("{\"matchExpressions\": [{\"key\": \"c\", \"operator\": \"In\", \"values\": [\"x\", \"y\"]}],"
-				    "\"matchLabels\": {\"a\": \"1\", \"b\": \"2\"}}");
+	LabelSelector *b = parse_ok(
+			"{\"matchExpressions\": [{\"key\": \"c\", \"operator\": \"In\", \"values\": [\"x\", \"y\"]}],"
+			"\"matchLabels\": {\"a\": \"1\", \"b\": \"2\"}}");
 	LabelSelector *c = parse_ok("{\"matchLabels\": {\"a\": \"1\", \"b\": \"3\"}, \"matchExpressions\": ["
 				    "{\"key\": \"c\", \"operator\": \"In\", \"values\": [\"x\", \"y\"]}]}");
 
@@ -293,12 +299,9 @@ static void test_name_rules(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_label_set_get),
-		cmocka_unit_test(test_null_and_empty),
-		cmocka_unit_test(test_truth_table),
-		cmocka_unit_test(test_equal_is_order_insensitive),
-		cmocka_unit_test(test_validation),
-		cmocka_unit_test(test_name_rules),
+		cmocka_unit_test(test_label_set_get), cmocka_unit_test(test_null_and_empty),
+		cmocka_unit_test(test_truth_table),   cmocka_unit_test(test_equal_is_order_insensitive),
+		cmocka_unit_test(test_validation),    cmocka_unit_test(test_name_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,7 +37,7 @@ typedef struct FakeEvent {
 
 struct ObjectSourceRequest {
 	bool is_list;
-	uint64_t from;          /* watch: deliver events after this */
+	uint64_t from; /* watch: deliver events after this */
 	ObjectSourceListFn list_done;
 	ObjectSourceEventFn on_event;
 	ObjectSourceDoneFn done;
@@ -45,18 +45,18 @@ struct ObjectSourceRequest {
 };
 
 typedef struct FakeSource {
-	bool pending;           /* something to deliver: run_until() pumps it */
+	bool pending; /* something to deliver: run_until() pumps it */
 	uint64_t rv;
-	json_t *store;          /* array of objects, in creation order */
+	json_t *store; /* array of objects, in creation order */
 	FakeEvent *history;
 	size_t n_history;
-	uint64_t compacted;     /* watches from before this get 410 */
+	uint64_t compacted; /* watches from before this get 410 */
 	bool stale_as_error_event;
 	ObjectSourceRequest *list, *watch;
-	int fail_lists;         /* that many lists fail ... */
-	int fail_error;         /* ... with this error */
-	int end_watch;          /* pending: end the watch with this (1 = normally, i.e. done(0)) */
-	bool bookmark;          /* pending: send a bookmark at the current rv */
+	int fail_lists; /* that many lists fail ... */
+	int fail_error; /* ... with this error */
+	int end_watch;  /* pending: end the watch with this (1 = normally, i.e. done(0)) */
+	bool bookmark;  /* pending: send a bookmark at the current rv */
 	unsigned n_lists, n_watches;
 } FakeSource;
 
@@ -158,8 +158,8 @@ static void fake_pump(FakeSource *f) {
 	}
 	if (f->watch && f->watch->from < f->compacted) {
 		if (f->stale_as_error_event) {
-			json_t *st = json_pack("{s:s, s:s, s:i, s:s}", "kind", "Status", "status", "Failure", "code", 410,
-					       "message", "too old resource version");
+			json_t *st = json_pack("{s:s, s:s, s:i, s:s}", "kind", "Status", "status", "Failure", "code",
+					       410, "message", "too old resource version");
 			ObjectSourceRequest *r = f->watch;
 
 			r->on_event(OBJECT_EVENT_ERROR, st, r->userdata);
@@ -210,16 +210,17 @@ static int fake_list(void *source, KubeKind kind, ObjectSourceListFn done, void 
 	return 0;
 }
 
-static int fake_watch(void *source, KubeKind kind, const char *rv, ObjectSourceEventFn on_event, ObjectSourceDoneFn done,
-		      void *userdata, ObjectSourceRequest **ret) {
+static int fake_watch(void *source, KubeKind kind, const char *rv, ObjectSourceEventFn on_event,
+		      ObjectSourceDoneFn done, void *userdata, ObjectSourceRequest **ret) {
 	FakeSource *f = source;
 	ObjectSourceRequest *r = calloc(1, sizeof(*r));
 
 	assert_non_null(r);
 	assert_null(f->list);
 	assert_null(f->watch);
-	*r = (ObjectSourceRequest) { .from = strtoull(rv, NULL, 10), .on_event = on_event, .done = done,
-				     .userdata = userdata };
+	*r = (ObjectSourceRequest) {
+		.from = strtoull(rv, NULL, 10), .on_event = on_event, .done = done, .userdata = userdata
+	};
 	f->watch = r;
 	f->n_watches++;
 	fake_schedule(f);
@@ -264,10 +265,9 @@ static void fake_done(FakeSource *f) {
 static json_t *pod(const char *ns, const char *name, const char *node, const char *ip, const char *labels_json) {
 	json_t *labels = json_loads(labels_json ?: "{}", 0, NULL);
 	json_t *p = json_pack("{s:s, s:s, s:{s:s, s:s, s:o}, s:{s:s, s:[{s:s, s:[{s:s, s:i}]}]}, s:{s:s, s:[{s:s}]}}",
-			      "apiVersion", "v1", "kind", "Pod",
-			      "metadata", "namespace", ns, "name", name, "labels", labels,
-			      "spec", "nodeName", node, "containers", "name", "c", "ports", "name", "http", "containerPort", 8080,
-			      "status", "phase", "Running", "podIPs", "ip", ip);
+			      "apiVersion", "v1", "kind", "Pod", "metadata", "namespace", ns, "name", name, "labels",
+			      labels, "spec", "nodeName", node, "containers", "name", "c", "ports", "name", "http",
+			      "containerPort", 8080, "status", "phase", "Running", "podIPs", "ip", ip);
 	assert_non_null(p);
 	return p;
 }
@@ -430,6 +430,15 @@ static void expect_log(Env *e, const char *want) {
 	e->rec.log[0] = 0;
 }
 
+static int is_it(const KubeObject *o, void *userdata) {
+	return o == userdata ? 1 : 0;
+}
+
+static int count(const KubeObject *o, void *userdata) {
+	(*(unsigned *) userdata)++;
+	return 0;
+}
+
 /* The cache holds exactly what the source holds (decoded), and every index agrees. */
 static void expect_cache_equals_source(Env *e) {
 	StringPool *pool = object_cache_pool(e->cache);
@@ -451,10 +460,7 @@ static void expect_cache_equals_source(Env *e) {
 		for (size_t k = 0; k < p->n_ips; k++)
 			assert_ptr_equal(object_cache_pod_by_ip(e->cache, &p->ips[k]), p);
 		if (p->node_name) {
-			int visit(const KubeObject *o, void *ud) {
-				return o == ud ? 1 : 0;
-			}
-			found = object_cache_foreach_pod_on_node(e->cache, p->node_name, visit, (void *) got) == 1;
+			found = object_cache_foreach_pod_on_node(e->cache, p->node_name, is_it, (void *) got) == 1;
 			assert_true(found);
 		}
 		kube_object_free(want, pool);
@@ -540,10 +546,6 @@ static void test_index_consistency(void **state) {
 	IpAddr old_ip, new_ip;
 	const KubeObject *o;
 	unsigned n;
-	int count(const KubeObject *x, void *ud) {
-		(*(unsigned *) ud)++;
-		return 0;
-	}
 
 	fake_put(&e->pods, pod("shop", "a", "node-1", "10.244.1.2", "{\"app\": \"web\", \"tier\": \"front\"}"));
 	fake_put(&e->pods, pod("shop", "b", "node-1", "10.244.1.3", "{\"app\": \"web\"}"));
@@ -807,7 +809,8 @@ static void test_churn(void **state) {
 				exists |= streq(key_of(v, kb), key);
 			}
 			snprintf(ip, sizeof(ip), "10.244.%u.%u", (r >> 8) % 4, r % 60 + 1);
-			snprintf(labels, sizeof(labels), "{\"app\": \"a%u\", \"gen\": \"%u\"}", (r >> 12) % 3, (r >> 16) % 2);
+			snprintf(labels, sizeof(labels), "{\"app\": \"a%u\", \"gen\": \"%u\"}", (r >> 12) % 3,
+				 (r >> 16) % 2);
 			if (exists && (r >> 20) % 3 == 0)
 				fake_delete(&e->pods, key);
 			else
@@ -851,16 +854,30 @@ static json_t *realistic_pod(unsigned i) {
 		      " s:{s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s}},"
 		      " s:{s:s, s:[{s:s, s:s, s:[{s:s, s:i, s:s}]}]},"
 		      " s:{s:s, s:s, s:[{s:s}, {s:s}], s:[{s:s, s:s}]}}",
-		      "apiVersion", "v1", "kind", "Pod",
-		      "metadata", "namespace", ns, "name", name, "uid", uid, "resourceVersion", "1",
-		      "labels", "app", app, "pod-template-hash", hash, "tier", tiers[deploy % 4], "env",
-		      deploy % 5 ? "prod" : "staging", "version", ver,
-		      "spec", "nodeName", node, "containers", "name", "main", "image", "registry.example/app:1",
-		      "ports", "name", "http", "containerPort", 8080, "protocol", "TCP",
-		      "status", "phase", "Running", "podIP", ip4, "podIPs", "ip", ip4, "ip", ip6,
-		      "conditions", "type", "Ready", "status", "True");
+		      "apiVersion", "v1", "kind", "Pod", "metadata", "namespace", ns, "name", name, "uid", uid,
+		      "resourceVersion", "1", "labels", "app", app, "pod-template-hash", hash, "tier",
+		      tiers[deploy % 4], "env", deploy % 5 ? "prod" : "staging", "version", ver, "spec", "nodeName",
+		      node, "containers", "name", "main", "image", "registry.example/app:1", "ports", "name", "http",
+		      "containerPort", 8080, "protocol", "TCP", "status", "phase", "Running", "podIP", ip4, "podIPs",
+		      "ip", ip4, "ip", ip6, "conditions", "type", "Ready", "status", "True");
 	assert_non_null(p);
 	return p;
+}
+
+/* The model: a linear scan with label_selector_matches(). */
+typedef struct Model {
+	const char *ns;
+	const LabelSelector *sel;
+	unsigned n;
+} Model;
+
+static int model(const KubeObject *o, void *userdata) {
+	Model *m = userdata;
+	LabelSet ls = kube_object_labels(o);
+
+	if ((!m->ns || streq(o->namespace, m->ns)) && label_selector_matches(m->sel, &ls))
+		m->n++;
+	return 0;
 }
 
 static void test_select_and_memory(void **state) {
@@ -879,7 +896,8 @@ static void test_select_and_memory(void **state) {
 		"{\"matchExpressions\": [{\"key\": \"canary\", \"operator\": \"DoesNotExist\"}]}",
 		"{}",
 	};
-	static const char *const namespaces[] = { NULL, "ns-7", "ns-99", "ns-missing" };
+	static const char *const namespaces[] = { NULL, "ns-8", "ns-99", "ns-missing" };
+	unsigned cells = 0, nonempty = 0, selected = 0;
 
 	for (unsigned i = 0; i < N; i++)
 		json_array_append_new(items, realistic_pod(i));
@@ -901,42 +919,41 @@ static void test_select_and_memory(void **state) {
 		      "interned strings; %zu distinct strings); list decode + index %.0f ms\n",
 		      bytes_per_pod, string_pool_size(object_cache_pool(e->cache)),
 		      (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
-	assert_true(bytes_per_pod > 100);  /* a plausible measurement at all */
-	assert_true(bytes_per_pod <= 300); /* the budget */
+	if (after.uordblks == before.uordblks)
+		/* malloc is not glibc's (valgrind, a sanitizer's allocator): nothing to measure. */
+		print_message("heap per pod not measurable under this allocator: bound not checked\n");
+	else {
+		assert_true(bytes_per_pod > 100);  /* a plausible measurement at all */
+		assert_true(bytes_per_pod <= 300); /* the budget */
+	}
 
 	/* object_cache_select == a linear scan with label_selector_matches, for every combination. */
 	for (size_t s = 0; s < ELEMENTSOF(selectors); s++)
 		for (size_t n = 0; n < ELEMENTSOF(namespaces); n++) {
 			json_t *j = json_loads(selectors[s], 0, NULL);
 			LabelSelector *sel = NULL;
-			unsigned got = 0, want = 0;
-			int count(const KubeObject *o, void *ud) {
-				(*(unsigned *) ud)++;
-				return 0;
-			}
-			int model(const KubeObject *o, void *ud) {
-				LabelSet ls = kube_object_labels(o);
-
-				if ((!namespaces[n] || streq(o->namespace, namespaces[n])) && label_selector_matches(sel, &ls))
-					(*(unsigned *) ud)++;
-				return 0;
-			}
+			unsigned got = 0;
+			Model want = { .ns = namespaces[n] };
 
 			assert_int_equal(label_selector_parse(j, "s", &sel, NULL), 0);
 			object_cache_select(e->cache, KUBE_KIND_POD, namespaces[n], sel, count, &got);
+			want.sel = sel;
 			object_cache_foreach(e->cache, KUBE_KIND_POD, model, &want);
-			if (got != want)
-				fail_msg("selector %s in %s: %u selected, model says %u", selectors[s], namespaces[n] ?: "*", got,
-					 want);
+			if (got != want.n)
+				fail_msg("selector %s in %s: %u selected, model says %u", selectors[s],
+					 namespaces[n] ?: "*", got, want.n);
+			cells++;
+			nonempty += got > 0;
+			selected += got;
 			label_selector_free(sel);
 			json_decref(j);
 		}
+	print_message("select: %u selector x namespace cells agree with a linear scan (%u non-empty, %u pods selected)\n",
+		      cells, nonempty, selected);
+	assert_true(nonempty >= cells / 2);
 	{
 		unsigned n = 0;
-		int count(const KubeObject *o, void *ud) {
-			(*(unsigned *) ud)++;
-			return 0;
-		}
+
 		object_cache_foreach_pod_on_node(e->cache, "node-3", count, &n);
 		assert_int_equal(n, N / 100);
 	}

@@ -30,9 +30,9 @@ uint32_t cache_hash_ptr(const void *p);
 
 typedef struct PtrTable {
 	void **slots;
-	size_t mask;    /* capacity - 1 (capacity a power of two), 0 when slots == NULL */
-	size_t n;       /* live items */
-	size_t used;    /* live items + tombstones */
+	size_t mask; /* capacity - 1 (capacity a power of two), 0 when slots == NULL */
+	size_t n;    /* live items */
+	size_t used; /* live items + tombstones */
 } PtrTable;
 
 typedef bool (*PtrTableEqFn)(const void *item, const void *key);

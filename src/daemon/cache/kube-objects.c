@@ -24,8 +24,8 @@ static const KubeKindInfo kind_info[_KUBE_KIND_MAX] = {
 	[KUBE_KIND_NETWORK_POLICY] = { "networkpolicies", "NetworkPolicy", "/apis/networking.k8s.io/v1/networkpolicies",
 				       true },
 	[KUBE_KIND_SERVICE] = { "services", "Service", "/api/v1/services", true },
-	[KUBE_KIND_ENDPOINT_SLICE] = { "endpointslices", "EndpointSlice",
-				       "/apis/discovery.k8s.io/v1/endpointslices", true },
+	[KUBE_KIND_ENDPOINT_SLICE] = { "endpointslices", "EndpointSlice", "/apis/discovery.k8s.io/v1/endpointslices",
+				       true },
 };
 
 const KubeKindInfo *kube_kind_info(KubeKind k) {
@@ -221,12 +221,12 @@ static bool ip_arrays_equal(const IpAddr *a, const IpAddr *b, size_t n) {
 /* ---- metadata ---- */
 
 typedef struct Meta {
-	const char *namespace;  /* interned reference */
-	const char *name;       /* borrowed from the JSON */
-	const char **labels;    /* pair references while parsing, then the interned set */
+	const char *namespace; /* interned reference */
+	const char *name;      /* borrowed from the JSON */
+	const char **labels;   /* pair references while parsing, then the interned set */
 	size_t n_labels;
-	bool interned;          /* labels is an interned set (one reference) */
-	const json_t *j;        /* metadata */
+	bool interned;   /* labels is an interned set (one reference) */
+	const json_t *j; /* metadata */
 	StringPool *pool;
 } Meta;
 
@@ -321,8 +321,7 @@ static int meta_move(Meta *m, KubeKind kind, KubeObject *o) {
 
 static bool meta_equal(const KubeObject *a, const KubeObject *b) {
 	/* Label sets are interned whole: the same labels are the same array. */
-	return a->kind == b->kind && a->namespace == b->namespace && a->labels == b->labels &&
-	       streq(a->name, b->name);
+	return a->kind == b->kind && a->namespace == b->namespace && a->labels == b->labels && streq(a->name, b->name);
 }
 
 static void meta_free(KubeObject *o, StringPool *pool) {
@@ -1121,7 +1120,8 @@ static int service_decode(const json_t *j, StringPool *pool, KubeObject **ret, D
 		goto fail;
 	}
 	v->session_affinity_client_ip = s && streq(s, "ClientIP");
-	if (jint(jget(jget(spec, "sessionAffinityConfig"), "clientIP"), "timeoutSeconds", 1, 86400, 10800, &timeout) < 0) {
+	if (jint(jget(jget(spec, "sessionAffinityConfig"), "clientIP"), "timeoutSeconds", 1, 86400, 10800, &timeout) <
+	    0) {
 		r = decode_error(err, "spec.sessionAffinityConfig.clientIP.timeoutSeconds: not in 1..86400");
 		goto fail;
 	}
@@ -1402,8 +1402,7 @@ bool kube_object_equal(const KubeObject *a, const KubeObject *b) {
 	case KUBE_KIND_NETWORK_POLICY:
 		return policy_equal((const KubeNetworkPolicy *) a, (const KubeNetworkPolicy *) b);
 	case KUBE_KIND_SERVICE: return service_equal((const KubeService *) a, (const KubeService *) b);
-	case KUBE_KIND_ENDPOINT_SLICE:
-		return slice_equal((const KubeEndpointSlice *) a, (const KubeEndpointSlice *) b);
+	case KUBE_KIND_ENDPOINT_SLICE: return slice_equal((const KubeEndpointSlice *) a, (const KubeEndpointSlice *) b);
 	default: return false;
 	}
 }

@@ -37,9 +37,9 @@ typedef enum KubeKind {
 
 /* How to reach a kind (for sources): "pods", "/api/v1/pods", "Pod", namespaced or not. */
 typedef struct KubeKindInfo {
-	const char *resource;   /* "networkpolicies" */
-	const char *kind;       /* "NetworkPolicy" */
-	const char *api_path;   /* "/apis/networking.k8s.io/v1/networkpolicies" (all namespaces) */
+	const char *resource; /* "networkpolicies" */
+	const char *kind;     /* "NetworkPolicy" */
+	const char *api_path; /* "/apis/networking.k8s.io/v1/networkpolicies" (all namespaces) */
 	bool namespaced;
 } KubeKindInfo;
 
@@ -57,14 +57,15 @@ const char *kube_protocol_to_string(KubeProtocol p);
 
 /* The header of every object. */
 typedef struct KubeObject {
-	uint8_t kind;           /* KubeKind */
-	uint8_t flags;          /* the cache's own bookkeeping */
+	uint8_t kind;  /* KubeKind */
+	uint8_t flags; /* the cache's own bookkeeping */
 	uint16_t n_labels;
-	uint32_t hash;          /* of namespace/name (the cache's name index) */
-	const char *namespace;  /* interned; NULL for cluster-scoped kinds */
-	const char *name;       /* owned by the object */
-	const char **labels;    /* interned "key=value" pairs sorted by key (LabelSet), the array itself
-				 * interned: objects with equal labels share it (NULL if none) */
+	uint32_t hash;         /* of namespace/name (the cache's name index) */
+	const char *namespace; /* interned; NULL for cluster-scoped kinds */
+	const char *name;      /* owned by the object */
+	/* interned "key=value" pairs sorted by key (LabelSet); the array itself is interned too, so
+	 * objects with equal labels share it (NULL if none) */
+	const char **labels;
 } KubeObject;
 
 static inline LabelSet kube_object_labels(const KubeObject *o) {
@@ -73,8 +74,8 @@ static inline LabelSet kube_object_labels(const KubeObject *o) {
 
 /* A port given by number or by name (Service targetPort, NetworkPolicy port). */
 typedef struct KubePortRef {
-	uint16_t number;        /* 0 when by name (or absent) */
-	const char *name;       /* interned, NULL when by number */
+	uint16_t number;  /* 0 when by name (or absent) */
+	const char *name; /* interned, NULL when by number */
 } KubePortRef;
 
 /* ---- Node ---- */
@@ -83,15 +84,15 @@ typedef struct KubeNode {
 	KubeObject meta;
 	uint8_t n_pod_cidrs, n_internal_ips;
 	uint16_t n_annotations;
-	IpPrefix *pod_cidrs;    /* spec.podCIDRs (spec.podCIDR on old servers) */
-	IpAddr *internal_ips;   /* status.addresses of type InternalIP */
-	char **annotations;     /* "weft.dev/..." annotations only: key, value, key, value ... (sorted by key) */
+	IpPrefix *pod_cidrs;  /* spec.podCIDRs (spec.podCIDR on old servers) */
+	IpAddr *internal_ips; /* status.addresses of type InternalIP */
+	char **annotations;   /* "weft.dev/..." annotations only: key, value, key, value ... (sorted by key) */
 } KubeNode;
 
 /* ---- Namespace ---- */
 
 typedef struct KubeNamespace {
-	KubeObject meta;        /* name and labels: all a namespaceSelector needs */
+	KubeObject meta; /* name and labels: all a namespaceSelector needs */
 } KubeNamespace;
 
 /* ---- Pod ---- */
@@ -105,19 +106,19 @@ typedef enum KubePodPhase {
 } KubePodPhase;
 
 typedef struct KubeContainerPort {
-	const char *name;       /* interned, NULL if unnamed */
+	const char *name; /* interned, NULL if unnamed */
 	uint16_t port;
-	uint8_t protocol;       /* KubeProtocol */
+	uint8_t protocol; /* KubeProtocol */
 } KubeContainerPort;
 
 /* One allocation per pod (struct, arrays and name together): ~200 bytes for a typical pod. */
 typedef struct KubePod {
 	KubeObject meta;
-	const char *node_name;  /* interned, NULL while unscheduled */
+	const char *node_name; /* interned, NULL while unscheduled */
 	uint8_t uid[16];
-	uint8_t phase;          /* KubePodPhase */
+	uint8_t phase; /* KubePodPhase */
 	bool host_network;
-	uint8_t n_ips;          /* status.podIPs: at most one per family */
+	uint8_t n_ips; /* status.podIPs: at most one per family */
 	uint8_t n_ports;
 	IpAddr *ips;
 	KubeContainerPort *ports;
@@ -126,9 +127,9 @@ typedef struct KubePod {
 /* ---- NetworkPolicy (networking.k8s.io/v1) ---- */
 
 typedef struct KubePolicyPort {
-	uint8_t protocol;       /* KubeProtocol */
-	KubePortRef port;       /* number 0 and no name: every port */
-	uint16_t end_port;      /* 0 = single port */
+	uint8_t protocol;  /* KubeProtocol */
+	KubePortRef port;  /* number 0 and no name: every port */
+	uint16_t end_port; /* 0 = single port */
 } KubePolicyPort;
 
 typedef struct KubePolicyPeer {
@@ -143,16 +144,16 @@ typedef struct KubePolicyPeer {
 } KubePolicyPeer;
 
 typedef struct KubePolicyRule {
-	size_t n_peers;         /* 0: from/to every peer */
+	size_t n_peers; /* 0: from/to every peer */
 	KubePolicyPeer *peers;
-	size_t n_ports;         /* 0: every port */
+	size_t n_ports; /* 0: every port */
 	KubePolicyPort *ports;
 } KubePolicyRule;
 
 typedef struct KubeNetworkPolicy {
 	KubeObject meta;
-	LabelSelector *pod_selector;    /* never NULL: {} = every pod of the namespace */
-	bool ingress, egress;           /* policyTypes (defaulted as the API server does) */
+	LabelSelector *pod_selector; /* never NULL: {} = every pod of the namespace */
+	bool ingress, egress;        /* policyTypes (defaulted as the API server does) */
 	size_t n_ingress, n_egress;
 	KubePolicyRule *ingress_rules, *egress_rules;
 } KubeNetworkPolicy;
@@ -167,29 +168,29 @@ typedef enum KubeServiceType {
 } KubeServiceType;
 
 typedef struct KubeServicePort {
-	const char *name;       /* interned, NULL if unnamed */
+	const char *name; /* interned, NULL if unnamed */
 	uint8_t protocol;
 	uint16_t port;
-	uint16_t node_port;     /* 0 = none */
+	uint16_t node_port;      /* 0 = none */
 	KubePortRef target_port; /* defaults to port */
 } KubeServicePort;
 
 typedef struct KubeService {
 	KubeObject meta;
-	uint8_t type;                   /* KubeServiceType */
-	bool headless;                  /* clusterIP: None */
+	uint8_t type;  /* KubeServiceType */
+	bool headless; /* clusterIP: None */
 	bool session_affinity_client_ip;
-	bool external_traffic_local;    /* externalTrafficPolicy: Local */
-	bool internal_traffic_local;    /* internalTrafficPolicy: Local */
+	bool external_traffic_local; /* externalTrafficPolicy: Local */
+	bool internal_traffic_local; /* internalTrafficPolicy: Local */
 	uint8_t n_cluster_ips, n_ip_families;
-	uint8_t ip_families[2];         /* AF_INET / AF_INET6, in spec order */
+	uint8_t ip_families[2]; /* AF_INET / AF_INET6, in spec order */
 	uint16_t health_check_node_port;
 	uint32_t session_affinity_timeout; /* seconds (default 10800 with ClientIP) */
 	IpAddr *cluster_ips;
 	size_t n_ports, n_external_ips, n_lb_ips;
 	KubeServicePort *ports;
 	IpAddr *external_ips;
-	IpAddr *lb_ips;                 /* status.loadBalancer.ingress[].ip */
+	IpAddr *lb_ips; /* status.loadBalancer.ingress[].ip */
 } KubeService;
 
 /* ---- EndpointSlice (discovery.k8s.io/v1) ---- */
@@ -197,7 +198,7 @@ typedef struct KubeService {
 typedef enum KubeAddressType {
 	KUBE_ADDRESS_IPV4,
 	KUBE_ADDRESS_IPV6,
-	KUBE_ADDRESS_FQDN,      /* kept, but its endpoints are not (nothing of weft routes to names) */
+	KUBE_ADDRESS_FQDN, /* kept, but its endpoints are not (nothing of weft routes to names) */
 } KubeAddressType;
 
 typedef struct KubeEndpoint {
@@ -205,31 +206,31 @@ typedef struct KubeEndpoint {
 	 * an absent terminating as false. */
 	bool ready, serving, terminating;
 	uint8_t n_addresses;
-	const char *node_name;  /* interned, NULL if absent */
+	const char *node_name; /* interned, NULL if absent */
 	IpAddr *addresses;
 } KubeEndpoint;
 
 typedef struct KubeEndpointPort {
-	const char *name;       /* interned, NULL if unnamed */
+	const char *name; /* interned, NULL if unnamed */
 	uint8_t protocol;
-	uint16_t port;          /* 0 = absent (every port) */
+	uint16_t port; /* 0 = absent (every port) */
 } KubeEndpointPort;
 
 typedef struct KubeEndpointSlice {
 	KubeObject meta;
 	const char *service_name; /* interned: label kubernetes.io/service-name, NULL if absent */
-	uint8_t address_type;   /* KubeAddressType */
+	uint8_t address_type;     /* KubeAddressType */
 	size_t n_endpoints, n_ports;
 	KubeEndpoint *endpoints;
 	KubeEndpointPort *ports;
 } KubeEndpointSlice;
 
 #define KUBE_OBJECT_CAST(o, k, T) ((o) && (o)->kind == (k) ? (const T *) (o) : NULL)
-#define KUBE_NODE(o)           KUBE_OBJECT_CAST(o, KUBE_KIND_NODE, KubeNode)
-#define KUBE_NAMESPACE(o)      KUBE_OBJECT_CAST(o, KUBE_KIND_NAMESPACE, KubeNamespace)
-#define KUBE_POD(o)            KUBE_OBJECT_CAST(o, KUBE_KIND_POD, KubePod)
+#define KUBE_NODE(o) KUBE_OBJECT_CAST(o, KUBE_KIND_NODE, KubeNode)
+#define KUBE_NAMESPACE(o) KUBE_OBJECT_CAST(o, KUBE_KIND_NAMESPACE, KubeNamespace)
+#define KUBE_POD(o) KUBE_OBJECT_CAST(o, KUBE_KIND_POD, KubePod)
 #define KUBE_NETWORK_POLICY(o) KUBE_OBJECT_CAST(o, KUBE_KIND_NETWORK_POLICY, KubeNetworkPolicy)
-#define KUBE_SERVICE(o)        KUBE_OBJECT_CAST(o, KUBE_KIND_SERVICE, KubeService)
+#define KUBE_SERVICE(o) KUBE_OBJECT_CAST(o, KUBE_KIND_SERVICE, KubeService)
 #define KUBE_ENDPOINT_SLICE(o) KUBE_OBJECT_CAST(o, KUBE_KIND_ENDPOINT_SLICE, KubeEndpointSlice)
 
 /*

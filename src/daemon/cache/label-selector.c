@@ -259,8 +259,10 @@ int label_selector_parse(const json_t *j, const char *path, LabelSelector **ret,
 			if (!json_is_string(k) || !label_key_valid(json_string_value(k)))
 				return decode_error(err, "%s.matchExpressions[%zu].key: invalid label key", path, i);
 			if (!json_is_string(o) || parse_op(json_string_value(o), &op) < 0)
-				return decode_error(err, "%s.matchExpressions[%zu].operator: \"%.32s\" is not In, NotIn, Exists or DoesNotExist",
-						    path, i, json_is_string(o) ? json_string_value(o) : "");
+				return decode_error(
+						err,
+						"%s.matchExpressions[%zu].operator: \"%.32s\" is not In, NotIn, Exists or DoesNotExist",
+						path, i, json_is_string(o) ? json_string_value(o) : "");
 			if (vals && !json_is_null(vals) && !json_is_array(vals))
 				return decode_error(err, "%s.matchExpressions[%zu].values: not an array", path, i);
 			n = json_is_array(vals) ? json_array_size(vals) : 0;
@@ -268,14 +270,15 @@ int label_selector_parse(const json_t *j, const char *path, LabelSelector **ret,
 				return decode_error(err, "%s.matchExpressions[%zu].values: must be non-empty for %s",
 						    path, i, label_op_to_string(op));
 			if ((op == LABEL_OP_EXISTS || op == LABEL_OP_DOES_NOT_EXIST) && n > 0)
-				return decode_error(err, "%s.matchExpressions[%zu].values: must be empty for %s",
-						    path, i, label_op_to_string(op));
+				return decode_error(err, "%s.matchExpressions[%zu].values: must be empty for %s", path,
+						    i, label_op_to_string(op));
 			r = add_req(s, json_string_value(k), op);
 			if (!r)
 				return -ENOMEM;
 			json_array_foreach(vals, m, x) {
 				if (!json_is_string(x) || !label_value_valid(json_string_value(x)))
-					return decode_error(err, "%s.matchExpressions[%zu].values[%zu]: invalid label value",
+					return decode_error(err,
+							    "%s.matchExpressions[%zu].values[%zu]: invalid label value",
 							    path, i, m);
 				if (add_value(r, json_string_value(x)) < 0)
 					return -ENOMEM;

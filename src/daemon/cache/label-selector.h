@@ -57,11 +57,11 @@ void label_pairs_sort(const char **pairs, size_t n);
 const char *label_set_get(const LabelSet *l, const char *key);
 
 /* Kubernetes name rules. */
-bool label_key_valid(const char *key);            /* qualified name: [prefix/]name */
-bool label_value_valid(const char *value);        /* "" or <= 63 of [A-Za-z0-9_.-], alnum at ends */
-bool dns_label_valid(const char *s);              /* RFC 1123 label (namespaces) */
-bool dns_subdomain_valid(const char *s);          /* RFC 1123 subdomain (most object names) */
-bool dns1035_label_valid(const char *s);          /* RFC 1035 label (service names) */
+bool label_key_valid(const char *key);     /* qualified name: [prefix/]name */
+bool label_value_valid(const char *value); /* "" or <= 63 of [A-Za-z0-9_.-], alnum at ends */
+bool dns_label_valid(const char *s);       /* RFC 1123 label (namespaces) */
+bool dns_subdomain_valid(const char *s);   /* RFC 1123 subdomain (most object names) */
+bool dns1035_label_valid(const char *s);   /* RFC 1035 label (service names) */
 
 typedef enum LabelOp {
 	LABEL_OP_IN,
@@ -74,7 +74,7 @@ typedef struct LabelRequirement {
 	char *key;
 	LabelOp op;
 	size_t n_values;
-	char **values;          /* sorted, unique */
+	char **values; /* sorted, unique */
 } LabelRequirement;
 
 typedef struct LabelSelector {

@@ -37,7 +37,7 @@ typedef struct CacheKind {
 
 	KindState state;
 	ObjectSourceRequest *req;
-	uint64_t retry_at;      /* BACKOFF: CLOCK_MONOTONIC usec of the next attempt */
+	uint64_t retry_at; /* BACKOFF: CLOCK_MONOTONIC usec of the next attempt */
 	char *rv;
 	unsigned failures;
 	/* Bumped whenever a request is started: a callback that finds it changed knows a handler
@@ -46,16 +46,16 @@ typedef struct CacheKind {
 	bool synced;
 	ObjectCacheStats stats;
 
-	PtrTable by_name;               /* KubeObject, hash o->hash */
-	PostingIndex by_namespace;      /* interned namespace -> objects */
-	PostingIndex by_label;          /* interned "k=v" -> objects */
-	PostingIndex by_key;            /* kube_object_index_key() -> objects */
-	PtrTable by_ip;                 /* multi-valued: a pod once per IP; rebuilt to grow */
+	PtrTable by_name;          /* KubeObject, hash o->hash */
+	PostingIndex by_namespace; /* interned namespace -> objects */
+	PostingIndex by_label;     /* interned "k=v" -> objects */
+	PostingIndex by_key;       /* kube_object_index_key() -> objects */
+	PtrTable by_ip;            /* multi-valued: a pod once per IP; rebuilt to grow */
 } CacheKind;
 
 struct ObjectCache {
-	int timer_fd;                   /* fires at the earliest retry_at of any kind */
-	EventSource *io;                /* object_cache_attach() */
+	int timer_fd;    /* fires at the earliest retry_at of any kind */
+	EventSource *io; /* object_cache_attach() */
 	StringPool *pool;
 	ObjectCacheOptions opts;
 	CacheKind *kinds[_KUBE_KIND_MAX];
@@ -514,8 +514,7 @@ static void on_watch_event(ObjectEventType type, const json_t *object, void *use
 			emit_deleted(k, o);
 		break;
 	case OBJECT_EVENT_BOOKMARK:
-	default:
-		break;
+	default: break;
 	}
 	/* Unless a handler restarted us, the event's resourceVersion is where we are now. */
 	if (k->gen == gen) {

@@ -68,8 +68,8 @@ typedef enum ObjectEventType {
 	OBJECT_EVENT_ADDED,
 	OBJECT_EVENT_MODIFIED,
 	OBJECT_EVENT_DELETED,
-	OBJECT_EVENT_BOOKMARK,  /* object carries only metadata.resourceVersion */
-	OBJECT_EVENT_ERROR,     /* object is a metav1.Status; code 410 = resourceVersion too old */
+	OBJECT_EVENT_BOOKMARK, /* object carries only metadata.resourceVersion */
+	OBJECT_EVENT_ERROR,    /* object is a metav1.Status; code 410 = resourceVersion too old */
 	_OBJECT_EVENT_MAX,
 } ObjectEventType;
 
@@ -120,11 +120,11 @@ typedef struct ObjectCacheOptions {
 
 typedef struct ObjectCacheStats {
 	size_t objects;
-	uint64_t lists;         /* LISTs completed (1 = only the first) */
-	uint64_t watches;       /* WATCHes started */
-	uint64_t stale;         /* 410 Gone seen */
-	uint64_t failures;      /* list/watch failures (each one backed off) */
-	uint64_t rejected;      /* objects refused */
+	uint64_t lists;                              /* LISTs completed (1 = only the first) */
+	uint64_t watches;                            /* WATCHes started */
+	uint64_t stale;                              /* 410 Gone seen */
+	uint64_t failures;                           /* list/watch failures (each one backed off) */
+	uint64_t rejected;                           /* objects refused */
 	uint64_t added, updated, deleted, unchanged; /* deltas fired; unchanged = no-op updates dropped */
 } ObjectCacheStats;
 
