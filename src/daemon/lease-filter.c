@@ -73,23 +73,28 @@ static LeaseReject check_subnet(const LeaseFilter *f, const char *what, const Ip
 	if (!ip_addr_is_set(&net->addr) || !ip_prefix_contains(net, &p->addr) || p->len < net->len) {
 		if (ret_detail)
 			*ret_detail = ip_addr_is_set(&net->addr)
-					      ? strdup_printf("%s %s is outside the %s %s", what, ip_prefix_to_string(p, a),
-							      p->addr.family == AF_INET ? "Network" : "Network6",
-							      ip_prefix_to_string(net, b))
-					      : strdup_printf("%s %s: the network config has no %s", what,
-							      ip_prefix_to_string(p, a),
-							      p->addr.family == AF_INET ? "Network" : "Network6");
+						      ? strdup_printf("%s %s is outside the %s %s", what,
+								      ip_prefix_to_string(p, a),
+								      p->addr.family == AF_INET ? "Network"
+												: "Network6",
+								      ip_prefix_to_string(net, b))
+						      : strdup_printf("%s %s: the network config has no %s", what,
+								      ip_prefix_to_string(p, a),
+								      p->addr.family == AF_INET ? "Network"
+												: "Network6");
 		return LEASE_REJECT_OUTSIDE_NETWORK;
 	}
 	if (p->len != len || !ip_prefix_equal(&masked, p)) {
 		if (ret_detail)
-			*ret_detail = strdup_printf("%s %s is not a /%u subnet (%s %u)", what, ip_prefix_to_string(p, a), len,
+			*ret_detail = strdup_printf("%s %s is not a /%u subnet (%s %u)", what,
+						    ip_prefix_to_string(p, a), len,
 						    p->addr.family == AF_INET ? "SubnetLen" : "SubnetLen6", len);
 		return LEASE_REJECT_PREFIX_LENGTH;
 	}
 	if (same_family_overlap(&f->self_subnet, p) || same_family_overlap(&f->self_subnet6, p)) {
 		if (ret_detail)
-			*ret_detail = strdup_printf("%s %s overlaps this node's own subnet", what, ip_prefix_to_string(p, a));
+			*ret_detail = strdup_printf("%s %s overlaps this node's own subnet", what,
+						    ip_prefix_to_string(p, a));
 		return LEASE_REJECT_OWN_SUBNET;
 	}
 	for (size_t i = 0; i < f->n_local; i++) {
@@ -97,8 +102,9 @@ static LeaseReject check_subnet(const LeaseFilter *f, const char *what, const Ip
 
 		if (same_family_overlap(&c, p)) {
 			if (ret_detail)
-				*ret_detail = strdup_printf("%s %s covers %s, a directly connected network of this node",
-							    what, ip_prefix_to_string(p, a), ip_prefix_to_string(&c, b));
+				*ret_detail = strdup_printf(
+						"%s %s covers %s, a directly connected network of this node", what,
+						ip_prefix_to_string(p, a), ip_prefix_to_string(&c, b));
 			return LEASE_REJECT_CONNECTED;
 		}
 	}
@@ -146,17 +152,18 @@ LeaseReject lease_filter_check(const LeaseFilter *f, const NodeLease *l, char **
 	if (why) {
 		if (ret_detail)
 			*ret_detail = ip_addr_is_set(&l->public_ip)
-					      ? strdup_printf("publicIP %s is %s", ip_addr_to_string(&l->public_ip, a), why)
-					      : strdup("no publicIP");
+						      ? strdup_printf("publicIP %s is %s",
+								      ip_addr_to_string(&l->public_ip, a), why)
+						      : strdup("no publicIP");
 		return LEASE_REJECT_PUBLIC_IP;
 	}
 	if (l->has_vtep_mac) {
 		static const uint8_t zero[6];
 
-		why = (l->vtep_mac[0] & 0x01) ? "not a unicast address"
-		      : memcmp(l->vtep_mac, zero, 6) == 0 ? "all zeros"
+		why = (l->vtep_mac[0] & 0x01)                                   ? "not a unicast address"
+		      : memcmp(l->vtep_mac, zero, 6) == 0                       ? "all zeros"
 		      : f->self_mac && memcmp(l->vtep_mac, f->self_mac, 6) == 0 ? "this node's own VTEP MAC"
-										 : NULL;
+										: NULL;
 		if (why) {
 			if (ret_detail)
 				*ret_detail = strdup_printf("vtepMAC %s is %s", ether_addr_format(l->vtep_mac, m), why);
@@ -256,7 +263,9 @@ int lease_filter_resolve(LeaseCandidate *c, size_t n) {
 		{ cmp_name, always, LEASE_REJECT_DUPLICATE_NAME },
 		{ cmp_mac, has_mac, LEASE_REJECT_DUPLICATE_MAC },
 	};
-	enum { K = ELEMENTSOF(kinds) };
+	enum {
+		K = ELEMENTSOF(kinds)
+	};
 	_cleanup_free_ size_t *idx = NULL, *gid = NULL, *owner = NULL;
 	SortCtx s = { .c = c, .cmp = cmp_age };
 	size_t k = 0;

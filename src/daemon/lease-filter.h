@@ -25,13 +25,13 @@
 #include "ip/ip-addr.h"
 
 typedef struct LeaseFilter {
-	IpPrefix network;               /* AF_UNSPEC = no IPv4 network: IPv4 subnets are refused */
-	IpPrefix network6;              /* AF_UNSPEC = no IPv6 network */
+	IpPrefix network;  /* AF_UNSPEC = no IPv4 network: IPv4 subnets are refused */
+	IpPrefix network6; /* AF_UNSPEC = no IPv6 network */
 	unsigned subnet_len, subnet_len6;
 	IpPrefix self_subnet, self_subnet6; /* our lease; AF_UNSPEC = none */
-	const char *self_name;          /* NULL = not checked */
-	const uint8_t *self_mac;        /* our VTEP MAC; NULL = none */
-	const IpPrefix *local;          /* this node's addresses with their prefix length, every link */
+	const char *self_name;              /* NULL = not checked */
+	const uint8_t *self_mac;            /* our VTEP MAC; NULL = none */
+	const IpPrefix *local;              /* this node's addresses with their prefix length, every link */
 	size_t n_local;
 } LeaseFilter;
 
@@ -47,9 +47,9 @@ LeaseReject lease_filter_check(const LeaseFilter *f, const NodeLease *l, char **
 
 typedef struct LeaseCandidate {
 	const NodeLease *lease;
-	const char *key;                /* datastore key (ties between equal `created` go by key) */
-	LeaseReject verdict;            /* in: lease_filter_check(); out: a conflict reason for losers */
-	size_t winner;                  /* out, for losers: index of the candidate that won */
+	const char *key;     /* datastore key (ties between equal `created` go by key) */
+	LeaseReject verdict; /* in: lease_filter_check(); out: a conflict reason for losers */
+	size_t winner;       /* out, for losers: index of the candidate that won */
 } LeaseCandidate;
 
 /*

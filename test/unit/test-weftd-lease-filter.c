@@ -31,7 +31,9 @@ static IpAddr A(const char *s) {
 }
 
 static NodeLease lease(const char *name, const char *subnet, const char *pub, uint8_t mac_last) {
-	NodeLease l = { .subnet = P(subnet), .public_ip = A(pub), .has_vtep_mac = true,
+	NodeLease l = { .subnet = P(subnet),
+			.public_ip = A(pub),
+			.has_vtep_mac = true,
 			.vtep_mac = { 0x02, 0, 0, 0, 0, mac_last } };
 	snprintf(l.node_name, sizeof(l.node_name), "%s", name);
 	snprintf(l.backend, sizeof(l.backend), "vxlan");
@@ -68,7 +70,8 @@ static void test_check_table(void **state) {
 		const char *detail; /* part of the message */
 	} t[] = {
 		{ "node2", "10.250.130.0/24", NULL, "10.250.100.12", "02:00:00:00:00:02", LEASE_ACCEPTED, NULL },
-		{ "node2", "10.250.130.0/24", "fd00:10:250:2::/64", "10.250.100.12", "02:00:00:00:00:02", LEASE_ACCEPTED, NULL },
+		{ "node2", "10.250.130.0/24", "fd00:10:250:2::/64", "10.250.100.12", "02:00:00:00:00:02",
+		  LEASE_ACCEPTED, NULL },
 		/* item 1: the underlay's own network, outside the Network */
 		{ "fake", "10.250.100.0/24", NULL, "10.250.100.50", "02:00:00:00:00:50", LEASE_REJECT_OUTSIDE_NETWORK,
 		  "subnet 10.250.100.0/24 is outside the Network 10.250.128.0/17" },
@@ -81,8 +84,10 @@ static void test_check_table(void **state) {
 		{ "fake", "10.250.129.0/24", NULL, "10.250.100.50", NULL, LEASE_REJECT_OWN_SUBNET, "own subnet" },
 		{ "fake", "10.250.200.0/24", NULL, "10.250.100.50", NULL, LEASE_REJECT_CONNECTED,
 		  "covers 10.250.200.0/24, a directly connected network" },
-		{ "fake", "10.250.130.0/24", "fd00:99::/64", "10.250.100.50", NULL, LEASE_REJECT_OUTSIDE_NETWORK, "Network6" },
-		{ "fake", "10.250.130.0/24", "fd00:10:250:2::/80", "10.250.100.50", NULL, LEASE_REJECT_PREFIX_LENGTH, "SubnetLen6" },
+		{ "fake", "10.250.130.0/24", "fd00:99::/64", "10.250.100.50", NULL, LEASE_REJECT_OUTSIDE_NETWORK,
+		  "Network6" },
+		{ "fake", "10.250.130.0/24", "fd00:10:250:2::/80", "10.250.100.50", NULL, LEASE_REJECT_PREFIX_LENGTH,
+		  "SubnetLen6" },
 		/* item 5: public IP */
 		{ "fake", "10.250.130.0/24", NULL, "0.0.0.0", NULL, LEASE_REJECT_PUBLIC_IP, "unspecified" },
 		{ "fake", "10.250.130.0/24", NULL, "127.0.0.5", NULL, LEASE_REJECT_PUBLIC_IP, "loopback" },
@@ -94,10 +99,14 @@ static void test_check_table(void **state) {
 		{ "fake", "10.250.130.0/24", NULL, "10.250.100.11", NULL, LEASE_REJECT_PUBLIC_IP, "own addresses" },
 		{ "fake", "10.250.130.0/24", NULL, "10.250.200.1", NULL, LEASE_REJECT_PUBLIC_IP, "own addresses" },
 		/* item 5: VTEP MAC */
-		{ "fake", "10.250.130.0/24", NULL, "10.250.100.50", "01:00:5e:00:00:01", LEASE_REJECT_VTEP_MAC, "unicast" },
-		{ "fake", "10.250.130.0/24", NULL, "10.250.100.50", "ff:ff:ff:ff:ff:ff", LEASE_REJECT_VTEP_MAC, "unicast" },
-		{ "fake", "10.250.130.0/24", NULL, "10.250.100.50", "00:00:00:00:00:00", LEASE_REJECT_VTEP_MAC, "zeros" },
-		{ "fake", "10.250.130.0/24", NULL, "10.250.100.50", "02:aa:00:00:00:01", LEASE_REJECT_VTEP_MAC, "own VTEP" },
+		{ "fake", "10.250.130.0/24", NULL, "10.250.100.50", "01:00:5e:00:00:01", LEASE_REJECT_VTEP_MAC,
+		  "unicast" },
+		{ "fake", "10.250.130.0/24", NULL, "10.250.100.50", "ff:ff:ff:ff:ff:ff", LEASE_REJECT_VTEP_MAC,
+		  "unicast" },
+		{ "fake", "10.250.130.0/24", NULL, "10.250.100.50", "00:00:00:00:00:00", LEASE_REJECT_VTEP_MAC,
+		  "zeros" },
+		{ "fake", "10.250.130.0/24", NULL, "10.250.100.50", "02:aa:00:00:00:01", LEASE_REJECT_VTEP_MAC,
+		  "own VTEP" },
 		/* item 5: node name */
 		{ "", "10.250.130.0/24", NULL, "10.250.100.50", NULL, LEASE_REJECT_NODE_NAME, "not a valid" },
 		{ "Node2", "10.250.130.0/24", NULL, "10.250.100.50", NULL, LEASE_REJECT_NODE_NAME, "not a valid" },
@@ -107,7 +116,8 @@ static void test_check_table(void **state) {
 		/* IPv6-only clusters: the subnet itself is IPv6 */
 		{ "six", "fd00:10:250:3::/64", NULL, "10.250.100.50", NULL, LEASE_ACCEPTED, NULL },
 		{ "six", "fd00:99:250:3::/64", NULL, "10.250.100.50", NULL, LEASE_REJECT_OUTSIDE_NETWORK, "Network6" },
-		{ "six", "fd00:10:250:3::/65", NULL, "10.250.100.50", NULL, LEASE_REJECT_PREFIX_LENGTH, "SubnetLen6 64" },
+		{ "six", "fd00:10:250:3::/65", NULL, "10.250.100.50", NULL, LEASE_REJECT_PREFIX_LENGTH,
+		  "SubnetLen6 64" },
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(t); i++) {
@@ -123,8 +133,8 @@ static void test_check_table(void **state) {
 			assert_int_equal(ether_addr_parse(t[i].mac, l.vtep_mac), 0);
 		r = lease_filter_check(&f, &l, &detail);
 		if (r != t[i].want || (t[i].detail && (!detail || !strstr(detail, t[i].detail))))
-			fail_msg("case %zu (%s %s %s): got %s \"%s\", want %s \"%s\"", i, t[i].name, t[i].subnet, t[i].pub,
-				 lease_reject_to_string(r), detail ?: "", lease_reject_to_string(t[i].want),
+			fail_msg("case %zu (%s %s %s): got %s \"%s\", want %s \"%s\"", i, t[i].name, t[i].subnet,
+				 t[i].pub, lease_reject_to_string(r), detail ?: "", lease_reject_to_string(t[i].want),
 				 t[i].detail ?: "");
 		if (r == LEASE_ACCEPTED)
 			assert_null(detail);
@@ -223,7 +233,8 @@ static void test_resolve(void **state) {
 	assert_int_equal(c[2].verdict, LEASE_ACCEPTED);
 
 	/* same age: the key decides */
-	NodeLease a = lease("a", "10.250.140.0/24", "10.250.100.60", 60), b = lease("b", "10.250.140.0/24", "10.250.100.61", 61);
+	NodeLease a = lease("a", "10.250.140.0/24", "10.250.100.60", 60),
+		  b = lease("b", "10.250.140.0/24", "10.250.100.61", 61);
 	LeaseCandidate ab[2] = { cand(&b, "/p/subnets/x2"), cand(&a, "/p/subnets/x1") };
 	assert_int_equal(lease_filter_resolve(ab, 2), 0);
 	assert_int_equal(ab[0].verdict, LEASE_REJECT_OVERLAP);
@@ -246,7 +257,7 @@ static void test_resolve_5000(void **state) {
 	const size_t n = 5000;
 	NodeLease *l = calloc(n, sizeof(NodeLease));
 	LeaseCandidate *c = calloc(n, sizeof(LeaseCandidate));
-	char (*keys)[32] = calloc(n, 32);
+	char(*keys)[32] = calloc(n, 32);
 
 	assert_non_null(l);
 	assert_non_null(c);
@@ -277,10 +288,11 @@ static void test_etcd_parse(void **state) {
 	NodeLease l;
 	char name[300], value[512];
 
-	assert_int_equal(datastore_etcd_lease_parse(pfx, "/weft/network/subnets/10.250.130.0-24",
-						    "{\"node\":\"node2\",\"publicIP\":\"10.250.100.12\",\"backend\":\"vxlan\","
-						    "\"vtepMAC\":\"02:00:00:00:00:02\",\"subnet6\":\"fd00::/64\"}",
-						    &l),
+	assert_int_equal(datastore_etcd_lease_parse(
+					 pfx, "/weft/network/subnets/10.250.130.0-24",
+					 "{\"node\":\"node2\",\"publicIP\":\"10.250.100.12\",\"backend\":\"vxlan\","
+					 "\"vtepMAC\":\"02:00:00:00:00:02\",\"subnet6\":\"fd00::/64\"}",
+					 &l),
 			 0);
 	assert_int_equal(l.invalid, LEASE_ACCEPTED);
 	assert_string_equal(l.node_name, "node2");
@@ -300,16 +312,22 @@ static void test_etcd_parse(void **state) {
 		{ "10.250.130.5-24", "{\"node\":\"n\",\"publicIP\":\"10.0.0.1\"}", LEASE_REJECT_MALFORMED },
 		{ "10.250.130.0-33", "{\"node\":\"n\",\"publicIP\":\"10.0.0.1\"}", LEASE_REJECT_MALFORMED },
 		{ "10.250.130.0-24", "[1]", LEASE_REJECT_MALFORMED },
-		{ "10.250.130.0-24", "{\"node\":\"n\",\"node\":\"m\",\"publicIP\":\"10.0.0.1\"}", LEASE_REJECT_MALFORMED },
+		{ "10.250.130.0-24", "{\"node\":\"n\",\"node\":\"m\",\"publicIP\":\"10.0.0.1\"}",
+		  LEASE_REJECT_MALFORMED },
 		{ "10.250.130.0-24", "{\"publicIP\":\"10.0.0.1\"}", LEASE_REJECT_NODE_NAME },
 		{ "10.250.130.0-24", "{\"node\":7,\"publicIP\":\"10.0.0.1\"}", LEASE_REJECT_NODE_NAME },
 		{ "10.250.130.0-24", "{\"node\":\"n\\u0000x\",\"publicIP\":\"10.0.0.1\"}", LEASE_REJECT_MALFORMED },
 		{ "10.250.130.0-24", "{\"node\":\"n\"}", LEASE_REJECT_PUBLIC_IP },
 		{ "10.250.130.0-24", "{\"node\":\"n\",\"publicIP\":\"10.0.0\"}", LEASE_REJECT_PUBLIC_IP },
-		{ "10.250.130.0-24", "{\"node\":\"n\",\"publicIP\":\"10.0.0.1\",\"vtepMAC\":\"zz\"}", LEASE_REJECT_VTEP_MAC },
-		{ "10.250.130.0-24", "{\"node\":\"n\",\"publicIP\":\"10.0.0.1\",\"subnet6\":\"10.0.0.0/8\"}", LEASE_REJECT_MALFORMED },
-		{ "10.250.130.0-24", "{\"node\":\"n\",\"publicIP\":\"10.0.0.1\",\"backend\":\"vxlan-with-a-long-name\"}", LEASE_REJECT_MALFORMED },
-		{ "10.250.130.0-24", "{\"node\":\"n\",\"publicIP\":\"10.0.0.1\",\"backend\":\"host-gw\"}", LEASE_ACCEPTED },
+		{ "10.250.130.0-24", "{\"node\":\"n\",\"publicIP\":\"10.0.0.1\",\"vtepMAC\":\"zz\"}",
+		  LEASE_REJECT_VTEP_MAC },
+		{ "10.250.130.0-24", "{\"node\":\"n\",\"publicIP\":\"10.0.0.1\",\"subnet6\":\"10.0.0.0/8\"}",
+		  LEASE_REJECT_MALFORMED },
+		{ "10.250.130.0-24",
+		  "{\"node\":\"n\",\"publicIP\":\"10.0.0.1\",\"backend\":\"vxlan-with-a-long-name\"}",
+		  LEASE_REJECT_MALFORMED },
+		{ "10.250.130.0-24", "{\"node\":\"n\",\"publicIP\":\"10.0.0.1\",\"backend\":\"host-gw\"}",
+		  LEASE_ACCEPTED },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(t); i++) {
 		char key[128];
@@ -359,22 +377,26 @@ static void test_kube_parse(void **state) {
 	assert_int_equal(l.invalid, LEASE_ACCEPTED);
 	assert_int_equal(l.created, 1704164645);
 	/* not ready: no annotation */
-	assert_int_equal(kube_parse("{\"metadata\":{\"name\":\"node2\"},\"spec\":{\"podCIDRs\":[\"10.250.130.0/24\"]}}", &l), 0);
+	assert_int_equal(kube_parse("{\"metadata\":{\"name\":\"node2\"},\"spec\":{\"podCIDRs\":[\"10.250.130.0/24\"]}}",
+				    &l),
+			 0);
 	/* an unreadable annotation is a refused lease, not a node that is not ready */
 	assert_int_equal(kube_parse("{\"metadata\":{\"name\":\"node2\",\"annotations\":{\"weft.dev/public-ip\":\"x\"}},"
 				    "\"spec\":{\"podCIDRs\":[\"10.250.130.0/24\"]}}",
 				    &l),
 			 1);
 	assert_int_equal(l.invalid, LEASE_REJECT_PUBLIC_IP);
-	assert_int_equal(kube_parse("{\"metadata\":{\"name\":\"node2\",\"annotations\":{\"weft.dev/public-ip\":\"10.0.0.1\","
-				    "\"weft.dev/vtep-mac\":\"nope\"}},\"spec\":{\"podCIDRs\":[\"10.250.130.0/24\"]}}",
-				    &l),
-			 1);
+	assert_int_equal(
+			kube_parse("{\"metadata\":{\"name\":\"node2\",\"annotations\":{\"weft.dev/public-ip\":\"10.0.0.1\","
+				   "\"weft.dev/vtep-mac\":\"nope\"}},\"spec\":{\"podCIDRs\":[\"10.250.130.0/24\"]}}",
+				   &l),
+			1);
 	assert_int_equal(l.invalid, LEASE_REJECT_VTEP_MAC);
-	assert_int_equal(kube_parse("{\"metadata\":{\"name\":\"node2\",\"annotations\":{\"weft.dev/public-ip\":\"10.0.0.1\"}},"
-				    "\"spec\":{\"podCIDRs\":[\"bogus\", \"10.250.130.0/24\"]}}",
-				    &l),
-			 1);
+	assert_int_equal(
+			kube_parse("{\"metadata\":{\"name\":\"node2\",\"annotations\":{\"weft.dev/public-ip\":\"10.0.0.1\"}},"
+				   "\"spec\":{\"podCIDRs\":[\"bogus\", \"10.250.130.0/24\"]}}",
+				   &l),
+			1);
 	assert_int_equal(l.invalid, LEASE_REJECT_MALFORMED);
 	/* a 253-character name is a lease, whole (it used to be skipped silently past 63) */
 	memset(name, 'a', 253);
@@ -414,7 +436,8 @@ static void test_keyed_by_datastore_key(void **state) {
 	assert_int_equal(r.n_nodes, 3); /* both "node2" leases are kept: different keys */
 	assert_int_equal(reconciler_select(&r), 2);
 	assert_int_equal(r.nodes[0].verdict, LEASE_ACCEPTED); /* sorted by key: 130, 131, 140 */
-	assert_string_equal(r.nodes[0].lease.public_ip.family == AF_INET ? r.nodes[0].key : "", "/w/subnets/10.250.130.0-24");
+	assert_string_equal(r.nodes[0].lease.public_ip.family == AF_INET ? r.nodes[0].key : "",
+			    "/w/subnets/10.250.130.0-24");
 	assert_int_equal(r.nodes[2].verdict, LEASE_REJECT_DUPLICATE_NAME);
 	assert_int_equal(m.leases_rejected[LEASE_REJECT_DUPLICATE_NAME], 1);
 	/* counted once, however many passes */
@@ -432,7 +455,8 @@ static void test_keyed_by_datastore_key(void **state) {
 	assert_int_equal(reconciler_remove(&r, &del), 0);
 
 	/* an invalid lease is stored (and counted), never dropped silently */
-	NodeLease bad = keyed(lease("fake", "10.250.100.0/24", "10.250.100.50", 0x50), "/w/subnets/10.250.100.0-24", 30);
+	NodeLease bad = keyed(lease("fake", "10.250.100.0/24", "10.250.100.50", 0x50), "/w/subnets/10.250.100.0-24",
+			      30);
 	assert_int_equal(reconciler_upsert(&r, &bad), 1);
 	assert_int_equal(reconciler_select(&r), 2);
 	assert_int_equal(m.leases_rejected[LEASE_REJECT_OUTSIDE_NETWORK], 1);
@@ -470,14 +494,10 @@ static void test_vtep_mac_long_names(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_check_table),
-		cmocka_unit_test(test_check_no_network6),
-		cmocka_unit_test(test_node_name_valid),
-		cmocka_unit_test(test_resolve),
-		cmocka_unit_test(test_resolve_5000),
-		cmocka_unit_test(test_etcd_parse),
-		cmocka_unit_test(test_kube_parse),
-		cmocka_unit_test(test_keyed_by_datastore_key),
+		cmocka_unit_test(test_check_table),         cmocka_unit_test(test_check_no_network6),
+		cmocka_unit_test(test_node_name_valid),     cmocka_unit_test(test_resolve),
+		cmocka_unit_test(test_resolve_5000),        cmocka_unit_test(test_etcd_parse),
+		cmocka_unit_test(test_kube_parse),          cmocka_unit_test(test_keyed_by_datastore_key),
 		cmocka_unit_test(test_vtep_mac_long_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
