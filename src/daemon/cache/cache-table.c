@@ -116,24 +116,39 @@ bool ptr_table_has_room(const PtrTable *t, size_t extra) {
 	return t->slots && t->used + extra < FULL(t->mask + 1);
 }
 
+static int rebuild(PtrTable *t, size_t n, PtrTableHashFn rehash) {
+	size_t cap = capacity_for(n);
+	void **s = calloc(cap, sizeof(void *));
+
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; t->slots && i <= t->mask; i++)
+		if (LIVE(t->slots[i]))
+			place(s, cap - 1, rehash(t->slots[i]), t->slots[i]);
+	free(t->slots);
+	t->slots = s;
+	t->mask = cap - 1;
+	t->used = t->n;
+	return 0;
+}
+
+int ptr_table_reserve(PtrTable *t, size_t extra, PtrTableHashFn rehash) {
+	if (ptr_table_has_room(t, extra))
+		return 0;
+	if (!rehash && t->n > 0)
+		return -ENOSPC;
+	return rebuild(t, t->n + extra, rehash);
+}
+
 int ptr_table_insert(PtrTable *t, uint32_t hash, void *item, PtrTableHashFn rehash) {
 	if (!ptr_table_has_room(t, 1)) {
-		size_t cap;
-		void **s;
+		int r;
 
 		if (!rehash && t->slots)
 			return -ENOSPC;
-		cap = capacity_for(t->n + 1);
-		s = calloc(cap, sizeof(void *));
-		if (!s)
-			return -ENOMEM;
-		for (size_t i = 0; t->slots && i <= t->mask; i++)
-			if (LIVE(t->slots[i]))
-				place(s, cap - 1, rehash(t->slots[i]), t->slots[i]);
-		free(t->slots);
-		t->slots = s;
-		t->mask = cap - 1;
-		t->used = t->n;
+		r = rebuild(t, t->n + 1, rehash);
+		if (r < 0)
+			return r;
 	}
 	/* Reuse the first tombstone on the path, else the empty slot that ends it. */
 	size_t i = hash & t->mask;

@@ -52,6 +52,9 @@ void *ptr_table_find_next(const PtrTable *t, uint32_t hash, PtrTableEqFn eq, con
  * multi-valued tables, whose items have several hashes, are resized.
  */
 int ptr_table_insert(PtrTable *t, uint32_t hash, void *item, PtrTableHashFn rehash);
+/* Grows the table (rehashing with `rehash`) so that `extra` more items fit: a list of known size
+ * is indexed without the table doubling (and leaving its outgrown arrays behind) on the way. */
+int ptr_table_reserve(PtrTable *t, size_t extra, PtrTableHashFn rehash);
 /* Removes one slot holding exactly `item` on hash's probe path. True if one was found. */
 bool ptr_table_remove(PtrTable *t, uint32_t hash, const void *item);
 /* Empties the table and sizes it for `n` items. 0 or -ENOMEM (table unchanged). */

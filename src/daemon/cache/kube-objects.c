@@ -228,6 +228,9 @@ typedef struct Meta {
 	bool interned;   /* labels is an interned set (one reference) */
 	const json_t *j; /* metadata */
 	StringPool *pool;
+	/* Most objects have a handful of labels: parse them here, not in a short-lived malloc()
+	 * between the long-lived objects of a 10k-item list (that is RSS lost to fragmentation). */
+	const char *labels_buf[16];
 } Meta;
 
 /* Cleanup for a Meta that was not moved into an object. */
@@ -240,9 +243,13 @@ static void meta_done(Meta *m) {
 			for (size_t i = 0; i < m->n_labels; i++)
 				string_pool_unref(m->pool, m->labels[i]);
 	}
-	if (!m->interned)
+	if (!m->interned && m->labels != m->labels_buf)
 		free(m->labels);
-	*m = (Meta) {};
+	m->pool = NULL;
+	m->namespace = NULL;
+	m->labels = NULL;
+	m->n_labels = 0;
+	m->interned = false;
 }
 
 typedef bool (*NameValidFn)(const char *s);
@@ -254,7 +261,13 @@ static int meta_parse(const json_t *j, bool namespaced, NameValidFn name_valid, 
 	json_t *v;
 	size_t n;
 
-	*ret = (Meta) { .j = md, .pool = pool };
+	ret->j = md;
+	ret->pool = pool;
+	ret->namespace = NULL;
+	ret->name = NULL;
+	ret->labels = NULL;
+	ret->n_labels = 0;
+	ret->interned = false;
 	if (!json_is_object(md))
 		return decode_error(err, "metadata: missing or not an object");
 	if (jstr(md, "name", &ret->name) < 0 || !ret->name || !name_valid(ret->name))
@@ -276,7 +289,7 @@ static int meta_parse(const json_t *j, bool namespaced, NameValidFn name_valid, 
 		return decode_error(err, "metadata.labels: too many labels");
 	if (n == 0)
 		return 0;
-	ret->labels = calloc(n, sizeof(char *));
+	ret->labels = n <= ELEMENTSOF(ret->labels_buf) ? ret->labels_buf : calloc(n, sizeof(char *));
 	if (!ret->labels)
 		return -ENOMEM;
 	json_object_foreach((json_t *) labels, key, v) {
@@ -294,7 +307,8 @@ static int meta_parse(const json_t *j, bool namespaced, NameValidFn name_valid, 
 	{
 		const char **set = string_pool_intern_labels(pool, ret->labels, ret->n_labels);
 
-		free(ret->labels);
+		if (ret->labels != ret->labels_buf)
+			free(ret->labels);
 		ret->labels = set;
 		if (!set) {
 			ret->n_labels = 0;
@@ -566,7 +580,10 @@ static void ports_unref(KubeContainerPort *p, size_t n, StringPool *pool) {
 
 static int pod_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
 	_cleanup_(meta_done) Meta m = {};
-	_cleanup_free_ KubeContainerPort *ports = NULL;
+	/* On the stack for the usual few ports (see Meta.labels_buf). */
+	KubeContainerPort ports_buf[8], *ports = ports_buf;
+	_cleanup_free_ KubeContainerPort *ports_heap = NULL;
+	size_t ports_cap = ELEMENTSOF(ports_buf);
 	const json_t *spec = jget(j, "spec"), *status = jget(j, "status"), *ips, *containers, *c;
 	const char *uid, *node, *phase_s, *pod_ip;
 	IpAddr ip[2] = {};
@@ -635,12 +652,17 @@ static int pod_decode(const json_t *j, StringPool *pool, KubeObject **ret, Decod
 				ports_unref(ports, n_ports, pool);
 				return decode_error(err, "%s.name: not a port name", path);
 			}
-			nv = reallocarray(ports, n_ports + 1, sizeof(KubeContainerPort));
-			if (!nv) {
-				ports_unref(ports, n_ports, pool);
-				return -ENOMEM;
+			if (n_ports == ports_cap) {
+				nv = reallocarray(ports_heap, ports_cap * 2, sizeof(KubeContainerPort));
+				if (!nv) {
+					ports_unref(ports, n_ports, pool);
+					return -ENOMEM;
+				}
+				if (!ports_heap)
+					memcpy(nv, ports_buf, sizeof(ports_buf));
+				ports_heap = ports = nv;
+				ports_cap *= 2;
 			}
-			ports = nv;
 			e = &ports[n_ports];
 			*e = (KubeContainerPort) { .port = (uint16_t) port };
 			r = parse_protocol(x, path, &e->protocol, err);

@@ -48,7 +48,11 @@ typedef struct CacheKind {
 
 	PtrTable by_name;          /* KubeObject, hash o->hash */
 	PostingIndex by_namespace; /* interned namespace -> objects */
-	PostingIndex by_label;     /* interned "k=v" -> objects */
+	/* Labels are indexed by label set (kube-objects.h interns whole sets): the pods of one
+	 * ReplicaSet share one, so a pod costs one posting entry, not one per label, and a selector is
+	 * evaluated once per set. */
+	PostingIndex by_label_set; /* interned set -> objects */
+	PostingIndex pair_sets;    /* interned "k=v" -> the sets holding it */
 	PostingIndex by_key;       /* kube_object_index_key() -> objects */
 	PtrTable by_ip;            /* multi-valued: a pod once per IP; rebuilt to grow */
 } CacheKind;
@@ -156,6 +160,36 @@ static uint32_t ip_entry_hash(const void *item) {
 	return ip_hash(ip_entry_ip(item));
 }
 
+static int labels_index(CacheKind *k, KubeObject *o) {
+	size_t n, i = 0;
+	int r = 0;
+
+	if (!o->labels)
+		return 0;
+	(void) posting_index_get(&k->by_label_set, o->labels, &n);
+	for (; n == 0 && i < o->n_labels; i++)
+		if ((r = posting_index_add(&k->pair_sets, o->labels[i], (void *) o->labels)) < 0)
+			goto fail;
+	r = posting_index_add(&k->by_label_set, o->labels, o);
+	if (r >= 0)
+		return 0;
+fail:
+	while (n == 0 && i > 0)
+		posting_index_remove(&k->pair_sets, o->labels[--i], o->labels);
+	return r;
+}
+
+static void labels_unindex(CacheKind *k, KubeObject *o) {
+	size_t n;
+
+	if (!o->labels)
+		return;
+	posting_index_remove(&k->by_label_set, o->labels, o);
+	(void) posting_index_get(&k->by_label_set, o->labels, &n);
+	for (size_t i = 0; n == 0 && i < o->n_labels; i++)
+		posting_index_remove(&k->pair_sets, o->labels[i], o->labels);
+}
+
 static void store_unindex(CacheKind *k, KubeObject *o) {
 	const IpAddr *ips;
 	size_t n = kube_object_ips(o, &ips);
@@ -164,8 +198,7 @@ static void store_unindex(CacheKind *k, KubeObject *o) {
 	ptr_table_remove(&k->by_name, o->hash, o);
 	if (o->namespace)
 		posting_index_remove(&k->by_namespace, o->namespace, o);
-	for (size_t i = 0; i < o->n_labels; i++)
-		posting_index_remove(&k->by_label, o->labels[i], o);
+	labels_unindex(k, o);
 	if (key)
 		posting_index_remove(&k->by_key, key, o);
 	for (size_t i = 0; i < n; i++)
@@ -176,7 +209,7 @@ static void store_unindex(CacheKind *k, KubeObject *o) {
 /* All or nothing: on failure every index is as before. */
 static int store_index(CacheKind *k, KubeObject *o) {
 	const IpAddr *ips;
-	size_t n = kube_object_ips(o, &ips), labels = 0, n_ips = 0;
+	size_t n = kube_object_ips(o, &ips), n_ips = 0;
 	const char *key = kube_object_index_key(o);
 	int r;
 
@@ -186,11 +219,10 @@ static int store_index(CacheKind *k, KubeObject *o) {
 	k->stats.objects++;
 	if (o->namespace && (r = posting_index_add(&k->by_namespace, o->namespace, o)) < 0)
 		goto fail_ns;
-	for (; labels < o->n_labels; labels++)
-		if ((r = posting_index_add(&k->by_label, o->labels[labels], o)) < 0)
-			goto fail_labels;
-	if (key && (r = posting_index_add(&k->by_key, key, o)) < 0)
+	if ((r = labels_index(k, o)) < 0)
 		goto fail_labels;
+	if (key && (r = posting_index_add(&k->by_key, key, o)) < 0)
+		goto fail_key;
 	for (; n_ips < n; n_ips++)
 		if ((r = ptr_table_insert(&k->by_ip, ip_hash(&ips[n_ips]), ip_entry(o, n_ips), ip_entry_hash)) < 0)
 			goto fail_ips;
@@ -202,9 +234,9 @@ fail_ips:
 	}
 	if (key)
 		posting_index_remove(&k->by_key, key, o);
+fail_key:
+	labels_unindex(k, o);
 fail_labels:
-	while (labels > 0)
-		posting_index_remove(&k->by_label, o->labels[--labels], o);
 	if (o->namespace)
 		posting_index_remove(&k->by_namespace, o->namespace, o);
 fail_ns:
@@ -221,7 +253,8 @@ static void store_clear(CacheKind *k) {
 	ptr_table_done(&k->by_name);
 	ptr_table_done(&k->by_ip);
 	posting_index_done(&k->by_namespace);
-	posting_index_done(&k->by_label);
+	posting_index_done(&k->by_label_set);
+	posting_index_done(&k->pair_sets);
 	posting_index_done(&k->by_key);
 	k->stats.objects = 0;
 }
@@ -451,6 +484,17 @@ static void on_list_done(int error, const json_t *items, const char *rv, void *u
 	for (i = 0; i < n_gone; i++)
 		emit_deleted(k, gone[i]);
 	free(gone);
+	/* Size the tables for the list at once (an error here only means they grow as they go). */
+	{
+		size_t ips = 0;
+
+		for (i = 0; i < n; i++) {
+			const IpAddr *v;
+			ips += kube_object_ips(fresh[i], &v);
+		}
+		(void) ptr_table_reserve(&k->by_name, n > k->by_name.n ? n - k->by_name.n : 0, name_hash);
+		(void) ptr_table_reserve(&k->by_ip, ips > k->by_ip.n ? ips - k->by_ip.n : 0, ip_entry_hash);
+	}
 	for (i = 0; i < n; i++) {
 		o = store_find(k, fresh[i]->namespace, fresh[i]->name);
 		if (o)
@@ -759,6 +803,43 @@ int object_cache_foreach_in_namespace(const ObjectCache *c, KubeKind kind, const
 	return visit_posting(&k->by_namespace, string_pool_lookup(c->pool, ns), NULL, NULL, fn, userdata);
 }
 
+/* Visits the objects of every label set under `pair` (selector evaluated once per set). */
+static int visit_pair(const CacheKind *k, const char *pair, const char *ns, const LabelSelector *sel,
+		      ObjectCacheVisitFn fn, void *userdata) {
+	size_t n_sets;
+	void *const *sets = pair ? posting_index_get(&k->pair_sets, pair, &n_sets) : NULL;
+	int r;
+
+	for (size_t i = 0; sets && i < n_sets; i++) {
+		size_t n;
+		void *const *objs = posting_index_get(&k->by_label_set, sets[i], &n);
+		LabelSet ls;
+
+		if (n == 0)
+			continue;
+		ls = kube_object_labels(objs[0]);
+		if (sel && !label_selector_matches(sel, &ls))
+			continue;
+		if ((r = visit_posting(&k->by_label_set, sets[i], ns, NULL, fn, userdata)) != 0)
+			return r;
+	}
+	return 0;
+}
+
+/* How many objects carry `pair`. */
+static size_t pair_count(const CacheKind *k, const char *pair) {
+	size_t n_sets, total = 0;
+	void *const *sets = posting_index_get(&k->pair_sets, pair, &n_sets);
+
+	for (size_t i = 0; sets && i < n_sets; i++) {
+		size_t n;
+
+		(void) posting_index_get(&k->by_label_set, sets[i], &n);
+		total += n;
+	}
+	return total;
+}
+
 int object_cache_foreach_with_label(const ObjectCache *c, KubeKind kind, const char *key, const char *value,
 				    ObjectCacheVisitFn fn, void *userdata) {
 	const CacheKind *k = get_kind(c, kind);
@@ -768,7 +849,7 @@ int object_cache_foreach_with_label(const ObjectCache *c, KubeKind kind, const c
 		return 0;
 	if (!pair)
 		return -ENOMEM;
-	return visit_posting(&k->by_label, string_pool_lookup(c->pool, pair), NULL, NULL, fn, userdata);
+	return visit_pair(k, string_pool_lookup(c->pool, pair), NULL, NULL, fn, userdata);
 }
 
 typedef struct SelectCtx {
@@ -795,7 +876,7 @@ int object_cache_select(const ObjectCache *c, KubeKind kind, const char *ns, con
 	if (ns && !(nsi = string_pool_lookup(c->pool, ns)))
 		return 0; /* no object uses that namespace */
 
-	/* The smallest posting list among the equality requirements bounds the candidates. */
+	/* The rarest label among the equality requirements bounds the candidates. */
 	for (size_t i = 0; i < sel->n; i++) {
 		const LabelRequirement *r = &sel->reqs[i];
 		_cleanup_free_ char *pair = NULL;
@@ -810,14 +891,14 @@ int object_cache_select(const ObjectCache *c, KubeKind kind, const char *ns, con
 		p = string_pool_lookup(c->pool, pair);
 		if (!p)
 			return 0; /* no object has that label */
-		(void) posting_index_get(&k->by_label, p, &n);
+		n = pair_count(k, p);
 		if (n < best_n) {
 			best = p;
 			best_n = n;
 		}
 	}
 	if (best)
-		return visit_posting(&k->by_label, best, nsi, sel, fn, userdata);
+		return visit_pair(k, best, nsi, sel, fn, userdata);
 	if (nsi)
 		return visit_posting(&k->by_namespace, nsi, NULL, sel, fn, userdata);
 	return object_cache_foreach(c, kind, select_visit, &(SelectCtx) { sel, fn, userdata });
