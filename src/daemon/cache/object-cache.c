@@ -43,6 +43,7 @@ typedef struct CacheKind {
 	/* Bumped whenever a request is started: a callback that finds it changed knows a handler
 	 * restarted the kind under it and stops touching the state. */
 	uint64_t gen;
+	bool need_list; /* the next attempt lists (410 seen, relist asked for, a list failed) */
 	bool synced;
 	ObjectCacheStats stats;
 
@@ -366,11 +367,26 @@ static void kind_failed(CacheKind *k, int error, bool listing) {
 static void retry(CacheKind *k) {
 	if (k->state != KIND_BACKOFF)
 		return;
-	/* Never synced, or the watch has no resourceVersion to resume from: list. */
-	if (!k->synced || isempty(k->rv))
+	/* Never synced, told to list, or no resourceVersion to resume from: list. */
+	if (k->need_list || !k->synced || isempty(k->rv))
 		kind_list(k);
 	else
 		kind_watch(k);
+}
+
+/*
+ * Ends what is running and starts the next attempt from the cache's own fd, not from here: this
+ * runs inside the source's event callback (an ERROR event, a handler's relist), where a source
+ * may not start requests (curl forbids adding a transfer from inside its own callbacks).
+ */
+static void restart_soon(CacheKind *k, bool list) {
+	if (k->req)
+		k->ops->cancel(k->source, TAKE_PTR(k->req));
+	k->gen++;
+	k->need_list = k->need_list || list;
+	k->state = KIND_BACKOFF;
+	k->retry_at = now_usec();
+	timer_update(k->cache);
 }
 
 int object_cache_get_fd(const ObjectCache *c) {
@@ -467,6 +483,7 @@ static void on_list_done(int error, const json_t *items, const char *rv, void *u
 		else
 			n++;
 	}
+	k->need_list = false; /* a handler may set it again */
 	for (i = 0; i < n; i++) {
 		o = store_find(k, fresh[i]->namespace, fresh[i]->name);
 		if (o)
@@ -527,7 +544,6 @@ static void on_watch_done(int error, void *userdata);
 
 static void on_watch_event(ObjectEventType type, const json_t *object, void *userdata) {
 	CacheKind *k = userdata;
-	ObjectSourceRequest *req = k->req;
 	uint64_t gen = k->gen;
 	const char *ns, *name;
 	KubeObject *o;
@@ -536,15 +552,28 @@ static void on_watch_event(ObjectEventType type, const json_t *object, void *use
 
 	switch (type) {
 	case OBJECT_EVENT_ERROR:
-		/* The watch is over: end it here rather than wait for the stream to close. */
-		k->ops->cancel(k->source, req);
-		on_watch_done(status_code(object) == 410 ? -ESTALE : -EIO, k);
+		/* The watch is over: end it here rather than wait for the stream to close. 410: the
+		 * resourceVersion is compacted away, list again (at once, it is no failure). */
+		if (status_code(object) == 410) {
+			k->stats.stale++;
+			restart_soon(k, true);
+		} else {
+			k->ops->cancel(k->source, TAKE_PTR(k->req));
+			k->gen++;
+			kind_failed(k, -EIO, false);
+		}
 		return;
 	case OBJECT_EVENT_ADDED:
 	case OBJECT_EVENT_MODIFIED:
 		r = kube_object_decode(k->kind, object, k->cache->pool, &o, &err);
-		if (r == -ENOMEM)
-			break; /* the next relist repairs it; not a reason to refuse the object */
+		if (r == -ENOMEM) {
+			/* Not a reason to refuse the object: list again once memory allows. */
+			k->ops->cancel(k->source, TAKE_PTR(k->req));
+			k->gen++;
+			k->need_list = true;
+			kind_failed(k, r, false);
+			return;
+		}
 		if (r < 0) {
 			emit_rejected(k, object, err.text);
 			if (kube_object_json_key(object, &ns, &name) >= 0 && (o = store_find_str(k, ns, name)))
@@ -594,6 +623,7 @@ static void kind_list(CacheKind *k) {
 
 	kind_cancel(k);
 	k->gen++;
+	k->need_list = true;
 	k->state = KIND_LISTING;
 	r = k->ops->list(k->source, k->kind, on_list_done, k, &k->req);
 	if (r < 0)
@@ -712,7 +742,7 @@ int object_cache_start(ObjectCache *c) {
 int object_cache_relist(ObjectCache *c, KubeKind kind) {
 	if ((unsigned) kind >= _KUBE_KIND_MAX || !c->kinds[kind])
 		return -ENOENT;
-	kind_list(c->kinds[kind]);
+	restart_soon(c->kinds[kind], true);
 	return 0;
 }
 
