@@ -57,6 +57,7 @@ typedef struct FakeSource {
 	int fail_error; /* ... with this error */
 	int end_watch;  /* pending: end the watch with this (1 = normally, i.e. done(0)) */
 	bool bookmark;  /* pending: send a bookmark at the current rv */
+	bool in_event;  /* inside on_event: the cache must not start requests from there */
 	unsigned n_lists, n_watches;
 } FakeSource;
 
@@ -162,7 +163,9 @@ static void fake_pump(FakeSource *f) {
 					       410, "message", "too old resource version");
 			ObjectSourceRequest *r = f->watch;
 
+			f->in_event = true;
 			r->on_event(OBJECT_EVENT_ERROR, st, r->userdata);
+			f->in_event = false;
 			json_decref(st);
 			/* The cache must have cancelled the watch from inside the callback. */
 			assert_true(f->watch != r);
@@ -175,13 +178,17 @@ static void fake_pump(FakeSource *f) {
 		if (f->history[i].rv <= r->from)
 			continue;
 		r->from = f->history[i].rv;
+		f->in_event = true;
 		r->on_event(f->history[i].type, f->history[i].obj, r->userdata);
+		f->in_event = false;
 	}
 	if (f->watch && f->bookmark) {
 		json_t *b = json_pack("{s:{s:o}}", "metadata", "resourceVersion", rv_json(f->rv));
 
 		f->watch->from = f->rv;
+		f->in_event = true;
 		f->watch->on_event(OBJECT_EVENT_BOOKMARK, b, f->watch->userdata);
+		f->in_event = false;
 		json_decref(b);
 	}
 	f->bookmark = false;
@@ -201,6 +208,7 @@ static int fake_list(void *source, KubeKind kind, ObjectSourceListFn done, void 
 	ObjectSourceRequest *r = calloc(1, sizeof(*r));
 
 	assert_non_null(r);
+	assert_false(f->in_event);
 	assert_null(f->list);
 	assert_null(f->watch); /* one request per kind at a time */
 	*r = (ObjectSourceRequest) { .is_list = true, .list_done = done, .userdata = userdata };
@@ -216,6 +224,7 @@ static int fake_watch(void *source, KubeKind kind, const char *rv, ObjectSourceE
 	ObjectSourceRequest *r = calloc(1, sizeof(*r));
 
 	assert_non_null(r);
+	assert_false(f->in_event);
 	assert_null(f->list);
 	assert_null(f->watch);
 	*r = (ObjectSourceRequest) {
@@ -761,6 +770,44 @@ static void test_rejected(void **state) {
 	expect_log(e, "");
 }
 
+/* A handler that asks for a relist from inside a delta (a consumer that found something odd): the
+ * watch ends, the list comes from the cache's fd, nothing is lost or repeated. */
+static int relists_asked;
+
+static void relist_on_update(ObjectCache *c, const KubeObject *old, const KubeObject *o, void *userdata) {
+	on_updated(c, old, o, userdata);
+	if (streq(o->name, "b") && relists_asked++ == 0)
+		assert_int_equal(object_cache_relist(c, KUBE_KIND_POD), 0);
+}
+
+static void test_relist_from_handler(void **state) {
+	Env *e = *state;
+	ObjectCacheHandlers h = handlers;
+
+	h.updated = relist_on_update;
+	relists_asked = 0;
+	object_cache_free(e->cache);
+	assert_int_equal(object_cache_new(&(ObjectCacheOptions) { .backoff_min_ms = 1, .backoff_max_ms = 8 },
+					  &e->cache),
+			 0);
+	assert_int_equal(object_cache_add_kind(e->cache, KUBE_KIND_POD, &fake_ops, &e->pods, &h, &e->rec), 0);
+	fake_put(&e->pods, pod("shop", "a", "node-1", "10.244.1.2", NULL));
+	fake_put(&e->pods, pod("shop", "b", "node-1", "10.244.1.3", NULL));
+	start_and_sync(e);
+	expect_log(e, "A shop/a A shop/b S");
+	/* b's update asks for the relist; c and a's update are still in the stream when it does. */
+	fake_put(&e->pods, pod("shop", "b", "node-2", "10.244.1.3", NULL));
+	fake_put(&e->pods, pod("shop", "c", "node-1", "10.244.1.4", NULL));
+	fake_put(&e->pods, pod("shop", "a", "node-3", "10.244.1.2", NULL));
+	assert_true(run_until(e, pods_idle, e, 2000));
+	/* The rest came by the relist, in the list's order (the fake asserts no request was started
+	 * from inside the event callback). */
+	expect_log(e, "U shop/b U shop/a A shop/c");
+	assert_int_equal(relists_asked, 1);
+	assert_int_equal(e->pods.n_lists, 2);
+	expect_cache_equals_source(e);
+}
+
 /* A periodic relist with nothing changed fires nothing. */
 static void test_relist_quiet(void **state) {
 	Env *e = *state;
@@ -994,6 +1041,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_synced_after_failures, env_setup, env_teardown),
 		cmocka_unit_test_setup_teardown(test_rejected, env_setup, env_teardown),
 		cmocka_unit_test_setup_teardown(test_relist_quiet, env_setup, env_teardown),
+		cmocka_unit_test_setup_teardown(test_relist_from_handler, env_setup, env_teardown),
 		cmocka_unit_test_setup_teardown(test_churn, env_setup, env_teardown),
 		cmocka_unit_test_setup_teardown(test_select_and_memory, env_setup, env_teardown),
 	};

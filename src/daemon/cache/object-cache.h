@@ -88,7 +88,9 @@ typedef void (*ObjectSourceDoneFn)(int error, void *userdata);
 /*
  * What a source implements. Callbacks come later, from the event loop — never from inside list()
  * or watch() — and stop after done/list-done, or after cancel(), which must be safe to call from
- * inside the source's own callbacks.
+ * inside the source's own callbacks. In return the cache never calls list() or watch() from inside
+ * on_event (an ERROR event or a handler's relist restarts from the cache's own fd), only from
+ * list-done/done or from object_cache_dispatch()/start().
  */
 typedef struct ObjectSourceOps {
 	const char *name;
@@ -148,8 +150,9 @@ uint64_t object_cache_next_retry_usec(const ObjectCache *c);
 int object_cache_attach(ObjectCache *c, EventLoop *loop);
 /* Starts listing every kind. 0, or the first error of a source's list() (that kind backs off). */
 int object_cache_start(ObjectCache *c);
-/* Lists `kind` again now (periodic resync; a consumer that suspects drift): the new list is diffed
- * as after a 410. 0, -ENOENT if the kind is not cached. */
+/* Lists `kind` again (periodic resync; a consumer that suspects drift): the running request ends
+ * now, the list starts from the next object_cache_dispatch(), and is diffed as after a 410. Safe
+ * from delta handlers. 0, -ENOENT if the kind is not cached. */
 int object_cache_relist(ObjectCache *c, KubeKind kind);
 
 bool object_cache_synced(const ObjectCache *c, KubeKind kind);
