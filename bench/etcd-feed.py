@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # etcd-feed.py URL PREFIX FROM TO BACKEND: writes remote-node leases FROM..TO into etcd in weftd's
-# format (src/daemon/datastore-etcd.c) with /v3/kv/txn batches of up to 1000 puts (etcd must run
+# format (src/daemon/datastore/datastore-etcd.c) with /v3/kv/txn batches of up to 1000 puts (etcd must run
 # with --max-txn-ops >= 1000). Lease i: subnet 100.64.0.0/10 + i*256 (/24), node "fake<i>",
 # vxlan: publicIP 198.18.x.y, vtepMAC 02:00:00:00:hi:lo; host-gw: publicIP 10.99.(1 + i/256).(i%256)
 # (on-link on the 10.99.0.0/16 underlay). Prints the subnet of lease TO and the wall-clock ms

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "basic/macro.h"
-#include "daemon/lease-filter.h"
+#include "daemon/datastore/lease-filter.h"
 #include "daemon/metrics.h"
 
 const double metrics_reconcile_buckets[METRICS_N_BUCKETS] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2 };

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "daemon/datastore.h"
+#include "daemon/datastore/datastore.h"
 #include "ip/ip-addr.h"
 
 typedef enum MetricsOp {

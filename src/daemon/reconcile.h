@@ -27,9 +27,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "daemon/backend.h"
-#include "daemon/datastore.h"
-#include "daemon/lease-filter.h"
+#include "daemon/backend/backend.h"
+#include "daemon/datastore/datastore.h"
+#include "daemon/datastore/lease-filter.h"
 #include "daemon/metrics.h"
 #include "nl/nl.h"
 

@@ -33,13 +33,13 @@
 #include "basic/macro.h"
 #include "basic/mem-util.h"
 #include "basic/string-util.h"
-#include "daemon/backend.h"
+#include "daemon/backend/backend.h"
 #include "daemon/cni-conf.h"
-#include "daemon/datastore.h"
-#include "daemon/firewall.h"
-#include "daemon/http.h"
-#include "daemon/kube-client.h"
-#include "daemon/kubeconfig.h"
+#include "daemon/datastore/datastore.h"
+#include "daemon/masquerade.h"
+#include "daemon/status-server.h"
+#include "daemon/client/kube-client.h"
+#include "daemon/client/kubeconfig.h"
 #include "daemon/metrics.h"
 #include "daemon/network-config.h"
 #include "daemon/reconcile.h"
@@ -95,8 +95,8 @@ typedef struct Manager {
 	Backend backend;
 	Reconciler rec;
 	Metrics metrics;
-	FirewallParams fw;
-	HttpServer *http;
+	MasqueradeParams fw;
+	StatusServer *http;
 
 	EventSource *startup_timer, *resync_timer, *debounce_timer, *ds_timer, *ds_io, *monitor_io;
 	StartupState state;
@@ -111,7 +111,7 @@ typedef struct Manager {
 } Manager;
 
 static void manager_done(Manager *m) {
-	http_server_free(m->http);
+	status_server_free(m->http);
 	reconciler_done(&m->rec);
 	backend_done(&m->backend);
 	if (m->ds)
@@ -350,7 +350,7 @@ static int apply_firewall(Manager *m) {
 	_cleanup_free_ char *err = NULL;
 	int r;
 
-	r = firewall_apply(m->nft, &m->fw, &err);
+	r = masquerade_apply(m->nft, &m->fw, &err);
 	if (r < 0) {
 		metrics_error(&m->metrics, METRICS_OP_NFT);
 		return log_error_errno(r, "Failed to install nftables chains: %m%s%s", err ? ": " : "", err ?: "");
@@ -360,7 +360,7 @@ static int apply_firewall(Manager *m) {
 
 /* Repairs the firewall if someone removed or flushed our chains. */
 static int ensure_firewall(Manager *m) {
-	int r = firewall_check(m->nft, &m->fw);
+	int r = masquerade_check(m->nft, &m->fw);
 
 	if (r > 0)
 		return 0;
@@ -373,10 +373,10 @@ static int ensure_firewall(Manager *m) {
 
 static bool healthy(Manager *m) {
 	return m->ready && !m->lease_lost && access(m->lease_path, F_OK) == 0 && cni_conf_present(m->args.cni_conf_dir) &&
-	       firewall_check(m->nft, &m->fw) > 0;
+	       masquerade_check(m->nft, &m->fw) > 0;
 }
 
-static int http_handler(const char *method, const char *path, HttpResponse *resp, void *userdata) {
+static int status_handler(const char *method, const char *path, StatusResponse *resp, void *userdata) {
 	Manager *m = userdata;
 
 	if (!streq(method, "GET") && !streq(method, "HEAD")) {
@@ -731,7 +731,7 @@ static int validate_config(Manager *m) {
 		if (network_config_check_overlap(m->config, &m->backend.connected[i], what, &err) < 0)
 			return startup_fail_config(m, err ?: "overlaps the underlay");
 	}
-	m->fw = (FirewallParams) {
+	m->fw = (MasqueradeParams) {
 		.network = m->config->network,
 		.network6 = m->config->network6,
 		.masquerade = m->config->masquerade,
@@ -1016,7 +1016,7 @@ static int run_daemon(Manager *m) {
 	r = event_loop_add_signals(m->loop, sigs, on_signal, m, NULL);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up signals: %m");
-	r = http_server_new(m->loop, m->args.listen, http_handler, m, &m->http);
+	r = status_server_new(m->loop, m->args.listen, status_handler, m, &m->http);
 	if (r < 0)
 		return log_error_errno(r, "Failed to listen on %s: %m", m->args.listen);
 	r = nl_monitor_open(groups, ELEMENTSOF(groups), &m->monitor);
@@ -1076,7 +1076,7 @@ static int run_uninstall(Manager *m) {
 	if (r < 0)
 		return log_error_errno(r, "Failed to open nftables context: %m");
 
-	r = firewall_uninstall(m->nft, &err);
+	r = masquerade_uninstall(m->nft, &err);
 	if (r < 0)
 		RET_GATHER(ret, log_error_errno(r, "Failed to remove nftables chains: %m%s%s", err ? ": " : "", err ?: ""));
 	else

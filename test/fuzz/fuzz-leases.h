@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/datastore.h"
-#include "daemon/lease-filter.h"
+#include "daemon/datastore/datastore.h"
+#include "daemon/datastore/lease-filter.h"
 
 #define FUZZ_LEASES_MAX 64
 

@@ -23,8 +23,8 @@
 #include <cmocka.h>
 
 #include "basic/string-util.h"
-#include "daemon/datastore.h"
-#include "daemon/etcd-client.h"
+#include "daemon/datastore/datastore.h"
+#include "daemon/client/etcd-client.h"
 
 #define ETCD_BIN "/usr/bin/etcd"
 

@@ -29,9 +29,9 @@
 #include "basic/base64.h"
 #include "basic/fileio.h"
 #include "basic/string-util.h"
-#include "daemon/datastore.h"
-#include "daemon/http-multi.h"
-#include "daemon/kube-client.h"
+#include "daemon/datastore/datastore.h"
+#include "daemon/client/http-multi.h"
+#include "daemon/client/kube-client.h"
 
 #define TOKEN "weft-test-token"
 

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "basic/string-util.h"
-#include "daemon/kubeconfig.h"
+#include "daemon/client/kubeconfig.h"
 
 static char dir[64];
 

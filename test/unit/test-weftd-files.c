@@ -19,8 +19,8 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "daemon/cni-conf.h"
-#include "daemon/firewall.h"
-#include "daemon/http.h"
+#include "daemon/masquerade.h"
+#include "daemon/status-server.h"
 #include "daemon/metrics.h"
 #include "event/event-loop.h"
 #include "lease/lease-file.h"
@@ -168,10 +168,10 @@ static void test_conflist_files(void **state) {
 	rmdir(dir);
 }
 
-static void test_firewall_render(void **state) {
+static void test_masquerade_render(void **state) {
 	_cleanup_free_ char *on = NULL, *off = NULL, *ds = NULL, *un = NULL;
 
-	assert_int_equal(firewall_render(&(FirewallParams) { .network = P("10.244.0.0/16"), .masquerade = true }, &on), 0);
+	assert_int_equal(masquerade_render(&(MasqueradeParams) { .network = P("10.244.0.0/16"), .masquerade = true }, &on), 0);
 	assert_non_null(strstr(on, "add table inet weft\n"));
 	assert_non_null(strstr(on, "flush chain inet weft node-forward\n"));
 	assert_non_null(strstr(on, "add rule inet weft node-forward ip saddr 10.244.0.0/16 accept"));
@@ -183,17 +183,17 @@ static void test_firewall_render(void **state) {
 	assert_null(strstr(on, "ip6"));
 	assert_null(strstr(on, "delete"));
 
-	assert_int_equal(firewall_render(&(FirewallParams) { .network = P("10.244.0.0/16") }, &off), 0);
+	assert_int_equal(masquerade_render(&(MasqueradeParams) { .network = P("10.244.0.0/16") }, &off), 0);
 	assert_null(strstr(off, "masquerade"));
 	assert_non_null(strstr(off, "delete chain inet weft node-postrouting\n"));
 
-	assert_int_equal(firewall_render(&(FirewallParams) { .network = P("10.244.0.0/16"), .network6 = P("fd00::/48"),
+	assert_int_equal(masquerade_render(&(MasqueradeParams) { .network = P("10.244.0.0/16"), .network6 = P("fd00::/48"),
 							     .masquerade = true }, &ds), 0);
 	assert_non_null(strstr(ds, "ip6 saddr fd00::/48 ip6 daddr fd00::/48 return"));
 	assert_non_null(strstr(ds, "ip6 saddr fd00::/48 masquerade"));
 
-	assert_int_equal(firewall_render(&(FirewallParams) {}, &un), -EINVAL);
-	assert_int_equal(firewall_render_uninstall(&un), 0);
+	assert_int_equal(masquerade_render(&(MasqueradeParams) {}, &un), -EINVAL);
+	assert_int_equal(masquerade_render_uninstall(&un), 0);
 	assert_non_null(strstr(un, "delete chain inet weft node-forward\n"));
 	assert_non_null(strstr(un, "delete chain inet weft node-postrouting\n"));
 	assert_null(strstr(un, "br-"));
@@ -231,27 +231,27 @@ static void test_metrics(void **state) {
 	}
 }
 
-static void test_http_parse(void **state) {
+static void test_status_server_parse(void **state) {
 	struct sockaddr_storage ss;
 	socklen_t len;
 	char method[16], path[256];
 
-	assert_int_equal(http_parse_listen("127.0.0.1:9876", &ss, &len), 0);
+	assert_int_equal(status_server_parse_listen("127.0.0.1:9876", &ss, &len), 0);
 	assert_int_equal(ss.ss_family, AF_INET);
-	assert_int_equal(http_parse_listen("[::1]:80", &ss, &len), 0);
+	assert_int_equal(status_server_parse_listen("[::1]:80", &ss, &len), 0);
 	assert_int_equal(ss.ss_family, AF_INET6);
-	assert_int_equal(http_parse_listen(":9876", &ss, &len), 0);
-	assert_int_equal(http_parse_listen("127.0.0.1", &ss, &len), -EINVAL);
-	assert_int_equal(http_parse_listen("127.0.0.1:0", &ss, &len), -EINVAL);
-	assert_int_equal(http_parse_listen("127.0.0.1:70000", &ss, &len), -EINVAL);
-	assert_int_equal(http_parse_listen("host:80", &ss, &len), -EINVAL);
+	assert_int_equal(status_server_parse_listen(":9876", &ss, &len), 0);
+	assert_int_equal(status_server_parse_listen("127.0.0.1", &ss, &len), -EINVAL);
+	assert_int_equal(status_server_parse_listen("127.0.0.1:0", &ss, &len), -EINVAL);
+	assert_int_equal(status_server_parse_listen("127.0.0.1:70000", &ss, &len), -EINVAL);
+	assert_int_equal(status_server_parse_listen("host:80", &ss, &len), -EINVAL);
 
-	assert_int_equal(http_parse_request_line("GET /metrics?x=1 HTTP/1.1\r\n", method, path), 0);
+	assert_int_equal(status_server_parse_request_line("GET /metrics?x=1 HTTP/1.1\r\n", method, path), 0);
 	assert_string_equal(method, "GET");
 	assert_string_equal(path, "/metrics");
-	assert_int_equal(http_parse_request_line("GET\r\n", method, path), -EINVAL);
-	assert_int_equal(http_parse_request_line("GET x HTTP/1.0", method, path), -EINVAL);
-	assert_int_equal(http_parse_request_line(" / HTTP/1.0", method, path), -EINVAL);
+	assert_int_equal(status_server_parse_request_line("GET\r\n", method, path), -EINVAL);
+	assert_int_equal(status_server_parse_request_line("GET x HTTP/1.0", method, path), -EINVAL);
+	assert_int_equal(status_server_parse_request_line(" / HTTP/1.0", method, path), -EINVAL);
 }
 
 typedef struct TimerCtx {
@@ -306,9 +306,9 @@ int main(void) {
 		cmocka_unit_test(test_lease_file_io),
 		cmocka_unit_test(test_conflist),
 		cmocka_unit_test(test_conflist_files),
-		cmocka_unit_test(test_firewall_render),
+		cmocka_unit_test(test_masquerade_render),
 		cmocka_unit_test(test_metrics),
-		cmocka_unit_test(test_http_parse),
+		cmocka_unit_test(test_status_server_parse),
 		cmocka_unit_test(test_event_loop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,8 +14,8 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "daemon/backend.h"
-#include "daemon/lease-filter.h"
+#include "daemon/backend/backend.h"
+#include "daemon/datastore/lease-filter.h"
 #include "daemon/reconcile.h"
 
 static IpPrefix P(const char *s) {

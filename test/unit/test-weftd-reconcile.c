@@ -15,7 +15,7 @@
 #include <linux/rtnetlink.h>
 
 #include "basic/macro.h"
-#include "daemon/backend.h"
+#include "daemon/backend/backend.h"
 #include "daemon/reconcile.h"
 
 static IpPrefix P(const char *s) {

@@ -24,8 +24,8 @@
 
 #include "basic/log.h"
 #include "basic/string-util.h"
-#include "daemon/datastore.h"
-#include "daemon/etcd-client.h"
+#include "daemon/datastore/datastore.h"
+#include "daemon/client/etcd-client.h"
 
 #define DEFAULT_PREFIX        "/weft/network"
 #define DEFAULT_TTL_SEC       60

@@ -2,7 +2,7 @@
 #include <stddef.h>
 
 #include "basic/string-util.h"
-#include "daemon/datastore.h"
+#include "daemon/datastore/datastore.h"
 
 const DatastoreOps *datastore_ops_find(const char *kind) {
 	static const DatastoreOps *const table[] = {

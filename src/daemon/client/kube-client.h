@@ -22,8 +22,8 @@
 #include <stdint.h>
 
 #include "basic/macro.h"
-#include "daemon/datastore.h"
-#include "daemon/kubeconfig.h"
+#include "daemon/datastore/datastore.h"
+#include "daemon/client/kubeconfig.h"
 
 typedef struct KubeClient KubeClient;
 typedef struct KubeRequest KubeRequest;

@@ -6,7 +6,7 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "daemon/lease-filter.h"
+#include "daemon/datastore/lease-filter.h"
 
 static const char *const reject_names[_LEASE_REJECT_MAX] = {
 	[LEASE_ACCEPTED] = "accepted",

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/datastore.h"
+#include "daemon/datastore/datastore.h"
 #include "ip/ip-addr.h"
 
 typedef struct LeaseFilter {

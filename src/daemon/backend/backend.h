@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/datastore.h"
+#include "daemon/datastore/datastore.h"
 #include "daemon/network-config.h"
 #include "nl/nl.h"
 

@@ -19,7 +19,7 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "daemon/backend.h"
+#include "daemon/backend/backend.h"
 
 /* VXLAN header 8 + UDP 8 + outer IP (20 | 40) + inner Ethernet 14 */
 static unsigned vxlan_overhead(const Backend *b) {

@@ -29,10 +29,10 @@
 
 #include "basic/log.h"
 #include "basic/string-util.h"
-#include "daemon/datastore.h"
-#include "daemon/http-multi.h"
-#include "daemon/kube-client.h"
-#include "daemon/kubeconfig.h"
+#include "daemon/datastore/datastore.h"
+#include "daemon/client/http-multi.h"
+#include "daemon/client/kube-client.h"
+#include "daemon/client/kubeconfig.h"
 
 #define ANNOTATION_PUBLIC_IP    "weft.dev/public-ip"
 #define ANNOTATION_PUBLIC_IP6   "weft.dev/public-ip6"

@@ -12,22 +12,22 @@
 #include "basic/macro.h"
 #include "event/event-loop.h"
 
-typedef struct HttpServer HttpServer;
+typedef struct StatusServer StatusServer;
 
-typedef struct HttpResponse {
+typedef struct StatusResponse {
 	int status;                     /* 200, 404, 503 ... */
 	const char *content_type;       /* static string */
 	char *body;                     /* malloc'ed, freed by the server */
-} HttpResponse;
+} StatusResponse;
 
 /* Fills *resp for one request. Return < 0 to answer 500. */
-typedef int (*HttpHandlerFn)(const char *method, const char *path, HttpResponse *resp, void *userdata);
+typedef int (*StatusHandlerFn)(const char *method, const char *path, StatusResponse *resp, void *userdata);
 
 /* "127.0.0.1:9876", "[::1]:9876", ":9876" (all addresses). 0 or -EINVAL. */
-int http_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len);
+int status_server_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len);
 /* Splits "GET /metrics HTTP/1.1" into method and path (query string dropped). 0 or -EINVAL. */
-int http_parse_request_line(const char *line, char method[static 16], char path[static 256]);
+int status_server_parse_request_line(const char *line, char method[static 16], char path[static 256]);
 
-int http_server_new(EventLoop *e, const char *listen, HttpHandlerFn handler, void *userdata, HttpServer **ret);
-HttpServer *http_server_free(HttpServer *s);
-DEFINE_TRIVIAL_CLEANUP_FUNC(HttpServer *, http_server_free);
+int status_server_new(EventLoop *e, const char *listen, StatusHandlerFn handler, void *userdata, StatusServer **ret);
+StatusServer *status_server_free(StatusServer *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(StatusServer *, status_server_free);

@@ -8,7 +8,7 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "daemon/backend.h"
+#include "daemon/backend/backend.h"
 
 const BackendOps *backend_ops_find(NetworkBackendType type) {
 	switch (type) {

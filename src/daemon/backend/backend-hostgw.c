@@ -8,7 +8,7 @@
  */
 #include <errno.h>
 
-#include "daemon/backend.h"
+#include "daemon/backend/backend.h"
 
 static int hostgw_ensure(Backend *b) {
 	int r;

@@ -13,7 +13,7 @@
  *                             pod -> anything else    masquerade fully-random
  *
  * Each change is ONE batch (nft_apply): the chains are (re)created and their rules flushed and
- * re-added in the same transaction, so the firewall is never half-updated and concurrent writers
+ * re-added in the same transaction, so the rules are never half-updated and concurrent writers
  * converge. Turning Masquerade off, and `weftd uninstall`, delete chains with the idempotent
  * "add; flush; delete" sequence (libnftables 1.0.6 has no `destroy`).
  */
@@ -23,19 +23,19 @@
 #include "ip/ip-addr.h"
 #include "nft/nft.h"
 
-typedef struct FirewallParams {
+typedef struct MasqueradeParams {
 	IpPrefix network;       /* AF_UNSPEC = none */
 	IpPrefix network6;      /* AF_UNSPEC = none */
 	bool masquerade;
-} FirewallParams;
+} MasqueradeParams;
 
 /* The batch text that installs p. 0, -EINVAL (no network), -ENOMEM. */
-int firewall_render(const FirewallParams *p, char **ret);
+int masquerade_render(const MasqueradeParams *p, char **ret);
 /* The batch text that removes every node-* chain (idempotent). */
-int firewall_render_uninstall(char **ret);
+int masquerade_render_uninstall(char **ret);
 
 /* Applies the render in one transaction. On failure *ret_error (if non-NULL) gets nft's text. */
-int firewall_apply(NftCtx *ctx, const FirewallParams *p, char **ret_error);
-int firewall_uninstall(NftCtx *ctx, char **ret_error);
+int masquerade_apply(NftCtx *ctx, const MasqueradeParams *p, char **ret_error);
+int masquerade_uninstall(NftCtx *ctx, char **ret_error);
 /* 1 if our chains (node-forward, and node-postrouting when masquerading) exist, 0 if not, -errno. */
-int firewall_check(NftCtx *ctx, const FirewallParams *p);
+int masquerade_check(NftCtx *ctx, const MasqueradeParams *p);

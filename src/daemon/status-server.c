@@ -12,15 +12,15 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "daemon/http.h"
+#include "daemon/status-server.h"
 
 #define HTTP_MAX_REQUEST 4096
 #define HTTP_MAX_CONNS 32
 #define HTTP_IDLE_USEC (5 * USEC_PER_SEC)
 
-typedef struct HttpConn HttpConn;
-struct HttpConn {
-	HttpServer *server;
+typedef struct StatusConn StatusConn;
+struct StatusConn {
+	StatusServer *server;
 	int fd;
 	EventSource *source;
 	uint64_t started;
@@ -28,21 +28,21 @@ struct HttpConn {
 	size_t in_len;
 	char *out;
 	size_t out_len, out_off;
-	HttpConn *next;
+	StatusConn *next;
 };
 
-struct HttpServer {
+struct StatusServer {
 	EventLoop *loop;
 	int fd;
 	EventSource *listen_source;
 	EventSource *sweep;
-	HttpHandlerFn handler;
+	StatusHandlerFn handler;
 	void *userdata;
-	HttpConn *conns;
+	StatusConn *conns;
 	unsigned n_conns;
 };
 
-int http_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len) {
+int status_server_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len) {
 	char host[64];
 	const char *colon, *h;
 	unsigned port;
@@ -89,7 +89,7 @@ int http_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *re
 	return 0;
 }
 
-int http_parse_request_line(const char *line, char method[static 16], char path[static 256]) {
+int status_server_parse_request_line(const char *line, char method[static 16], char path[static 256]) {
 	size_t m = strcspn(line, " "), p;
 	const char *rest;
 
@@ -106,10 +106,10 @@ int http_parse_request_line(const char *line, char method[static 16], char path[
 	return 0;
 }
 
-static void conn_free(HttpConn *c) {
-	HttpServer *s = c->server;
+static void conn_free(StatusConn *c) {
+	StatusServer *s = c->server;
 
-	for (HttpConn **p = &s->conns; *p; p = &(*p)->next)
+	for (StatusConn **p = &s->conns; *p; p = &(*p)->next)
 		if (*p == c) {
 			*p = c->next;
 			break;
@@ -133,7 +133,7 @@ static const char *status_text(int status) {
 }
 
 /* Writes what it can; 1 when everything is out, 0 to wait for EPOLLOUT, < 0 on error. */
-static int conn_flush(HttpConn *c) {
+static int conn_flush(StatusConn *c) {
 	while (c->out_off < c->out_len) {
 		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
@@ -148,17 +148,17 @@ static int conn_flush(HttpConn *c) {
 	return 1;
 }
 
-static int conn_respond(HttpConn *c) {
+static int conn_respond(StatusConn *c) {
 	char method[16], path[256];
-	HttpResponse resp = { .status = 400, .content_type = "text/plain; charset=utf-8" };
+	StatusResponse resp = { .status = 400, .content_type = "text/plain; charset=utf-8" };
 	const char *body;
 	int r;
 
-	if (http_parse_request_line(c->in, method, path) >= 0) {
+	if (status_server_parse_request_line(c->in, method, path) >= 0) {
 		r = c->server->handler(method, path, &resp, c->server->userdata);
 		if (r < 0) {
 			free(resp.body);
-			resp = (HttpResponse) { .status = 500, .content_type = "text/plain; charset=utf-8" };
+			resp = (StatusResponse) { .status = 500, .content_type = "text/plain; charset=utf-8" };
 		}
 	}
 	body = resp.body ?: status_text(resp.status);
@@ -180,7 +180,7 @@ static int conn_respond(HttpConn *c) {
 }
 
 static int conn_io(EventSource *src, int fd, uint32_t revents, void *userdata) {
-	HttpConn *c = userdata;
+	StatusConn *c = userdata;
 	int r;
 
 	if (c->out) {
@@ -219,10 +219,10 @@ static int conn_io(EventSource *src, int fd, uint32_t revents, void *userdata) {
 }
 
 static int sweep_cb(EventSource *src, void *userdata) {
-	HttpServer *s = userdata;
+	StatusServer *s = userdata;
 	uint64_t now = now_usec();
 
-	for (HttpConn *c = s->conns, *next; c; c = next) {
+	for (StatusConn *c = s->conns, *next; c; c = next) {
 		next = c->next;
 		if (now - c->started > HTTP_IDLE_USEC)
 			conn_free(c);
@@ -233,11 +233,11 @@ static int sweep_cb(EventSource *src, void *userdata) {
 }
 
 static int listen_io(EventSource *src, int fd, uint32_t revents, void *userdata) {
-	HttpServer *s = userdata;
+	StatusServer *s = userdata;
 
 	for (;;) {
 		_cleanup_close_ int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		HttpConn *c;
+		StatusConn *c;
 
 		if (cfd < 0) {
 			if (errno == EINTR)
@@ -246,7 +246,7 @@ static int listen_io(EventSource *src, int fd, uint32_t revents, void *userdata)
 		}
 		if (s->n_conns >= HTTP_MAX_CONNS)
 			continue; /* closed by cleanup */
-		c = calloc(1, sizeof(HttpConn));
+		c = calloc(1, sizeof(StatusConn));
 		if (!c)
 			continue;
 		c->server = s;
@@ -265,16 +265,16 @@ static int listen_io(EventSource *src, int fd, uint32_t revents, void *userdata)
 	}
 }
 
-int http_server_new(EventLoop *e, const char *listen_addr, HttpHandlerFn handler, void *userdata, HttpServer **ret) {
-	_cleanup_(http_server_freep) HttpServer *s = NULL;
+int status_server_new(EventLoop *e, const char *listen_addr, StatusHandlerFn handler, void *userdata, StatusServer **ret) {
+	_cleanup_(status_server_freep) StatusServer *s = NULL;
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int r, one = 1;
 
-	r = http_parse_listen(listen_addr, &ss, &len);
+	r = status_server_parse_listen(listen_addr, &ss, &len);
 	if (r < 0)
 		return r;
-	s = calloc(1, sizeof(HttpServer));
+	s = calloc(1, sizeof(StatusServer));
 	if (!s)
 		return -ENOMEM;
 	s->fd = -EBADF;
@@ -297,7 +297,7 @@ int http_server_new(EventLoop *e, const char *listen_addr, HttpHandlerFn handler
 	return 0;
 }
 
-HttpServer *http_server_free(HttpServer *s) {
+StatusServer *status_server_free(StatusServer *s) {
 	if (!s)
 		return NULL;
 	while (s->conns)

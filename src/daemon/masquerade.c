@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "basic/macro.h"
-#include "daemon/firewall.h"
+#include "daemon/masquerade.h"
 #include "nft/nft-table.h"
 
 #define T NFT_TABLE_INET
@@ -17,7 +17,7 @@ static void render_delete_chain(FILE *f, const char *chain, const char *spec) {
 	fprintf(f, "add chain " T " %s %s\nflush chain " T " %s\ndelete chain " T " %s\n", chain, spec, chain, chain);
 }
 
-int firewall_render(const FirewallParams *p, char **ret) {
+int masquerade_render(const MasqueradeParams *p, char **ret) {
 	_cleanup_free_ char *buf = NULL;
 	bool v4 = ip_addr_is_set(&p->network.addr), v6 = ip_addr_is_set(&p->network6.addr);
 	char n4[IP_PREFIX_STRLEN], n6[IP_PREFIX_STRLEN];
@@ -66,7 +66,7 @@ int firewall_render(const FirewallParams *p, char **ret) {
 	return 0;
 }
 
-int firewall_render_uninstall(char **ret) {
+int masquerade_render_uninstall(char **ret) {
 	_cleanup_free_ char *buf = NULL;
 	size_t size = 0;
 	FILE *f;
@@ -83,21 +83,21 @@ int firewall_render_uninstall(char **ret) {
 	return 0;
 }
 
-int firewall_apply(NftCtx *ctx, const FirewallParams *p, char **ret_error) {
+int masquerade_apply(NftCtx *ctx, const MasqueradeParams *p, char **ret_error) {
 	_cleanup_free_ char *batch = NULL;
 	int r;
 
-	r = firewall_render(p, &batch);
+	r = masquerade_render(p, &batch);
 	if (r < 0)
 		return r;
 	return nft_apply(ctx, batch, ret_error);
 }
 
-int firewall_uninstall(NftCtx *ctx, char **ret_error) {
+int masquerade_uninstall(NftCtx *ctx, char **ret_error) {
 	_cleanup_free_ char *batch = NULL;
 	int r;
 
-	r = firewall_render_uninstall(&batch);
+	r = masquerade_render_uninstall(&batch);
 	if (r < 0)
 		return r;
 	return nft_apply(ctx, batch, ret_error);
@@ -122,7 +122,7 @@ static int chain_rules(NftCtx *ctx, const char *chain) {
 	return n;
 }
 
-int firewall_check(NftCtx *ctx, const FirewallParams *p) {
+int masquerade_check(NftCtx *ctx, const MasqueradeParams *p) {
 	int families = ip_addr_is_set(&p->network.addr) + ip_addr_is_set(&p->network6.addr);
 	int r;
 

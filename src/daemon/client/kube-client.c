@@ -7,8 +7,8 @@
 
 #include "basic/list.h"
 #include "basic/string-util.h"
-#include "daemon/http-multi.h"
-#include "daemon/kube-client.h"
+#include "daemon/client/http-multi.h"
+#include "daemon/client/kube-client.h"
 
 struct KubeRequest {
 	KubeClient *client;
