@@ -10,7 +10,8 @@
  * 410) means LIST again, and the new list is diffed against what the cache holds: adds, updates
  * (old + new) and deletes for what vanished — so a dropped watch loses nothing. Other errors wait a
  * capped exponential backoff with jitter, then watch again from the last resourceVersion (or list,
- * if the kind never synced).
+ * if the kind never synced or a list is what failed). An object that cannot be decoded for lack of
+ * memory ends the watch the same way, and the retry lists.
  *
  * Everything runs on the caller's one thread, in the source's callbacks (which the source runs
  * from the caller's loop) and in object_cache_dispatch(), which the caller runs when the cache's
@@ -38,16 +39,18 @@
  * counted; a refused new version of a cached object removes the old one (deleted fires), since
  * what the cluster now holds for that name is not something weft may act on.
  *
- * Indexes: namespace/name (hash), namespace, label pair ("app=web"), pod IP (status.podIPs of
- * non-hostNetwork pods; several pods may share one, e.g. a completed pod and its successor), and a
- * per-kind secondary key: the node of a Pod, the Service of an EndpointSlice.
+ * Indexes: namespace/name (hash), namespace, label ("app=web": by interned label set, so the pods
+ * of one ReplicaSet cost one entry each and a selector is evaluated once per set), pod IP
+ * (status.podIPs of non-hostNetwork pods; several pods may share one, e.g. a completed pod and its
+ * successor), and a per-kind secondary key: the node of a Pod, the Service of an EndpointSlice.
+ * A realistic 10k-pod cache takes ~293 bytes per pod, indexes included (test-object-cache).
  *
- * Wiring (weftd): one ObjectCache, object_cache_attach(cache, loop); object_cache_add_kind() for each kind with the
- * source that serves it (a KubeClient adapter: LIST kube_kind_info(kind)->api_path, WATCH
- * "?watch=1&resourceVersion=RV&allowWatchBookmarks=true&timeoutSeconds=N", map HTTP 410 to
- * -ESTALE; an etcd adapter: range over <prefix>/<resource>/ at a revision, watch from rev+1,
- * compaction -> -ESTALE); object_cache_start(); policy and service reconcilers register handlers
- * and wait for all_synced before their first full sync.
+ * Wiring (weftd): one ObjectCache, object_cache_attach(cache, loop); object_cache_add_kind() for
+ * each kind with the source that serves it — object-source-kube.h over weftd's KubeClient; an
+ * etcd source would range over <prefix>/<resource>/ at a revision, watch from revision + 1 with
+ * progress notifications as bookmarks, and report compaction as -ESTALE — then
+ * object_cache_start(). Policy and service reconcilers register handlers and wait for all_synced
+ * before their first full sync; a periodic object_cache_relist() is the level-triggered resync.
  */
 
 #include <jansson.h>
