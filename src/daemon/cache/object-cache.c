@@ -300,10 +300,13 @@ static int store_upsert(CacheKind *k, KubeObject *o) {
 		store_unindex(k, old);
 	r = store_index(k, o);
 	if (r < 0) {
-		/* Out of memory: keep the old version (a relist will repair). */
-		if (old)
-			(void) store_index(k, old);
+		/* Out of memory: keep the old version (a relist will repair); if even that cannot be put
+		 * back, it is gone for consumers too. */
 		kube_object_free(o, k->cache->pool);
+		if (old && store_index(k, old) < 0) {
+			k->stats.objects++; /* emit_deleted() unindexes (again: a no-op) and counts it out */
+			emit_deleted(k, old);
+		}
 		return r;
 	}
 	if (old) {
@@ -322,12 +325,9 @@ static void kind_list(CacheKind *k);
 static void kind_watch(CacheKind *k);
 
 static void timer_update(ObjectCache *c) {
-	uint64_t next = 0;
+	uint64_t next = object_cache_next_retry_usec(c);
 	struct itimerspec its = {};
 
-	for (unsigned i = 0; i < _KUBE_KIND_MAX; i++)
-		if (c->kinds[i] && c->kinds[i]->retry_at && (!next || c->kinds[i]->retry_at < next))
-			next = c->kinds[i]->retry_at;
 	if (next) {
 		its.it_value.tv_sec = (time_t) (next / USEC_PER_SEC);
 		its.it_value.tv_nsec = (long) (next % USEC_PER_SEC * 1000);
