@@ -1028,6 +1028,95 @@ static void test_select_and_memory(void **state) {
 	}
 }
 
+/* ---- the other kinds: memory per object at the bench sizes ---- */
+
+static json_t *realistic_namespace(unsigned i) {
+	char name[16], team[16];
+
+	snprintf(name, sizeof(name), "ns-%u", i);
+	snprintf(team, sizeof(team), "team-%u", i % 20);
+	return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s}}, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
+			 "metadata", "name", name, "labels", "kubernetes.io/metadata.name", name, "team", team, "env",
+			 i % 3 ? "prod" : "staging", "status", "phase", "Active");
+}
+
+static json_t *realistic_policy(unsigned i) {
+	char ns[16], name[32], app[32];
+
+	snprintf(ns, sizeof(ns), "ns-%u", i % 100);
+	snprintf(name, sizeof(name), "allow-frontend-%u", i);
+	snprintf(app, sizeof(app), "service-%u", i % 500);
+	return json_pack("{s:s, s:s, s:{s:s, s:s},"
+			 " s:{s:{s:{s:s}}, s:[s, s],"
+			 "    s:[{s:[{s:{s:{s:s}}, s:{s:{s:s}}}, {s:{s:s, s:[s]}}], s:[{s:s, s:i}, {s:s}]}],"
+			 "    s:[{s:[{s:{s:{s:s}}}], s:[{s:s, s:i}]}]}}",
+			 "apiVersion", "networking.k8s.io/v1", "kind", "NetworkPolicy", "metadata", "namespace", ns,
+			 "name", name, "spec", "podSelector", "matchLabels", "app", app, "policyTypes", "Ingress",
+			 "Egress", "ingress", "from", "podSelector", "matchLabels", "tier", "web", "namespaceSelector",
+			 "matchLabels", "team", "team-1", "ipBlock", "cidr", "172.17.0.0/16", "except", "172.17.1.0/24",
+			 "ports", "protocol", "TCP", "port", 8080, "port", "metrics", "egress", "to", "podSelector",
+			 "matchLabels", "app", "db", "ports", "protocol", "TCP", "port", 5432);
+}
+
+static json_t *realistic_service(unsigned i) {
+	char ns[16], name[32], ip[32];
+
+	snprintf(ns, sizeof(ns), "ns-%u", i % 100);
+	snprintf(name, sizeof(name), "service-%u", i);
+	snprintf(ip, sizeof(ip), "10.96.%u.%u", i / 256, i % 256);
+	return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}},"
+			 " s:{s:s, s:s, s:[s], s:[s], s:[{s:s, s:s, s:i, s:s}, {s:s, s:s, s:i, s:i}], s:{s:s},"
+			 "    s:s, s:s}}",
+			 "apiVersion", "v1", "kind", "Service", "metadata", "namespace", ns, "name", name, "labels",
+			 "app", name, "spec", "type", "ClusterIP", "clusterIP", ip, "clusterIPs", ip, "ipFamilies",
+			 "IPv4", "ports", "name", "http", "protocol", "TCP", "port", 80, "targetPort", "http", "name",
+			 "metrics", "protocol", "TCP", "port", 9090, "targetPort", 9090, "selector", "app", name,
+			 "sessionAffinity", "None", "internalTrafficPolicy", "Cluster");
+}
+
+static KubeKind measuring;
+
+static bool kind_synced(void *arg) {
+	return object_cache_synced(((Env *) arg)->cache, measuring);
+}
+
+static void measure_kind(Env *e, KubeKind kind, unsigned n, json_t *(*make)(unsigned) ) {
+	struct mallinfo2 before, after;
+	double per;
+
+	json_decref(e->pods.store);
+	e->pods.store = json_array();
+	for (unsigned i = 0; i < n; i++) {
+		json_t *o = make(i);
+
+		assert_non_null(o);
+		json_array_append_new(e->pods.store, o);
+	}
+	object_cache_free(e->cache);
+	malloc_trim(0);
+	before = mallinfo2();
+	assert_int_equal(object_cache_new(&(ObjectCacheOptions) { .backoff_min_ms = 1 }, &e->cache), 0);
+	assert_int_equal(object_cache_add_kind(e->cache, kind, &fake_ops, &e->pods, &handlers, &e->rec), 0);
+	assert_int_equal(object_cache_start(e->cache), 0);
+	measuring = kind;
+	assert_true(run_until(e, kind_synced, e, 20000));
+	after = mallinfo2();
+	e->rec.log[0] = 0;
+	assert_int_equal(object_cache_stats(e->cache, kind).objects, n);
+	assert_int_equal(object_cache_stats(e->cache, kind).rejected, 0);
+	per = ((double) (after.uordblks + after.hblkhd) - (double) (before.uordblks + before.hblkhd)) / n;
+	if (after.uordblks != before.uordblks)
+		print_message("%u %s: %.0f bytes per object\n", n, kube_kind_info(kind)->resource, per);
+}
+
+static void test_memory_other_kinds(void **state) {
+	Env *e = *state;
+
+	measure_kind(e, KUBE_KIND_NAMESPACE, 1000, realistic_namespace);
+	measure_kind(e, KUBE_KIND_NETWORK_POLICY, 1000, realistic_policy);
+	measure_kind(e, KUBE_KIND_SERVICE, 5000, realistic_service);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_backoff),
@@ -1044,6 +1133,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_relist_from_handler, env_setup, env_teardown),
 		cmocka_unit_test_setup_teardown(test_churn, env_setup, env_teardown),
 		cmocka_unit_test_setup_teardown(test_select_and_memory, env_setup, env_teardown),
+		cmocka_unit_test_setup_teardown(test_memory_other_kinds, env_setup, env_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
