@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* weftd's command line. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/log.h"
+#include "basic/string-util.h"
+#include "daemon/weftd.h"
+
+/* "10", "10s", "500ms", "2m" -> microseconds */
+static int parse_duration(const char *s, uint64_t *ret) {
+	unsigned long long v;
+	char num[32];
+	size_t n = strspn(s, "0123456789");
+	uint64_t mult = USEC_PER_SEC;
+
+	if (n == 0 || n >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, n);
+	num[n] = 0;
+	if (safe_atou64(num, &v) < 0)
+		return -EINVAL;
+	if (streq(s + n, "ms"))
+		mult = USEC_PER_MSEC;
+	else if (streq(s + n, "m"))
+		mult = 60 * USEC_PER_SEC;
+	else if (!streq(s + n, "") && !streq(s + n, "s"))
+		return -EINVAL;
+	*ret = v * mult;
+	return 0;
+}
+
+static void help(void) {
+	printf("Usage: weftd [OPTIONS]\n"
+	       "       weftd uninstall [--cni-conf-dir DIR] [--run-dir DIR] [--state-dir DIR]\n\n"
+	       "  --node-name NAME          this node (default: hostname)\n"
+	       "  --public-ip ADDR          underlay address other nodes use\n"
+	       "  --iface IFACE             take the underlay address from IFACE\n"
+	       "  --datastore etcd|kubernetes  where leases live (default etcd); kubernetes: the node's\n"
+	       "                            spec.podCIDRs, needs --net-config\n"
+	       "  --kubeconfig PATH         kubernetes datastore credentials (default: the in-cluster\n"
+	       "                            service account)\n"
+	       "  --etcd-endpoints URLS     http://host:2379[,...] (default http://127.0.0.1:2379)\n"
+	       "  --etcd-prefix PREFIX      key prefix (default /weft/network)\n"
+	       "  --etcd-timeout DURATION   give up start-up after this long (default 0 = never)\n"
+	       "  --net-config FILE         network config (default: <prefix>/config in the store)\n"
+	       "  --cni-conf-dir DIR        (default /etc/cni/net.d)\n"
+	       "  --cni-bin-dir DIR         (default /opt/cni/bin; portmap is used if present there)\n"
+	       "  --run-dir DIR             lease file directory (default /run/weft)\n"
+	       "  --state-dir DIR           remembered subnet (default /var/lib/weft)\n"
+	       "  --listen ADDR:PORT        /healthz and /metrics (default 127.0.0.1:9876)\n"
+	       "  --resync-interval DUR     periodic full resync (default 10s)\n"
+	       "  --relist-interval DUR     re-list the datastore on a resync this often, to repair\n"
+	       "                            what the watch missed (default 60s, 0 = never)\n"
+	       "  --lease-ttl SECONDS       datastore lease TTL (default 60)\n"
+	       "  --keep-lease              do not release the lease on shutdown\n"
+	       "  --ipam-data-dir DIR       pod address store written into the conflist\n"
+	       "                            (default: host-local's /var/lib/cni/networks)\n");
+}
+
+enum {
+	ARG_NODE_NAME = 0x100,
+	ARG_PUBLIC_IP,
+	ARG_IFACE,
+	ARG_ETCD_ENDPOINTS,
+	ARG_ETCD_PREFIX,
+	ARG_ETCD_TIMEOUT,
+	ARG_NET_CONFIG,
+	ARG_CNI_CONF_DIR,
+	ARG_CNI_BIN_DIR,
+	ARG_RUN_DIR,
+	ARG_STATE_DIR,
+	ARG_LISTEN,
+	ARG_RESYNC,
+	ARG_RELIST,
+	ARG_LEASE_TTL,
+	ARG_KEEP_LEASE,
+	ARG_IPAM_DATA_DIR,
+	ARG_DATASTORE,
+	ARG_KUBECONFIG,
+};
+
+int weftd_parse_args(int argc, char *argv[], Args *a) {
+	static const struct option options[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "node-name", required_argument, NULL, ARG_NODE_NAME },
+		{ "public-ip", required_argument, NULL, ARG_PUBLIC_IP },
+		{ "iface", required_argument, NULL, ARG_IFACE },
+		{ "etcd-endpoints", required_argument, NULL, ARG_ETCD_ENDPOINTS },
+		{ "etcd-prefix", required_argument, NULL, ARG_ETCD_PREFIX },
+		{ "etcd-timeout", required_argument, NULL, ARG_ETCD_TIMEOUT },
+		{ "net-config", required_argument, NULL, ARG_NET_CONFIG },
+		{ "cni-conf-dir", required_argument, NULL, ARG_CNI_CONF_DIR },
+		{ "cni-bin-dir", required_argument, NULL, ARG_CNI_BIN_DIR },
+		{ "run-dir", required_argument, NULL, ARG_RUN_DIR },
+		{ "state-dir", required_argument, NULL, ARG_STATE_DIR },
+		{ "listen", required_argument, NULL, ARG_LISTEN },
+		{ "resync-interval", required_argument, NULL, ARG_RESYNC },
+		{ "relist-interval", required_argument, NULL, ARG_RELIST },
+		{ "lease-ttl", required_argument, NULL, ARG_LEASE_TTL },
+		{ "keep-lease", no_argument, NULL, ARG_KEEP_LEASE },
+		{ "ipam-data-dir", required_argument, NULL, ARG_IPAM_DATA_DIR },
+		{ "datastore", required_argument, NULL, ARG_DATASTORE },
+		{ "kubeconfig", required_argument, NULL, ARG_KUBECONFIG },
+		{}
+	};
+	int c;
+
+	*a = (Args) {
+		.datastore = "etcd",
+		.etcd_endpoints = "http://127.0.0.1:2379",
+		.etcd_prefix = "/weft/network",
+		.cni_conf_dir = "/etc/cni/net.d",
+		.cni_bin_dir = "/opt/cni/bin",
+		.run_dir = "/run/weft",
+		.state_dir = "/var/lib/weft",
+		.listen = "127.0.0.1:9876",
+		.resync_usec = 10 * USEC_PER_SEC,
+		.relist_usec = 60 * USEC_PER_SEC,
+		.lease_ttl_sec = 60,
+	};
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+		switch (c) {
+		case 'h':
+			help();
+			exit(EXIT_SUCCESS);
+		case ARG_NODE_NAME: a->node_name = optarg; break;
+		case ARG_PUBLIC_IP: a->public_ip = optarg; break;
+		case ARG_IFACE: a->iface = optarg; break;
+		case ARG_ETCD_ENDPOINTS: a->etcd_endpoints = optarg; break;
+		case ARG_ETCD_PREFIX: a->etcd_prefix = optarg; break;
+		case ARG_NET_CONFIG: a->net_config = optarg; break;
+		case ARG_CNI_CONF_DIR: a->cni_conf_dir = optarg; break;
+		case ARG_CNI_BIN_DIR: a->cni_bin_dir = optarg; break;
+		case ARG_RUN_DIR: a->run_dir = optarg; break;
+		case ARG_STATE_DIR: a->state_dir = optarg; break;
+		case ARG_LISTEN: a->listen = optarg; break;
+		case ARG_KEEP_LEASE: a->keep_lease = true; break;
+		case ARG_IPAM_DATA_DIR: a->ipam_data_dir = optarg; break;
+		case ARG_KUBECONFIG: a->kubeconfig = optarg; break;
+		case ARG_DATASTORE:
+			if (!streq(optarg, "etcd") && !streq(optarg, "kubernetes"))
+				return log_error_errno(EINVAL, "Invalid --datastore '%s' (etcd or kubernetes)", optarg);
+			a->datastore = optarg;
+			break;
+		case ARG_ETCD_TIMEOUT:
+			if (parse_duration(optarg, &a->etcd_timeout_usec) < 0)
+				return log_error_errno(EINVAL, "Invalid --etcd-timeout '%s'", optarg);
+			break;
+		case ARG_RESYNC:
+			if (parse_duration(optarg, &a->resync_usec) < 0 || a->resync_usec == 0)
+				return log_error_errno(EINVAL, "Invalid --resync-interval '%s'", optarg);
+			break;
+		case ARG_RELIST:
+			if (parse_duration(optarg, &a->relist_usec) < 0)
+				return log_error_errno(EINVAL, "Invalid --relist-interval '%s'", optarg);
+			break;
+		case ARG_LEASE_TTL:
+			if (safe_atoi(optarg, &a->lease_ttl_sec) < 0 || a->lease_ttl_sec < 2)
+				return log_error_errno(EINVAL, "Invalid --lease-ttl '%s' (seconds, at least 2)", optarg);
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * weftd's private header: the Manager every part of the daemon works on, and what the parts call
+ * of each other. weftd.c holds main() and the run loop (reconcile scheduling, datastore events,
+ * signals); weftd-options.c the command line; weftd-startup.c the start-up states (connect,
+ * acquire, wait for the first list); weftd-files.c what weftd writes on the node besides routes
+ * (lease file, conflist, remembered subnet, nftables chains); weftd-status.c /healthz and /metrics;
+ * weftd-monitor.c the rtnetlink monitor; weftd-uninstall.c `weftd uninstall`.
+ */
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/backend/backend.h"
+#include "daemon/datastore/datastore.h"
+#include "daemon/masquerade.h"
+#include "daemon/metrics.h"
+#include "daemon/network-config.h"
+#include "daemon/reconcile.h"
+#include "daemon/status-server.h"
+#include "event/event-loop.h"
+#include "nft/nft.h"
+#include "nl/nl.h"
+
+#define EXIT_CONFIG 2
+#define DEBOUNCE_USEC (20 * USEC_PER_MSEC)
+#define STARTUP_BACKOFF_MIN_USEC (500 * USEC_PER_MSEC)
+#define STARTUP_BACKOFF_MAX_USEC (10 * USEC_PER_SEC)
+#define STATE_SUBNET_FILE "subnet"
+
+typedef struct Args {
+	const char *node_name;
+	const char *public_ip;
+	const char *iface;
+	const char *datastore;          /* "etcd" | "kubernetes" */
+	const char *kubeconfig;         /* NULL = in-cluster service account */
+	const char *etcd_endpoints;
+	const char *etcd_prefix;
+	const char *net_config;
+	const char *cni_conf_dir;
+	const char *ipam_data_dir;
+	const char *cni_bin_dir;
+	const char *run_dir;
+	const char *state_dir;
+	const char *listen;
+	uint64_t resync_usec;
+	uint64_t relist_usec;           /* re-list the datastore this often (on a resync tick); 0 = never */
+	uint64_t etcd_timeout_usec;     /* 0 = forever */
+	int lease_ttl_sec;
+	bool keep_lease;
+} Args;
+
+typedef enum StartupState {
+	STARTUP_CONNECT,        /* open the datastore, read the config */
+	STARTUP_ACQUIRE,        /* VTEP, lease, local programming, watch */
+	STARTUP_WAIT_SYNC,      /* waiting for the first full lease list */
+	STARTUP_DONE,
+} StartupState;
+
+typedef struct Manager {
+	Args args;
+	EventLoop *loop;
+	NlSock *nl;
+	NlSock *monitor;
+	NftCtx *nft;
+	NetworkConfig *config;
+	const DatastoreOps *ds_ops;
+	Datastore *ds;
+	Backend backend;
+	Reconciler rec;
+	Metrics metrics;
+	MasqueradeParams masq;
+	StatusServer *status;
+
+	EventSource *startup_timer, *resync_timer, *debounce_timer, *ds_timer, *ds_io, *monitor_io;
+	StartupState state;
+	uint64_t startup_begin;
+	uint64_t backoff_usec;
+	unsigned attempt;
+	bool ready;
+	bool trimmed;           /* heap trimmed after the first reconcile pass */
+	bool lease_lost;        /* another node holds our subnet: unhealthy until restarted */
+	uint64_t resyncs_since_relist;
+	char lease_path[PATH_MAX];
+} Manager;
+
+/* weftd-options.c: fills *ret from the command line (exits on --help). 0 or -EINVAL (logged). */
+int weftd_parse_args(int argc, char *argv[], Args *ret);
+
+/* weftd.c: the run loop's handlers that start-up and the monitor hand work to. */
+void manager_schedule_reconcile(Manager *m);
+void manager_on_ds_event(const DatastoreEvent *ev, void *userdata);
+int manager_on_ds_io(EventSource *s, int fd, uint32_t revents, void *userdata);
+void manager_ds_rearm(Manager *m);
+
+/* weftd-startup.c: the start-up timer (connect, acquire, wait for the list), retried with backoff.
+ * manager_validate_config() checks m->config against the underlay and picks the backend: 0, or
+ * -EINVAL after logging (and asking the loop, if running, to exit with EXIT_CONFIG). */
+int manager_on_startup(EventSource *s, void *userdata);
+int manager_validate_config(Manager *m);
+
+/* weftd-files.c */
+void manager_lease_path_init(Manager *m);
+/* Writes (or, without force, repairs) the lease file and the conflist. 0 or the first -errno. */
+int manager_ensure_files(Manager *m, bool force);
+int manager_apply_masquerade(Manager *m);
+/* Reinstalls the node-* chains if someone removed or altered them. */
+int manager_ensure_masquerade(Manager *m);
+/* The subnet this node had last time (<state-dir>/subnet), asked for again on restart. */
+int manager_state_read_subnet(Manager *m, IpPrefix *ret);
+int manager_state_write_subnet(Manager *m, const IpPrefix *p);
+
+/* weftd-status.c: the StatusServer handler for /healthz and /metrics. */
+int manager_status_handler(const char *method, const char *path, StatusResponse *resp, void *userdata);
+
+/* weftd-monitor.c: subscribes to rtnetlink and reconciles when our objects change behind our back. */
+int manager_monitor_open(Manager *m);
+
+/* weftd-uninstall.c: `weftd uninstall`, removes everything weftd installed on this node. */
+int manager_uninstall(Manager *m);
