@@ -35,7 +35,7 @@ reach() {
 	local tok="tok-$RANDOM" got
 	ip netns exec "$3" timeout 8 nc -l 80 <<<"$tok" >/dev/null 2>&1 &
 	SERVERS+=($!)
-	sleep 0.2
+	wait_listen "$3" 80 || true
 	got=$(ip netns exec "$1" timeout 4 nc -w2 -N "$2" 8080 </dev/null 2>/dev/null || true)
 	kill "${SERVERS[-1]}" 2>/dev/null || true
 	wait "${SERVERS[-1]}" 2>/dev/null || true

@@ -212,6 +212,17 @@ assert_ping() {
 assert_no_ping() {
 	! ip netns exec "$1" ping -c1 -W1 "$2" >/dev/null 2>&1 || check_fail "ping from $1 to $2 unexpectedly succeeded"
 }
+# wait_listen NS PORT [udp]: wait (up to 5 s) until something in NS listens on PORT. A fixed sleep
+# after starting a server loses the race on a busy machine (tests run in parallel).
+wait_listen() {
+	local i opt=-Hltn
+	[ "${3:-}" != udp ] || opt=-Hlun
+	for ((i = 0; i < 50; i++)); do
+		[ -z "$(ip netns exec "$1" ss "$opt" "sport = :$2" 2>/dev/null)" ] || return 0
+		sleep 0.1
+	done
+	return 1
+}
 # links_in NS: list of link names in a namespace
 links_in() { ip -n "$1" -j link show | jq -r '.[].ifname' | sort | tr '\n' ' '; }
 # veths_in NS: how many veth links a namespace holds

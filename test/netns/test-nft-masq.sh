@@ -127,7 +127,7 @@ tcp_ok() { # tcp_ok NS DST: one TCP connection carrying a line must succeed
 	: >"$out"
 	ip netns exec "$OUT" timeout 5 nc -l 8080 >"$out" &
 	local lpid=$!
-	sleep 0.3
+	wait_listen "$OUT" 8080 || true
 	echo hello | ip netns exec "$1" timeout 3 nc -N -w 2 "$2" 8080 >/dev/null 2>&1 || true
 	wait "$lpid" 2>/dev/null || true
 	[ "$(cat "$out")" = hello ]

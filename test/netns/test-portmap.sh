@@ -52,7 +52,7 @@ serve() {
 	local ns=$1 port=$2 token=$3 u=${4:-} six=${5:-}
 	ip netns exec "$ns" timeout 8 nc ${u:+-u} ${six:+-6} -l "$port" <<<"$token" >/dev/null 2>&1 &
 	SERVERS+=($!)
-	sleep 0.2
+	wait_listen "$ns" "$port" ${u:+udp} || true
 }
 stop_servers() { for p in "${SERVERS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; SERVERS=(); }
 # talk NS ADDR PORT [udp]: connect and print what the server said
