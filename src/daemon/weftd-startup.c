@@ -83,6 +83,11 @@ static int startup_connect(Manager *m) {
 
 	if (!m->ds) {
 		r = m->ds_ops->open(&dc, &m->ds);
+		if (r == -EINVAL) {
+			log_error("Invalid %s datastore configuration (%s): not retrying", m->args.datastore, where);
+			event_loop_exit(m->loop, EXIT_CONFIG);
+			return r;
+		}
 		if (r < 0) {
 			log_warning_errno(r, "Datastore at %s unreachable (attempt %u): %m", where, m->attempt);
 			return -EAGAIN;

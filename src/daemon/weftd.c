@@ -33,8 +33,6 @@
 #include "basic/macro.h"
 #include "basic/mem-util.h"
 #include "basic/string-util.h"
-#include "daemon/client/kube-client.h"
-#include "daemon/client/kubeconfig.h"
 #include "daemon/weftd.h"
 
 static void manager_done(Manager *m) {
@@ -278,22 +276,11 @@ static int run_daemon(Manager *m) {
 	m->ds_ops = datastore_ops_find(m->args.datastore);
 	if (!m->ds_ops)
 		return log_error_errno(ENOTSUP, "No %s datastore compiled in", m->args.datastore);
-	if (streq(m->args.datastore, "kubernetes")) {
-		_cleanup_(kubeconfig_freep) KubeConfig *k = NULL;
-
-		/* The network config is a ConfigMap, not something the API server gives us. */
-		if (!m->args.net_config) {
-			log_error("--datastore kubernetes needs --net-config (the network config ConfigMap, mounted)");
-			return -EXIT_CONFIG;
-		}
-		/* A broken kubeconfig is a configuration error, not something to retry. */
-		r = m->args.kubeconfig ? kubeconfig_load(m->args.kubeconfig, &k, &err)
-				       : kubeconfig_load_in_cluster(NULL, &k, &err);
-		if (r < 0) {
-			log_error("Invalid Kubernetes client config: %s", err ?: strerror(-r));
-			return -EXIT_CONFIG;
-		}
-		err = mfree(err);
+	/* The network config is a ConfigMap, not something the API server gives us. The kubeconfig is
+	 * the datastore's to load (a broken one ends start-up with EXIT_CONFIG, weftd-startup.c). */
+	if (streq(m->args.datastore, "kubernetes") && !m->args.net_config) {
+		log_error("--datastore kubernetes needs --net-config (the network config ConfigMap, mounted)");
+		return -EXIT_CONFIG;
 	}
 
 	/* A config file is checked before anything else: a bad one must not program anything. */

@@ -748,7 +748,8 @@ static int etcd_open(const DatastoreConfig *cfg, Datastore **ret) {
 	r = etcd_range(d->client, d->prefix, NULL, NULL, NULL, NULL);
 	if (r < 0) {
 		ds_set_error(d, r, "connecting to etcd");
-		return r;
+		/* What etcd answers is retried; -EINVAL from open() means a configuration error. */
+		return r == -EINVAL ? -EIO : r;
 	}
 
 	*ret = TAKE_PTR(d);

@@ -488,10 +488,14 @@ static int kube_open(const DatastoreConfig *cfg, Datastore **ret) {
 
 	if (!cfg)
 		return -EINVAL;
+	/* The one place weftd loads the kubeconfig. A broken one is a configuration error (-EINVAL:
+	 * weftd exits instead of retrying), whatever the file's own errno. */
 	r = cfg->kubeconfig ? kubeconfig_load(cfg->kubeconfig, &k, &err) : kubeconfig_load_in_cluster(NULL, &k, &err);
-	if (r < 0) {
-		log_error("kubernetes: %s", err ?: strerror(-r));
+	if (r == -ENOMEM)
 		return r;
+	if (r < 0) {
+		log_error("Invalid Kubernetes client config: %s", err ?: strerror(-r));
+		return -EINVAL;
 	}
 	d = calloc(1, sizeof(*d));
 	if (!d)

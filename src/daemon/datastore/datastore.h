@@ -101,6 +101,10 @@ typedef struct DatastoreConfig {
 
 typedef struct DatastoreOps {
 	const char *kind;
+	/* Validates c, loads what it names (the kubeconfig) and connects. -EINVAL: c can never work
+	 * (etcd: no endpoints, a prefix not starting with '/'; kubernetes: the kubeconfig or the
+	 * in-cluster credentials cannot be loaded; logged by the module): weftd exits with its
+	 * configuration status. Any other error is transient and open() is retried. */
 	int (*open)(const DatastoreConfig *c, Datastore **ret);
 	Datastore *(*free)(Datastore *d);
 
