@@ -43,6 +43,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 			abort();
 		if (!kube_object_equal(a, a) || !kube_object_equal(a, b) || a->kind != k)
 			abort();
+		/* What the debug dump prints must decode to the same object. */
+		{
+			json_t *printed = kube_object_to_json(a);
+			KubeObject *c = NULL;
+
+			if (!printed)
+				abort();
+			if (kube_object_decode((KubeKind) k, printed, pool, &c, NULL) < 0 || !kube_object_equal(a, c))
+				abort();
+			kube_object_free(c, pool);
+			json_decref(printed);
+		}
 		kube_object_free(a, pool);
 		kube_object_free(b, pool);
 		if (string_pool_size(pool) != 0)

@@ -330,6 +330,29 @@ static void test_endpoint_slice(void **state) {
 	json_decref(j);
 }
 
+/* What kube_object_to_json() prints decodes to the same object: for every fixture, and for every
+ * variant of the change table. */
+static void expect_round_trip(const KubeObject *o) {
+	json_t *j = kube_object_to_json(o);
+	KubeObject *back = NULL;
+	DecodeError err = {};
+
+	assert_non_null(j);
+	if (kube_object_decode(o->kind, j, pool, &back, &err) < 0) {
+		char *dump = json_dumps(j, JSON_COMPACT);
+
+		fail_msg("%s %s: printed object refused: %s\n%s", kube_kind_info(o->kind)->kind, o->name, err.text,
+			 dump);
+	}
+	if (!kube_object_equal(o, back)) {
+		char *dump = json_dumps(j, JSON_COMPACT);
+
+		fail_msg("%s %s: printed object decodes differently\n%s", kube_kind_info(o->kind)->kind, o->name, dump);
+	}
+	kube_object_free(back, pool);
+	json_decref(j);
+}
+
 /* What changes an object and what does not. */
 static void test_equal(void **state) {
 	static const struct {
@@ -375,6 +398,8 @@ static void test_equal(void **state) {
 
 		mutate(j, cases[i].path, cases[i].value);
 		b = decode_ok(cases[i].kind, j);
+		expect_round_trip(a);
+		expect_round_trip(b);
 		if (kube_object_equal(a, b) != cases[i].equal)
 			fail_msg("%s %s := %s: equal should be %d", cases[i].file, cases[i].path,
 				 cases[i].value ?: "(removed)", cases[i].equal);
@@ -497,6 +522,37 @@ static void test_refused(void **state) {
 	print_message("%u broken objects refused with a reason\n", refused);
 }
 
+static void test_round_trip(void **state) {
+	static const struct {
+		const char *file;
+		KubeKind kind;
+	} fixtures[] = {
+		{ "pod.json", KUBE_KIND_POD },
+		{ "node.json", KUBE_KIND_NODE },
+		{ "namespace.json", KUBE_KIND_NAMESPACE },
+		{ "networkpolicy.json", KUBE_KIND_NETWORK_POLICY },
+		{ "service.json", KUBE_KIND_SERVICE },
+		{ "endpointslice.json", KUBE_KIND_ENDPOINT_SLICE },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(fixtures); i++) {
+		json_t *j = fixture(fixtures[i].file);
+		KubeObject *o = decode_ok(fixtures[i].kind, j);
+
+		expect_round_trip(o);
+		kube_object_free(o, pool);
+		/* And the headless / default variants. */
+		if (fixtures[i].kind == KUBE_KIND_SERVICE) {
+			mutate(j, "spec|clusterIPs", "[\"None\"]");
+			mutate(j, "spec|sessionAffinity", NULL);
+			o = decode_ok(fixtures[i].kind, j);
+			expect_round_trip(o);
+			kube_object_free(o, pool);
+		}
+		json_decref(j);
+	}
+}
+
 static void test_kind_names(void **state) {
 	KubeKind k;
 
@@ -548,6 +604,7 @@ int main(void) {
 		cmocka_unit_test(test_endpoint_slice),
 		cmocka_unit_test(test_equal),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_kind_names),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

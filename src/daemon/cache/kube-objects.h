@@ -246,6 +246,11 @@ bool kube_object_equal(const KubeObject *a, const KubeObject *b);
 /* metadata.namespace and metadata.name of a JSON object without decoding the rest (for DELETED
  * events, which must be honoured even for an object that would not validate). -EINVAL if absent. */
 int kube_object_json_key(const json_t *j, const char **ret_namespace, const char **ret_name);
+/* The object in its Kubernetes JSON shape, holding exactly the fields kept (kube-objects-json.c):
+ * decoding it gives an equal object. For debug dumps. NULL on OOM. */
+json_t *kube_object_to_json(const KubeObject *o);
+/* A selector as metav1.LabelSelector (all requirements as matchExpressions); JSON null for NULL. */
+json_t *label_selector_to_json(const LabelSelector *s);
 /* The IPs an object is found by in the IP index (pods: status.podIPs, unless hostNetwork, whose
  * IPs are the node's). */
 size_t kube_object_ips(const KubeObject *o, const IpAddr **ret);
