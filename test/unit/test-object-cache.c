@@ -526,6 +526,24 @@ static void test_initial_sync_and_watch(void **state) {
 	expect_log(e, "A shop/c U shop/a D shop/b");
 	assert_string_equal(object_cache_resource_version(e->cache, KUBE_KIND_POD), "5");
 	expect_cache_equals_source(e);
+	/* The debug dump: a List, sorted, what the cache holds. */
+	{
+		json_t *d = object_cache_dump(e->cache, KUBE_KIND_POD, "shop"), *items = json_object_get(d, "items");
+
+		assert_int_equal(json_array_size(items), 2);
+		assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(items, 0),
+										      "metadata"),
+								      "name")),
+				    "a");
+		assert_string_equal(json_string_value(
+						    json_object_get(json_object_get(d, "metadata"), "resourceVersion")),
+				    "5");
+		json_decref(d);
+		d = object_cache_dump(e->cache, KUBE_KIND_POD, "other");
+		assert_int_equal(json_array_size(json_object_get(d, "items")), 0);
+		json_decref(d);
+		assert_null(object_cache_dump(e->cache, KUBE_KIND_SERVICE, NULL));
+	}
 	assert_int_equal(e->rec.synced, 1);
 	assert_int_equal(e->pods.n_lists, 1);
 }

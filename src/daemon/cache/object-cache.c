@@ -833,6 +833,40 @@ int object_cache_foreach_in_namespace(const ObjectCache *c, KubeKind kind, const
 	return visit_posting(&k->by_namespace, string_pool_lookup(c->pool, ns), NULL, NULL, fn, userdata);
 }
 
+static int object_key_cmp(const void *a, const void *b) {
+	const KubeObject *x = *(const KubeObject *const *) a, *y = *(const KubeObject *const *) b;
+	int c = strcmp(x->namespace ?: "", y->namespace ?: "");
+
+	return c != 0 ? c : strcmp(x->name, y->name);
+}
+
+json_t *object_cache_dump(const ObjectCache *c, KubeKind kind, const char *ns) {
+	const CacheKind *k = get_kind(c, kind);
+	_cleanup_free_ KubeObject **v = NULL;
+	json_t *items, *list;
+	KubeObject *o;
+	size_t n = 0;
+
+	if (!k)
+		return NULL;
+	if (k->by_name.n > 0 && !(v = calloc(k->by_name.n, sizeof(void *))))
+		return NULL;
+	for (size_t i = 0; (o = ptr_table_iterate(&k->by_name, &i));)
+		if (!ns || streq_ptr(o->namespace, ns))
+			v[n++] = o;
+	if (n > 1)
+		qsort(v, n, sizeof(void *), object_key_cmp);
+	items = json_array();
+	for (size_t i = 0; items && i < n; i++)
+		if (json_array_append_new(items, kube_object_to_json(v[i])) < 0) {
+			json_decref(items);
+			return NULL;
+		}
+	list = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion", "v1", "kind", "List", "metadata", "resourceVersion",
+			 k->rv ?: "", "items", items);
+	return list;
+}
+
 /* Visits the objects of every label set under `pair` (selector evaluated once per set). */
 static int visit_pair(const CacheKind *k, const char *pair, const char *ns, const LabelSelector *sel,
 		      ObjectCacheVisitFn fn, void *userdata) {

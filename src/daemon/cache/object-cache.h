@@ -170,6 +170,11 @@ unsigned object_cache_backoff_ms(unsigned failures, unsigned min_ms, unsigned ma
 
 /* ---- lookups (valid until the cache next changes; from handlers too) ---- */
 
+/* The cached objects of `kind` (in `ns`, NULL = all) as a Kubernetes List document sorted by
+ * namespace/name, each item as kube_object_to_json() prints it: weftd's /debug dump and
+ * `weft get`. NULL on OOM or if the kind is not cached. */
+json_t *object_cache_dump(const ObjectCache *c, KubeKind kind, const char *ns);
+
 /* ns NULL for cluster-scoped kinds. */
 const KubeObject *object_cache_get(const ObjectCache *c, KubeKind kind, const char *ns, const char *name);
 
