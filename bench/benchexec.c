@@ -26,7 +26,9 @@
  * forked copy of benchexec that runs the steps (no exec of its own: it is the runtime). The
  * latency line then has one more column per step: its own wall time in µs. maxrss is the
  * largest of the steps'.
- * Last line on stderr: "total_us <wall of the whole list>". Exit status: 0 if every command
+ * Last lines on stderr: "cpu_us <user+system CPU of every command and its children>" (getrusage
+ * RUSAGE_CHILDREN: what load does not inflate, unlike wall time) and "total_us <wall of the whole
+ * list>". Exit status: 0 if every command
  * exited 0, 1 otherwise, 2 on a usage or system error.
  */
 #define _GNU_SOURCE
@@ -396,6 +398,14 @@ int main(int argc, char *argv[]) {
 			running--;
 			break;
 		}
+	}
+	{
+		struct rusage ch;
+
+		if (getrusage(RUSAGE_CHILDREN, &ch) == 0)
+			fprintf(stderr, "cpu_us %lld\n",
+				ch.ru_utime.tv_sec * 1000000LL + ch.ru_utime.tv_usec + ch.ru_stime.tv_sec * 1000000LL +
+					ch.ru_stime.tv_usec);
 	}
 	fprintf(stderr, "total_us %lld\n", now_us() - t0);
 	if (lat != stdout)

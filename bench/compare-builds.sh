@@ -76,26 +76,37 @@ for ((round = 1; round <= ROUNDS; round++)); do
 				fi
 			done >"$W/cmds"
 			rm -rf "$W/out" && mkdir -p "$W/out"
-			ip netns exec "$P-node" "$W/benchexec" -o "$W/out" -l "$W/lat" <"$W/cmds" 2>/dev/null ||
+			ip netns exec "$P-node" "$W/benchexec" -o "$W/out" -l "$W/lat" <"$W/cmds" 2>"$W/err" ||
 				{ echo "compare-builds: $name $op failed: $(cat "$W"/out/*.err | head -3)" >&2; exit 1; }
 			cat "$W/lat" >>"$W/$name/$op.lat"
+			awk -v n="$N" '/^cpu_us/ {print $2 / n}' "$W/err" >>"$W/$name/$op.cpu"
 			if [ $op = ADD ]; then for ((i = 1; i <= N; i++)); do cp "$W/out/$((i - 1)).out" "$W/$name/res-$i"; done; fi
 		done
 	done
 	if [ -n "$FLOOR" ]; then
-		ip netns exec "$P-node" "$FLOOR" -H -b cbfl -s 10.230 -p "/run/netns/$P-p%d" -o add -l "$W/fl" 1 "$N" 2>/dev/null && cat "$W/fl" >>"$W/floor-ADD.lat"
-		ip netns exec "$P-node" "$FLOOR" -H -b cbfl -s 10.230 -p "/run/netns/$P-p%d" -o del -l "$W/fl" 1 "$N" 2>/dev/null && cat "$W/fl" >>"$W/floor-DEL.lat"
+		for op in add del; do
+			ip netns exec "$P-node" "$FLOOR" -H -b cbfl -s 10.230 -p "/run/netns/$P-p%d" -o $op -l "$W/fl" 1 "$N" 2>"$W/err" &&
+				cat "$W/fl" >>"$W/floor-${op^^}.lat" && awk -v n="$N" '/^cpu_us/ {print $2 / n}' "$W/err" >>"$W/floor-${op^^}.cpu"
+		done
 	fi
 done
 
 med() { sort -n | awk '{v[NR] = $1} END { if (NR) printf "%.3f", ((NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1000; else printf "n/a" }'; }
-printf '%-16s %10s %10s %10s %10s %10s %10s\n' build "ADD" "bridge" "portmap" "DEL" "portmap" "bridge"
+F='%-16s %9s %9s %9s %9s %9s %9s %9s %9s\n'
+# shellcheck disable=SC2059
+printf "$F" build "ADD" "bridge" "portmap" "ADD cpu" "DEL" "portmap" "bridge" "DEL cpu"
 for name in "${names[@]}"; do
-	printf '%-16s %10s %10s %10s %10s %10s %10s\n' "$name" \
+	# shellcheck disable=SC2059
+	printf "$F" "$name" \
 		"$(awk '{print $2}' "$W/$name/ADD.lat" | med)" "$(awk '{print $5}' "$W/$name/ADD.lat" | med)" "$(awk '{print $6}' "$W/$name/ADD.lat" | med)" \
-		"$(awk '{print $2}' "$W/$name/DEL.lat" | med)" "$(awk '{print $5}' "$W/$name/DEL.lat" | med)" "$(awk '{print $6}' "$W/$name/DEL.lat" | med)"
+		"$(med <"$W/$name/ADD.cpu")" \
+		"$(awk '{print $2}' "$W/$name/DEL.lat" | med)" "$(awk '{print $5}' "$W/$name/DEL.lat" | med)" "$(awk '{print $6}' "$W/$name/DEL.lat" | med)" \
+		"$(med <"$W/$name/DEL.cpu")"
 done
 if [ -n "$FLOOR" ]; then
-	printf '%-16s %10s %10s %10s %10s %10s %10s\n' floor "$(awk '{print $2}' "$W/floor-ADD.lat" | med)" "" "" "$(awk '{print $2}' "$W/floor-DEL.lat" | med)" "" ""
+	# shellcheck disable=SC2059
+	printf "$F" floor "$(awk '{print $2}' "$W/floor-ADD.lat" | med)" "" "" "$(med <"$W/floor-ADD.cpu")" \
+		"$(awk '{print $2}' "$W/floor-DEL.lat" | med)" "" "" "$(med <"$W/floor-DEL.cpu")"
 fi
-echo "($N pods x $ROUNDS rounds per build, medians in ms; direct exec, chain runner of bench/benchexec.c)"
+echo "($N pods x $ROUNDS rounds per build; medians in ms: wall of the chain and of each step, and CPU"
+echo " (user+system of every process of the chain, per pod, median over the rounds); direct exec)"

@@ -27,7 +27,8 @@
  * MAC, the gateway address, ip_forward) is done once here, before anything is timed.
  *
  * Output: per pod "<index> <wall_us> 0 <rc>" to LATFILE (default stdout), as benchexec prints;
- * last line on stderr "total_us <wall of the whole list>". Exit 0 if every pod succeeded.
+ * then on stderr "cpu_us <user+system CPU of the workers>" and "total_us <wall of the whole list>".
+ * Exit 0 if every pod succeeded.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -35,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -246,6 +248,8 @@ int main(int argc, char *argv[]) {
 		return 2;
 	}
 
+	struct rusage self0;
+	(void) getrusage(RUSAGE_SELF, &self0); /* the node set-up above is not counted */
 	t0 = now_us();
 	if (workers == 1)
 		failed = worker(op[0] == 'a', br, from, to, 0, 1, lat);
@@ -263,6 +267,17 @@ int main(int argc, char *argv[]) {
 		for (int status; wait(&status) > 0;)
 			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 				failed = 1;
+	}
+	{
+		struct rusage self, ch;
+
+		if (getrusage(RUSAGE_SELF, &self) == 0 && getrusage(RUSAGE_CHILDREN, &ch) == 0)
+			fprintf(stderr, "cpu_us %lld\n",
+				self.ru_utime.tv_sec * 1000000LL + self.ru_utime.tv_usec + self.ru_stime.tv_sec * 1000000LL +
+					self.ru_stime.tv_usec + ch.ru_utime.tv_sec * 1000000LL + ch.ru_utime.tv_usec +
+					ch.ru_stime.tv_sec * 1000000LL + ch.ru_stime.tv_usec -
+					(self0.ru_utime.tv_sec * 1000000LL + self0.ru_utime.tv_usec +
+					 self0.ru_stime.tv_sec * 1000000LL + self0.ru_stime.tv_usec));
 	}
 	fprintf(stderr, "total_us %lld\n", now_us() - t0);
 	if (lat != stdout)

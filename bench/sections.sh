@@ -19,6 +19,7 @@ declare -A CH_FLOOR=([flannel]="-H" [podman]="-H -M" [hostport]="-H" [weft]="-H"
 declare -A CH_IDX=([flannel]=0 [podman]=1 [hostport]=2 [weft]=3)
 declare -A S1      # "chain impl driver op conc" -> "median p95 max n" (ms); "... step" -> main step stats
 declare -A W1      # "chain impl driver op conc" -> wall ms of the whole batch
+declare -A C1      # "chain impl driver op conc" -> CPU ms (user+system) per op, mean over the batch
 declare -A FL      # "flags op" -> "median p95 max n"; "flags op wall" -> wall ms of -j 2
 
 # ch_octet CHAIN IMPL: the second octet of the chain's /16 (each chain and implementation its own)
@@ -111,6 +112,7 @@ ch_run() {
 	ch_cmds "$c" "$impl" "$drv" "$op" "$from" "$to" | bx "$NSP-ch$((CH_IDX[$c]))-$impl" "$conc" "$d" || return 1
 	S1["$c $impl $drv $op $conc"]=$(awk '{print $2}' "$d/lat" | stats_us)
 	W1["$c $impl $drv $op $conc"]=$(awk '{printf "%.1f", $1/1000}' "$d/total_us")
+	C1["$c $impl $drv $op $conc"]=$(awk -v n=$((to - from + 1)) '{printf "%.3f", $1/1000/n}' "$d/cpu_us")
 	if [ "$drv" = direct ]; then
 		# the main plugin: first step of ADD, last step of DEL (reverse order)
 		if [ "$op" = ADD ]; then col=5; else col='NF'; fi
@@ -136,6 +138,7 @@ fl_run() {
 		{ log "  FAILED: floor $flags $op -j $j"; cat "$d/stderr" >&2; return 1; }
 	FL["$key"]=$(awk '{print $2}' "$d/lat" | stats_us)
 	FL["$key wall"]=$(awk '/^total_us/ {printf "%.1f", $2/1000}' "$d/stderr")
+	FL["$key cpu"]=$(awk -v n="$n" '/^cpu_us/ {printf "%.3f", $2/1000/n}' "$d/stderr")
 	sort -n "$d/lat" | awk -v p="floor${flags// /},floor,direct,$op,$j" '{printf "%s,%d,%d,%d,\n", p, $1, $2, $3}' >>"$OUT/setup.csv"
 }
 
@@ -227,7 +230,9 @@ s1_report() {
 	md "$f" "messages from the same libweft.a. Concurrent floor: ADD of $conc pods by 2 worker processes (2 cores);"
 	md "$f" "DEL by one process per pod (deletions mostly wait for RCU grace periods, which concurrent ones share)."
 	md "$f" "Chain (b)'s floor includes the masquerade elements; (c)'s does not include the hostPort element."
-	md "$f" "Distance to the floor = median − floor median (concurrent: wall / floor wall)."
+	md "$f" "Distance to the floor = median − floor median (concurrent: wall / floor wall). *CPU per op*: user +"
+	md "$f" "system time of the whole batch (every process, getrusage) divided by its pods — which a busy machine"
+	md "$f" "inflates far less than wall time; cnitool's own CPU is included in its rows."
 	md "$f" ""
 	: >"$W/s1-seq.dat"
 	: >"$W/s1-conc.dat"
@@ -237,8 +242,8 @@ s1_report() {
 		md "$f" ""
 		md "$f" "weft's conflist: \`$(jq -c 'del(.plugins[].ipam?.dataDir, .plugins[].dataDir?, .plugins[].runDir?)' "$W/ch-$c-ours/net.d/bench.conflist" | sed 's/null//g')\`"
 		md "$f" ""
-		md "$f" "| op ($n sequential, ms) | driver | weft median / p95 | reference median / p95 | ref/weft | floor | weft − floor | ref − floor |"
-		md "$f" "|---|---|---|---|---|---|---|---|"
+		md "$f" "| op ($n sequential, ms) | driver | weft median / p95 | reference median / p95 | ref/weft | floor | weft − floor | ref − floor | CPU per op: weft / ref / floor |"
+		md "$f" "|---|---|---|---|---|---|---|---|---|"
 		local op drv key wm wp rmed rp
 		for op in ADD DEL; do
 			read -r fm _ <<<"${FL["$fk $op"]}"
@@ -250,7 +255,9 @@ s1_report() {
 				read -r rmed rp _ <<<"${S1["$key"]}"
 				local label=$op
 				[ "${row#* }" = step ] && label="$op, main step (${CH_MAIN[$c]})"
-				md "$f" "| $label | $drv | $wm / $wp | $rmed / $rp | **$(ratio "$rmed" "$wm")×** | $fm | $(dist "$wm" "$fm") | $(dist "$rmed" "$fm") |"
+				local cpu="—"
+				[ "${row#* }" = chain ] && cpu="${C1["$c ours $drv $op 1"]:-?} / ${C1["$c ref $drv $op 1"]:-?} / ${FL["$fk $op cpu"]:-?}"
+				md "$f" "| $label | $drv | $wm / $wp | $rmed / $rp | **$(ratio "$rmed" "$wm")×** | $fm | $(dist "$wm" "$fm") | $(dist "$rmed" "$fm") | $cpu |"
 			done
 			read -r wm _ <<<"${S1["$c ours direct $op 1"]}"
 			read -r rmed _ <<<"${S1["$c ref direct $op 1"]}"
@@ -260,7 +267,7 @@ s1_report() {
 		md "$f" "| $conc at once (wall ms) | driver | weft wall (per-op median) | reference wall (per-op median) | ref/weft | floor wall (ADD: 2 workers, DEL: 1 per pod) | weft / floor | ref / floor |"
 		md "$f" "|---|---|---|---|---|---|---|---|"
 		for op in ADD DEL; do
-			local fw=${FL["$fk $op j2 wall"]}
+			local fw=${FL["$fk $op j2 wall"]:-}
 			[ "$op" = DEL ] && fw=${FL["$fk $op j$conc wall"]}
 			for drv in direct cnitool; do
 				local ow=${W1["$c ours $drv $op $conc"]} rw=${W1["$c ref $drv $op $conc"]}
@@ -586,6 +593,7 @@ write_report() {
 		echo "- reference: $REF_BIN (Debian containernetworking-plugins $(dpkg-query -W -f '${Version}' containernetworking-plugins 2>/dev/null || echo '?'))"
 		echo "- runtime tool: cnitool (libcni $(dpkg-query -W -f '${Version}' golang-github-appc-cni-dev 2>/dev/null || echo '?')), $CNITOOL"
 		echo "- sections run: ${ONLY:-$ALL_SECTIONS}; failed: ${FAILED[*]:-none}; skipped: ${SKIPPED[*]:-none}"
+		echo "- load average (1/5/15 min) at the end of the run: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores (other jobs inflate wall times most, CPU per op less)"
 		echo
 		echo "Absolute times on this shared 2-core machine are noise; the ratios between weft and the"
 		echo "reference, measured in the same run, are the point. Raw figures: the CSV files next to this"
