@@ -9,7 +9,7 @@
 . "$(dirname "$0")/weft-cluster-lib.sh"
 cluster_require
 WEFT_TOOL=$WEFT_BUILD/tool/weft
-[ -x "$WEFT_TOOL" ] || skip "weft tool not built"
+require_built "$WEFT_TOOL"
 
 CLUSTER_NETWORK6=fd00:10:244::/56
 cluster_init 2 vxlan

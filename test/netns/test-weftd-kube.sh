@@ -32,7 +32,7 @@ backend=$WEFT_BACKEND_CASE
 
 require_root
 require_cmd ip bridge jq curl nft python3
-[ -x "$WEFTD" ] || skip "weftd not built ($WEFTD)"
+require_built "$WEFTD"
 [ "$backend" = vxlan ] && require_kind vxlan
 
 FIXTURE=$TOP/test/kube/fake-apiserver.py

@@ -44,7 +44,7 @@ declare -a WEFTD_PID=()
 cluster_require() {
 	require_root
 	require_cmd ip bridge jq curl nft etcd etcdctl python3
-	[ -x "$WEFTD" ] || skip "weftd not built ($WEFTD)"
+	require_built "$WEFTD"
 	require_kind vxlan
 }
 

@@ -23,7 +23,7 @@ command -v containerd >/dev/null || skip "needs containerd (apt-get install cont
 command -v ctr >/dev/null || skip "needs ctr (ships with containerd)"
 command -v runc >/dev/null || skip "needs runc (apt-get install runc)"
 require_static_busybox
-for p in bridge host-local loopback; do [ -x "$WEFT_BIN/$p" ] || skip "no $WEFT_BIN/$p (build first)"; done
+require_plugins bridge host-local loopback
 
 STORE=$T/ipam/weftnet
 BEFORE=$T/host-before

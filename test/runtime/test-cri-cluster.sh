@@ -30,7 +30,7 @@ command -v runc >/dev/null || skip "needs runc (apt-get install runc)"
 require_static_busybox
 require_plugins weft portmap loopback host-local
 WEFT_TOOL=$WEFT_BUILD/tool/weft
-[ -x "$WEFT_TOOL" ] || skip "no $WEFT_TOOL (build first)"
+require_built "$WEFT_TOOL"
 cri_require
 
 BEFORE=$T/host-before

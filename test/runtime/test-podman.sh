@@ -20,7 +20,7 @@ require_cmd ip nft jq nsenter unshare nc
 command -v podman >/dev/null || skip "needs podman (apt-get install podman)"
 command -v runc >/dev/null || skip "needs runc (apt-get install runc)"
 require_static_busybox
-for p in bridge host-local; do [ -x "$WEFT_BIN/$p" ] || skip "no $WEFT_BIN/$p (build first)"; done
+require_plugins bridge host-local
 HAVE_PORTMAP=0
 [ -x "$WEFT_BIN/portmap" ] && HAVE_PORTMAP=1
 
