@@ -12,12 +12,14 @@
 # background during the changes and must show each change as ADDED/MODIFIED/DELETED, filtered by
 # their selectors; a compaction must show kubectl and a raw watch a 410 Expired.
 . "$(dirname "$0")/../netns/lib.sh"
+# shellcheck source=../kube/fixture-lib.sh
 . "$TOP/test/kube/fixture-lib.sh"
 require_cmd kubectl python3 jq curl
 
 fixture_start --node node1=10.244.1.0/24 --node node2=10.244.2.0/24
 [ -n "$FIXTURE_TOKEN" ] || info "no openssl: plain http, no token"
-k() { kubectl --kubeconfig "$FIXTURE_KUBECONFIG" --cache-dir "$T/kcache" --request-timeout=10s "$@"; }
+# (a request timeout also ends a watch: the background watches get a longer one)
+k() { kubectl --kubeconfig "$FIXTURE_KUBECONFIG" --cache-dir "$T/kcache" --request-timeout="${KTIMEOUT:-10s}" "$@"; }
 YAML=$FIXTURE_OBJECTS/cluster.yaml
 
 # ---- discovery: the server's version and every kind with its names, scope and short names
@@ -139,7 +141,7 @@ WATCHERS=()
 watch() {
 	local name=$1
 	shift
-	k get "$@" --watch --output-watch-events -o json >"$T/w-$name" 2>"$T/w-$name.err" &
+	KTIMEOUT=120s k get "$@" --watch --output-watch-events -o json >"$T/w-$name" 2>"$T/w-$name.err" &
 	WATCHERS+=($!)
 	on_exit "kill $! 2>/dev/null"
 }
@@ -212,7 +214,7 @@ expect_events() {
 	done
 }
 # the last event each watch must see has arrived
-for ((i = 0; i < 100; i++)); do
+for ((i = 0; i < 200; i++)); do
 	events_in eps | grep -qx "DELETED EndpointSlice/shop/db-xyz89" && events_in ns | grep -qx "DELETED Namespace//ssa" &&
 		events_in pods-shop | grep -qx "ADDED Pod/shop/late-node2" && events_in svc | grep -qx "MODIFIED Service/shop/db" && break
 	sleep 0.05
@@ -238,6 +240,11 @@ np=$(k get networkpolicy web-allow -n shop -o json)
 assert_eq "$(jq -r '.spec.podSelector.matchLabels.app, .metadata.generation' <<<"$np" | tr '\n' ' ')" "web-v2 2 " "NetworkPolicy after the JSON patch (generation bumped)"
 assert_eq "$(k get pod web-1 -n shop -o jsonpath='{.status.podIPs[*].ip} {.metadata.labels.canary}')" "10.244.1.10 fd00:10:244:1::a true" "web-1's IPs and label"
 assert_eq "$(k get service db -n shop -o jsonpath='{.metadata.labels.ssa}')" yes "server-side apply merged the label"
+# kubectl's own way to the status subresource; a status in a patch of the pod itself is ignored
+k patch pod web-2 -n shop --subresource=status --type merge -p '{"status": {"podIPs": [{"ip": "10.244.2.10"}]}}' >/dev/null ||
+	check_fail "kubectl patch --subresource=status"
+assert_eq "$(k patch pod web-2 -n shop --type merge -p '{"status": {"podIP": "192.0.2.1"}}')" "pod/web-2 patched (no change)" "status patched through the pod"
+assert_eq "$(k get pod web-2 -n shop --subresource=status -o jsonpath='{.status.podIP}')" 10.244.2.10 "web-2's IP through pods/status"
 k get pod db-0 -n shop >/dev/null 2>"$T/gone.err" && check_fail "db-0 still there after kubectl delete"
 grep -q 'pods "db-0" not found' "$T/gone.err" || check_fail "NotFound error: $(cat "$T/gone.err")"
 
@@ -261,9 +268,15 @@ old_rv=$(fixture_api GET /api/v1/namespaces/shop/pods | jq -r .metadata.resource
 token=$(fixture_api GET '/api/v1/pods?limit=1' | jq -r .metadata.continue)
 k label pod web-1 -n shop after=compaction >/dev/null
 fixture_api POST /fixture/compact >/dev/null
-raw=$(fixture_api GET "/api/v1/namespaces/shop/pods?watch=1&resourceVersion=$old_rv&timeoutSeconds=2" -N)
+raw=$(fixture_api GET "/api/v1/namespaces/shop/pods?watch=1&resourceVersion=$old_rv&timeoutSeconds=2" -N || true)
 assert_eq "$(jq -c '[.type, .object.code, .object.reason]' <<<"$raw")" '["ERROR",410,"Expired"]' "raw watch from a compacted resourceVersion"
-raw=$(k get --raw "/api/v1/namespaces/shop/pods?watch=1&resourceVersion=$old_rv&timeoutSeconds=2")
+# every kind's watch, namespaced and cluster-wide
+for p in /api/v1/nodes /api/v1/namespaces /api/v1/pods /api/v1/namespaces/shop/services \
+	/apis/networking.k8s.io/v1/namespaces/shop/networkpolicies /apis/discovery.k8s.io/v1/endpointslices; do
+	raw=$(fixture_api GET "$p?watch=true&resourceVersion=$old_rv&timeoutSeconds=2" -N || true)
+	assert_eq "$(jq -c '[.type, .object.code]' <<<"$raw")" '["ERROR",410]' "watch $p from a compacted resourceVersion"
+done
+raw=$(k get --raw "/api/v1/namespaces/shop/pods?watch=1&resourceVersion=$old_rv&timeoutSeconds=2" || true)
 assert_eq "$(jq -c '[.type, .object.code]' <<<"$raw")" '["ERROR",410]' "kubectl --raw watch from a compacted resourceVersion"
 k get --raw "/api/v1/pods?limit=1&continue=$token" >/dev/null 2>"$T/expired.err" && check_fail "a continue token from before the compaction was accepted"
 grep -q 'Error from server (Expired)' "$T/expired.err" || check_fail "kubectl on a stale continue token: $(cat "$T/expired.err")"
@@ -272,6 +285,19 @@ new_rv=$(fixture_api GET /api/v1/namespaces/shop/pods | jq -r .metadata.resource
 ((new_rv > old_rv)) || check_fail "resourceVersion did not move: $old_rv -> $new_rv"
 raw=$(fixture_api GET "/api/v1/namespaces/shop/pods?watch=1&resourceVersion=$new_rv&timeoutSeconds=1" -N)
 [ -z "$raw" ] || check_fail "a watch from the current resourceVersion got: $raw"
+
+# a watch-list (sendInitialEvents, as client-go's WatchList): the state as ADDED, the end of it as a
+# bookmark, then bookmarks of the watched kind on request
+fixture_api GET "/apis/discovery.k8s.io/v1/namespaces/shop/endpointslices?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=3" \
+	-N >"$T/watchlist.json" &
+wl=$!
+for ((i = 0; i < 100; i++)); do [ -s "$T/watchlist.json" ] && break; sleep 0.05; done
+fixture_api POST /fixture/bookmark >/dev/null
+fixture_api POST /fixture/end-watches >/dev/null
+wait $wl || check_fail "the watch-list request failed"
+assert_eq "$(jq -r '[.type, .object.kind, .object.metadata.name // .object.metadata.annotations["k8s.io/initial-events-end"]] | join(" ")' "$T/watchlist.json" | tr '\n' ';')" \
+	"$(k get endpointslices -n shop -o json | jq -r '.items[] | "ADDED EndpointSlice \(.metadata.name);"' | tr -d '\n')BOOKMARK EndpointSlice true;BOOKMARK EndpointSlice ;" \
+	"watch-list events"
 
 # ---- deleting a namespace takes its objects
 k delete namespace shop >/dev/null || check_fail "kubectl delete namespace shop"

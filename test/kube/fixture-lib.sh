@@ -11,7 +11,7 @@
 #                                     kubectl needed), then the pod IPs of objects/pod-ips.txt through
 #                                     pods/status, as the kubelet would
 #   fixture_set_pod_ips NS NAME IP... PATCH pods/status: status.podIPs (podIP follows)
-FIXTURE_SCRIPT=$TOP/test/kube/fake-apiserver.py
+FIXTURE_SCRIPT=${FIXTURE_SCRIPT:-$TOP/test/kube/fake-apiserver.py}
 FIXTURE_OBJECTS=$TOP/test/kube/objects
 
 fixture_start() {
