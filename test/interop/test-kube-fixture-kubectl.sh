@@ -16,7 +16,8 @@
 . "$TOP/test/kube/fixture-lib.sh"
 require_cmd kubectl python3 jq curl
 
-fixture_start --node node1=10.244.1.0/24 --node node2=10.244.2.0/24
+# a deleted Namespace stays Terminating for 2 s: long enough to try creating in it
+fixture_start --node node1=10.244.1.0/24 --node node2=10.244.2.0/24 --namespace-deletion-delay 2
 [ -n "$FIXTURE_TOKEN" ] || info "no openssl: plain http, no token"
 # (a request timeout also ends a watch: the background watches get a longer one)
 k() { kubectl --kubeconfig "$FIXTURE_KUBECONFIG" --cache-dir "$T/kcache" --request-timeout="${KTIMEOUT:-10s}" "$@"; }
@@ -131,6 +132,8 @@ assert_eq "$(jq '.items | length' <<<"$page")" 2 "items in a limit=2 page"
 assert_eq "$(jq '.metadata.remainingItemCount' <<<"$page")" "$(($(jq '[.[] | select(.kind == "Pod")] | length' "$T/live.json") - 2))" "remainingItemCount"
 # the table kubectl prints by default (as=Table): one row per pod, columns from the server
 k get pods -n shop >"$T/table.txt" || check_fail "kubectl get pods (table) failed"
+# the "all" category: pods and services
+assert_eq "$(k get all -n shop -o name | sort | tr '\n' ' ')" "$( (k get pods -n shop -o name; k get services -n shop -o name) | sort | tr '\n' ' ')" "kubectl get all"
 head -1 "$T/table.txt" | grep -q '^NAME  *STATUS  *IP  *NODE  *AGE$' || check_fail "table header: $(head -1 "$T/table.txt")"
 assert_eq "$(tail -n +2 "$T/table.txt" | awk '{print $1}' | sort | tr '\n' ' ')" \
 	"$(jq -r '[.[] | select(.kind == "Pod" and .metadata.namespace == "shop") | .metadata.name] | sort | join(" ") + " "' "$T/live.json")" "table rows"
@@ -225,7 +228,7 @@ expect_events pods-node1 "ADDED Pod/kube-system/weftd-node1" "MODIFIED Pod/shop/
 events_in pods-node1 | grep -q "Pod/shop/web-2\|Pod/shop/db-0\|late-node2" && check_fail "node2's pods in the spec.nodeName=node1 watch"
 # web-2 stops matching app=web: a DELETED for that watch (as the real server sends)
 expect_events pods-web "ADDED Pod/shop/web-1" "ADDED Pod/shop/web-2" "MODIFIED Pod/shop/web-1" "DELETED Pod/shop/web-2" "MODIFIED Pod/shop/web-1"
-expect_events ns "ADDED Namespace//default" "ADDED Namespace//shop" "MODIFIED Namespace//tools" "ADDED Namespace//ssa" "DELETED Namespace//ssa"
+expect_events ns "ADDED Namespace//default" "ADDED Namespace//shop" "MODIFIED Namespace//tools" "ADDED Namespace//ssa" "MODIFIED Namespace//ssa" "DELETED Namespace//ssa"
 expect_events nodes "ADDED Node//node1" "ADDED Node//node2" "MODIFIED Node//node1"
 expect_events svc "ADDED Service/shop/web" "MODIFIED Service/shop/web" "DELETED Service/shop/upstream" "MODIFIED Service/shop/db"
 expect_events netpol "ADDED NetworkPolicy/shop/default-deny" "MODIFIED NetworkPolicy/shop/web-allow" "DELETED NetworkPolicy/shop/default-deny"
@@ -299,8 +302,17 @@ assert_eq "$(jq -r '[.type, .object.kind, .object.metadata.name // .object.metad
 	"$(k get endpointslices -n shop -o json | jq -r '.items[] | "ADDED EndpointSlice \(.metadata.name);"' | tr -d '\n')BOOKMARK EndpointSlice true;BOOKMARK EndpointSlice ;" \
 	"watch-list events"
 
-# ---- deleting a namespace takes its objects
-k delete namespace shop >/dev/null || check_fail "kubectl delete namespace shop"
+# ---- deleting a namespace: Terminating (nothing new in it), then gone with its objects
+k delete namespace shop --wait=false >/dev/null || check_fail "kubectl delete namespace shop"
+assert_eq "$(k get namespace shop -o jsonpath='{.status.phase}')" Terminating "phase of a namespace being deleted"
+k apply -f - >/dev/null 2>"$T/terminating.err" <<EOF && check_fail "a pod was created in a terminating namespace"
+apiVersion: v1
+kind: Pod
+metadata: {name: too-late, namespace: shop}
+spec: {containers: [{name: c, image: busybox:1.36}]}
+EOF
+grep -q "because it is being terminated" "$T/terminating.err" || check_fail "create in a terminating namespace: $(cat "$T/terminating.err")"
+k wait --for=delete namespace/shop --timeout=10s >/dev/null || check_fail "kubectl wait --for=delete namespace/shop"
 for kind in pods services networkpolicies endpointslices; do
 	assert_eq "$(k get "$kind" -n shop -o json | jq '.items | length')" 0 "$kind left in a deleted namespace"
 done

@@ -50,7 +50,9 @@ API (bearer token required when --token is given: 401 + Status otherwise; /versi
          field ownership, so a field dropped from the applied config is not removed);
          a resourceVersion in the patch is a precondition (409)
   DELETE the object (Pods, Nodes, Namespaces, Services) or a Status Success (the others), deleted at
-         once (no graceful deletion, no finalizers; a Namespace takes its objects with it);
+         once (no graceful deletion, no finalizers), except a Namespace: it turns Terminating (MODIFIED;
+         creating objects in it is 403 Forbidden), and --namespace-deletion-delay (0.2 s) later its
+         objects and then itself are DELETED;
          DeleteOptions preconditions; DELETE on a list path deletes the matching objects.
   dryRun=All on any write: the answer without the change.
 Test control (no auth):
@@ -174,6 +176,7 @@ TOKEN = [None]
 STATS = {"watches": 0, "lists": 0, "watches_started": 0, "patches": 0}
 NEXT_IP = [10]      # Service clusterIPs from 10.96.0.0/16
 NEXT_NODEPORT = [30000]
+NS_DELETE_DELAY = [0.2]  # seconds from a Namespace's DELETE (Terminating) to its objects' and its own DELETED
 
 
 class ApiError(Exception):
@@ -622,6 +625,9 @@ def check_object(kind, ns, obj, name=None):
 def ns_exists(kind, ns):
     if kind.namespaced and ("", ns) not in STORE["namespaces"]:
         raise ApiError(404, "NotFound", 'namespaces "%s" not found' % ns, {"name": ns, "kind": "namespaces"})
+    if kind.namespaced and STORE["namespaces"][("", ns)]["metadata"].get("deletionTimestamp"):
+        raise ApiError(403, "Forbidden", "%s is forbidden: unable to create new content in namespace %s because "
+                       "it is being terminated" % (qualified(kind), ns), {"kind": kind.resource})
 
 
 def create(kind, ns, body, dry=False, fixture=False):
@@ -770,13 +776,35 @@ def delete(kind, ns, name, opts, dry=False):
     if dry:
         return old
     if kind.kind == "Namespace":
+        # As the namespace controller does it: Terminating first (a MODIFIED), its objects deleted,
+        # then the Namespace itself, NS_DELETE_DELAY later.
+        if old["metadata"].get("deletionTimestamp"):
+            return old
+        new = copy.deepcopy(old)
+        new["metadata"]["deletionTimestamp"] = now()
+        new["status"]["phase"] = "Terminating"
+        STORE["namespaces"][key_of(old)] = new
+        record(kind, "MODIFIED", new, old)
+        t = threading.Timer(NS_DELETE_DELAY[0], finish_namespace, (name, old["metadata"]["uid"]))
+        t.daemon = True
+        t.start()
+        return new
+    del STORE[kind.resource][key_of(old)]
+    record(kind, "DELETED", old)
+    return old
+
+
+def finish_namespace(name, uid):
+    with STATE:
+        ns = STORE["namespaces"].get(("", name))
+        if ns is None or ns["metadata"]["uid"] != uid:
+            return
         for k in KINDS:
             if k.namespaced:
                 for key in sorted(x for x in STORE[k.resource] if x[0] == name):
                     record(k, "DELETED", STORE[k.resource].pop(key))
-    del STORE[kind.resource][key_of(old)]
-    record(kind, "DELETED", old)
-    return old
+        del STORE["namespaces"][("", name)]
+        record(BY_GV_RES[("", "namespaces")], "DELETED", ns)
 
 
 def load_docs(raw):
@@ -877,6 +905,8 @@ def resource_list(group, version):
              "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}
         if k.short:
             r["shortNames"] = k.short
+        if k.kind in ("Pod", "Service"):
+            r["categories"] = ["all"]
         res.append(r)
         if k.status:
             res.append({"name": k.resource + "/status", "singularName": "", "namespaced": k.namespaced,
@@ -1363,8 +1393,11 @@ def main():
     p.add_argument("--key")
     p.add_argument("--node", action="append", default=[], help="NAME=CIDR[,CIDR6]")
     p.add_argument("--objects", action="append", default=[], help="a YAML/JSON file of objects to start with")
+    p.add_argument("--namespace-deletion-delay", type=float, default=NS_DELETE_DELAY[0],
+                   help="seconds a deleted Namespace stays Terminating")
     p.add_argument("--verbose", action="store_true")
     a = p.parse_args()
+    NS_DELETE_DELAY[0] = a.namespace_deletion_delay
 
     TOKEN[0] = a.token
     with STATE:
