@@ -302,8 +302,9 @@ assert_eq "$(jq -r '[.type, .object.kind, .object.metadata.name // .object.metad
 	"$(k get endpointslices -n shop -o json | jq -r '.items[] | "ADDED EndpointSlice \(.metadata.name);"' | tr -d '\n')BOOKMARK EndpointSlice true;BOOKMARK EndpointSlice ;" \
 	"watch-list events"
 
-# ---- deleting a namespace: Terminating (nothing new in it), then gone with its objects
-k delete namespace shop --wait=false >/dev/null || check_fail "kubectl delete namespace shop"
+# ---- kubectl delete -f: namespaces Terminating (nothing new in them), then gone with their objects
+k delete -f "$YAML" --ignore-not-found --wait=false >"$T/delete.out" 2>&1 || check_fail "kubectl delete -f: $(cat "$T/delete.out")"
+assert_eq "$(grep -c ' deleted$' "$T/delete.out")" "$(($(jq length "$T/applied.json") - 4))" "objects deleted by kubectl delete -f (4 went earlier)"
 assert_eq "$(k get namespace shop -o jsonpath='{.status.phase}')" Terminating "phase of a namespace being deleted"
 k apply -f - >/dev/null 2>"$T/terminating.err" <<EOF && check_fail "a pod was created in a terminating namespace"
 apiVersion: v1
@@ -312,9 +313,9 @@ metadata: {name: too-late, namespace: shop}
 spec: {containers: [{name: c, image: busybox:1.36}]}
 EOF
 grep -q "because it is being terminated" "$T/terminating.err" || check_fail "create in a terminating namespace: $(cat "$T/terminating.err")"
-k wait --for=delete namespace/shop --timeout=10s >/dev/null || check_fail "kubectl wait --for=delete namespace/shop"
+k wait --for=delete namespace/shop namespace/tools --timeout=10s >/dev/null || check_fail "kubectl wait --for=delete namespace/shop"
 for kind in pods services networkpolicies endpointslices; do
-	assert_eq "$(k get "$kind" -n shop -o json | jq '.items | length')" 0 "$kind left in a deleted namespace"
+	assert_eq "$(k get "$kind" -A -o json | jq '[.items[] | select(.metadata.namespace == "shop" or .metadata.namespace == "tools")] | length')" 0 "$kind left in a deleted namespace"
 done
 
 # ---- the populate helper other tests use: the same objects without kubectl, with pod IPs

@@ -51,7 +51,7 @@ API (bearer token required when --token is given: 401 + Status otherwise; /versi
          a resourceVersion in the patch is a precondition (409)
   DELETE the object (Pods, Nodes, Namespaces, Services) or a Status Success (the others), deleted at
          once (no graceful deletion, no finalizers), except a Namespace: it turns Terminating (MODIFIED;
-         creating objects in it is 403 Forbidden), and --namespace-deletion-delay (0.2 s) later its
+         creating objects in it is 403 Forbidden), and --namespace-deletion-delay (1 s) later its
          objects and then itself are DELETED;
          DeleteOptions preconditions; DELETE on a list path deletes the matching objects.
   dryRun=All on any write: the answer without the change.
@@ -176,7 +176,7 @@ TOKEN = [None]
 STATS = {"watches": 0, "lists": 0, "watches_started": 0, "patches": 0}
 NEXT_IP = [10]      # Service clusterIPs from 10.96.0.0/16
 NEXT_NODEPORT = [30000]
-NS_DELETE_DELAY = [0.2]  # seconds from a Namespace's DELETE (Terminating) to its objects' and its own DELETED
+NS_DELETE_DELAY = [1.0]  # seconds from a Namespace's DELETE (Terminating) to its objects' and its own DELETED
 
 
 class ApiError(Exception):
