@@ -106,6 +106,23 @@ int status_server_parse_request_line(const char *line, char method[static 16], c
 	return 0;
 }
 
+void status_server_parse_query(const char *line, char query[static 256]) {
+	const char *target = strchr(line, ' '), *q;
+	size_t n;
+
+	query[0] = 0;
+	if (!target)
+		return;
+	q = target + 1 + strcspn(target + 1, " ?\r\n");
+	if (*q != '?')
+		return;
+	n = strcspn(q + 1, " \r\n");
+	if (n < 256) {
+		memcpy(query, q + 1, n);
+		query[n] = 0;
+	}
+}
+
 static void conn_free(StatusConn *c) {
 	StatusServer *s = c->server;
 
@@ -149,13 +166,14 @@ static int conn_flush(StatusConn *c) {
 }
 
 static int conn_respond(StatusConn *c) {
-	char method[16], path[256];
+	char method[16], path[256], query[256];
 	StatusResponse resp = { .status = 400, .content_type = "text/plain; charset=utf-8" };
 	const char *body;
 	int r;
 
 	if (status_server_parse_request_line(c->in, method, path) >= 0) {
-		r = c->server->handler(method, path, &resp, c->server->userdata);
+		status_server_parse_query(c->in, query);
+		r = c->server->handler(method, path, query, &resp, c->server->userdata);
 		if (r < 0) {
 			free(resp.body);
 			resp = (StatusResponse) { .status = 500, .content_type = "text/plain; charset=utf-8" };

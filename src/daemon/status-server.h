@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * A tiny HTTP/1.0 server inside weftd's loop, for /healthz and /metrics. Non-blocking throughout:
+ * A tiny HTTP/1.0 server inside weftd's loop, for /healthz, /metrics and /debug. Non-blocking throughout:
  * one request per connection, answered and closed; requests larger than 4 KiB, more than 32
  * connections at once, or connections idle for more than 5 s are dropped.
  */
@@ -20,13 +20,16 @@ typedef struct StatusResponse {
 	char *body;                     /* malloc'ed, freed by the server */
 } StatusResponse;
 
-/* Fills *resp for one request. Return < 0 to answer 500. */
-typedef int (*StatusHandlerFn)(const char *method, const char *path, StatusResponse *resp, void *userdata);
+/* Fills *resp for one request; query is what followed '?' ("" if nothing). Return < 0 to answer 500. */
+typedef int (*StatusHandlerFn)(const char *method, const char *path, const char *query, StatusResponse *resp,
+			       void *userdata);
 
 /* "127.0.0.1:9876", "[::1]:9876", ":9876" (all addresses). 0 or -EINVAL. */
 int status_server_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len);
 /* Splits "GET /metrics HTTP/1.1" into method and path (query string dropped). 0 or -EINVAL. */
 int status_server_parse_request_line(const char *line, char method[static 16], char path[static 256]);
+/* The query string of a request line ("kind=pods&namespace=x"; "" if none, or longer than 255). */
+void status_server_parse_query(const char *line, char query[static 256]);
 
 int status_server_new(EventLoop *e, const char *listen, StatusHandlerFn handler, void *userdata, StatusServer **ret);
 StatusServer *status_server_free(StatusServer *s);

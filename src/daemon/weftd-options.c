@@ -41,8 +41,11 @@ static void help(void) {
 	       "  --iface IFACE             take the underlay address from IFACE\n"
 	       "  --datastore etcd|kubernetes  where leases live (default etcd); kubernetes: the node's\n"
 	       "                            spec.podCIDRs, needs --net-config\n"
-	       "  --kubeconfig PATH         kubernetes datastore credentials (default: the in-cluster\n"
-	       "                            service account)\n"
+	       "  --objects-datastore none|etcd|kubernetes  where Pods, Namespaces, NetworkPolicies,\n"
+	       "                            Services and EndpointSlices come from (default: kubernetes\n"
+	       "                            with --datastore kubernetes, else none); etcd: <prefix>/objects/\n"
+	       "  --kubeconfig PATH         kubernetes credentials, for either datastore (default: the\n"
+	       "                            in-cluster service account)\n"
 	       "  --etcd-endpoints URLS     http://host:2379[,...] (default http://127.0.0.1:2379)\n"
 	       "  --etcd-prefix PREFIX      key prefix (default /weft/network)\n"
 	       "  --etcd-timeout DURATION   give up start-up after this long (default 0 = never)\n"
@@ -81,6 +84,7 @@ enum {
 	ARG_IPAM_DATA_DIR,
 	ARG_DATASTORE,
 	ARG_KUBECONFIG,
+	ARG_OBJECTS_DATASTORE,
 };
 
 int weftd_parse_args(int argc, char *argv[], Args *a) {
@@ -105,6 +109,7 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 		{ "ipam-data-dir", required_argument, NULL, ARG_IPAM_DATA_DIR },
 		{ "datastore", required_argument, NULL, ARG_DATASTORE },
 		{ "kubeconfig", required_argument, NULL, ARG_KUBECONFIG },
+		{ "objects-datastore", required_argument, NULL, ARG_OBJECTS_DATASTORE },
 		{}
 	};
 	int c;
@@ -146,6 +151,12 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 				return log_error_errno(EINVAL, "Invalid --datastore '%s' (etcd or kubernetes)", optarg);
 			a->datastore = optarg;
 			break;
+		case ARG_OBJECTS_DATASTORE:
+			if (!streq(optarg, "none") && !streq(optarg, "etcd") && !streq(optarg, "kubernetes"))
+				return log_error_errno(EINVAL, "Invalid --objects-datastore '%s' (none, etcd or kubernetes)",
+						       optarg);
+			a->objects_datastore = optarg;
+			break;
 		case ARG_ETCD_TIMEOUT:
 			if (parse_duration(optarg, &a->etcd_timeout_usec) < 0)
 				return log_error_errno(EINVAL, "Invalid --etcd-timeout '%s'", optarg);
@@ -166,5 +177,13 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 			return -EINVAL;
 		}
 	}
+	if (!a->objects_datastore)
+		a->objects_datastore = streq(a->datastore, "kubernetes") ? "kubernetes" : "none";
+	/* Leases in etcd with objects from Kubernetes is a Flannel-on-etcd cluster; the other way round
+	 * (leases in Node objects, objects in etcd) has no cluster that would run it. */
+	if (streq(a->datastore, "kubernetes") && streq(a->objects_datastore, "etcd"))
+		return log_error_errno(EINVAL, "--datastore kubernetes with --objects-datastore etcd is not supported "
+					       "(supported: etcd+none, etcd+etcd, etcd+kubernetes, kubernetes+kubernetes, "
+					       "kubernetes+none)");
 	return 0;
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* /healthz (200 once the node is ready and its files and chains are in place) and /metrics. */
+/* /healthz (200 once the node is ready and its files and chains are in place), /metrics and
+ * /debug/objects (weftd-objects.c). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,7 +16,29 @@ static bool healthy(Manager *m) {
 	       masquerade_check(m->nft, &m->masq) > 0;
 }
 
-int manager_status_handler(const char *method, const char *path, StatusResponse *resp, void *userdata) {
+/* /metrics: the node's metrics, then the object cache's. */
+static int render_metrics(Manager *m, char **ret) {
+	_cleanup_free_ char *base = NULL, *buf = NULL;
+	size_t size = 0;
+	FILE *f;
+	int r;
+
+	r = metrics_render(&m->metrics, &base);
+	if (r < 0)
+		return r;
+	f = open_memstream(&buf, &size);
+	if (!f)
+		return -ENOMEM;
+	fputs(base, f);
+	(void) manager_objects_render_metrics(m, f);
+	if (fclose(f) != 0 || !buf)
+		return -ENOMEM;
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int manager_status_handler(const char *method, const char *path, const char *query, StatusResponse *resp,
+			   void *userdata) {
 	Manager *m = userdata;
 
 	if (!streq(method, "GET") && !streq(method, "HEAD")) {
@@ -31,8 +55,10 @@ int manager_status_handler(const char *method, const char *path, StatusResponse 
 		resp->status = 200;
 		resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
 		m->metrics.ready = m->ready;
-		return metrics_render(&m->metrics, &resp->body);
+		return render_metrics(m, &resp->body);
 	}
+	if (streq(path, "/debug/objects"))
+		return manager_objects_debug(m, query, resp);
 	resp->status = 404;
 	return 0;
 }

@@ -37,6 +37,7 @@
 
 static void manager_done(Manager *m) {
 	status_server_free(m->status);
+	manager_objects_done(m);
 	reconciler_done(&m->rec);
 	backend_done(&m->backend);
 	if (m->ds)
@@ -325,6 +326,9 @@ static int run_daemon(Manager *m) {
 	if (r < 0)
 		return log_error_errno(r, "Failed to listen on %s: %m", m->args.listen);
 	r = manager_monitor_open(m);
+	if (r < 0)
+		return r;
+	r = manager_objects_start(m);
 	if (r < 0)
 		return r;
 	if (event_loop_add_timer(m->loop, manager_on_startup, m, &m->startup_timer) < 0 ||

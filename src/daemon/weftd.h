@@ -7,14 +7,18 @@
  * signals); weftd-options.c the command line; weftd-startup.c the start-up states (connect,
  * acquire, wait for the first list); weftd-files.c what weftd writes on the node besides routes
  * (lease file, conflist, remembered subnet, nftables chains); weftd-status.c /healthz and /metrics;
- * weftd-monitor.c the rtnetlink monitor; weftd-uninstall.c `weftd uninstall`.
+ * weftd-monitor.c the rtnetlink monitor; weftd-objects.c the object cache and /debug/objects; weftd-uninstall.c `weftd uninstall`.
  */
 
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <stdio.h>
+
 #include "daemon/backend/backend.h"
+#include "daemon/cache/object-source-etcd.h"
+#include "daemon/cache/object-source-kube.h"
 #include "daemon/datastore/datastore.h"
 #include "daemon/masquerade.h"
 #include "daemon/metrics.h"
@@ -36,6 +40,7 @@ typedef struct Args {
 	const char *public_ip;
 	const char *iface;
 	const char *datastore;          /* "etcd" | "kubernetes" */
+	const char *objects_datastore;  /* "none" | "etcd" | "kubernetes" (weftd-objects.c) */
 	const char *kubeconfig;         /* NULL = in-cluster service account */
 	const char *etcd_endpoints;
 	const char *etcd_prefix;
@@ -60,6 +65,30 @@ typedef enum StartupState {
 	STARTUP_DONE,
 } StartupState;
 
+/* A consumer of the object cache's deltas (policy, services): weftd-objects.c fans each delta out
+ * to every registered one, in registration order. */
+typedef struct ObjectConsumer {
+	const ObjectCacheHandlers *handlers;
+	void *userdata;
+} ObjectConsumer;
+
+typedef struct ObjectsState {
+	ObjectCache *cache;             /* NULL with --objects-datastore none */
+	const ObjectSourceOps *ops;
+	void *source;
+	KubeClient *kube;               /* the objects' own client: one of these two */
+	EtcdClient *etcd;
+	KubeObjectSource *kube_source;
+	EtcdObjectSource *etcd_source;
+	EventSource *client_io, *relist_timer;
+	ObjectConsumer consumers[4];
+	size_t n_consumers;
+	double started;                 /* CLOCK_MONOTONIC seconds */
+	double last_delta[_KUBE_KIND_MAX]; /* unix seconds of each kind's last delta (0 = none yet) */
+	char **rejected_seen;           /* "kind/ns/name: reason" already logged */
+	size_t n_rejected_seen;
+} ObjectsState;
+
 typedef struct Manager {
 	Args args;
 	EventLoop *loop;
@@ -74,6 +103,7 @@ typedef struct Manager {
 	Metrics metrics;
 	MasqueradeParams masq;
 	StatusServer *status;
+	ObjectsState objects;
 
 	EventSource *startup_timer, *resync_timer, *debounce_timer, *ds_timer, *ds_io, *monitor_io;
 	StartupState state;
@@ -114,7 +144,16 @@ int manager_state_read_subnet(Manager *m, IpPrefix *ret);
 int manager_state_write_subnet(Manager *m, const IpPrefix *p);
 
 /* weftd-status.c: the StatusServer handler for /healthz and /metrics. */
-int manager_status_handler(const char *method, const char *path, StatusResponse *resp, void *userdata);
+int manager_status_handler(const char *method, const char *path, const char *query, StatusResponse *resp,
+			   void *userdata);
+
+/* weftd-objects.c: the object cache (--objects-datastore), started once the loop exists; its
+ * /metrics lines and /debug/objects[?kind=K[&namespace=NS]]. start: 0, -EXIT_CONFIG or -errno. */
+int manager_objects_start(Manager *m);
+void manager_objects_done(Manager *m);
+int manager_objects_add_consumer(Manager *m, const ObjectCacheHandlers *h, void *userdata);
+int manager_objects_render_metrics(Manager *m, FILE *f);
+int manager_objects_debug(Manager *m, const char *query, StatusResponse *resp);
 
 /* weftd-monitor.c: subscribes to rtnetlink and reconciles when our objects change behind our back. */
 int manager_monitor_open(Manager *m);

@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The cluster's objects in weftd: the watched object cache (cache/object-cache.h) for Pods,
+ * Namespaces, NetworkPolicies, Services and EndpointSlices, from --objects-datastore (kubernetes:
+ * the API server; etcd: <prefix>/objects/, see README "Cluster objects in etcd"). The cache runs on
+ * weftd's loop over its own client (its own connections, so a slow lease datastore never holds the
+ * objects back and the other way round), relists every --relist-interval, and is shown at
+ * /debug/objects and in /metrics.
+ *
+ * Deltas go through one handler per kind that fans out to the consumers registered with
+ * manager_objects_add_consumer() (policy and services, later); today only counters and the debug
+ * log see them.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+
+#include "basic/log.h"
+#include "basic/string-util.h"
+#include "daemon/cache/object-source-etcd.h"
+#include "daemon/cache/object-source-kube.h"
+#include "daemon/client/kubeconfig.h"
+#include "daemon/weftd.h"
+
+/* The kinds weftd caches (Nodes come from the lease datastore). */
+static const KubeKind object_kinds[] = {
+	KUBE_KIND_NAMESPACE, KUBE_KIND_POD, KUBE_KIND_NETWORK_POLICY, KUBE_KIND_SERVICE, KUBE_KIND_ENDPOINT_SLICE,
+};
+
+/* Refusals are logged once per object and reason; past this many remembered, at debug level. */
+#define REJECTED_REMEMBER_MAX 1024
+
+static double realtime_seconds(void) {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+static double monotonic_seconds(void) {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+static void note_delta(Manager *m, const KubeObject *o, const char *what) {
+	ObjectsState *s = &m->objects;
+
+	s->last_delta[o->kind] = realtime_seconds();
+	log_debug("Object %s %s %s%s%s (monotonic %.6f)", kube_kind_info(o->kind)->kind, what, o->namespace ?: "",
+		  o->namespace ? "/" : "", o->name, monotonic_seconds());
+}
+
+static void on_added(ObjectCache *c, const KubeObject *o, void *userdata) {
+	Manager *m = userdata;
+
+	note_delta(m, o, "added");
+	for (size_t i = 0; i < m->objects.n_consumers; i++)
+		if (m->objects.consumers[i].handlers->added)
+			m->objects.consumers[i].handlers->added(c, o, m->objects.consumers[i].userdata);
+}
+
+static void on_updated(ObjectCache *c, const KubeObject *old, const KubeObject *o, void *userdata) {
+	Manager *m = userdata;
+
+	note_delta(m, o, "updated");
+	for (size_t i = 0; i < m->objects.n_consumers; i++)
+		if (m->objects.consumers[i].handlers->updated)
+			m->objects.consumers[i].handlers->updated(c, old, o, m->objects.consumers[i].userdata);
+}
+
+static void on_deleted(ObjectCache *c, const KubeObject *old, void *userdata) {
+	Manager *m = userdata;
+
+	note_delta(m, old, "deleted");
+	for (size_t i = 0; i < m->objects.n_consumers; i++)
+		if (m->objects.consumers[i].handlers->deleted)
+			m->objects.consumers[i].handlers->deleted(c, old, m->objects.consumers[i].userdata);
+}
+
+static void on_synced(ObjectCache *c, KubeKind kind, void *userdata) {
+	Manager *m = userdata;
+
+	log_info("Object cache: %s synced (%zu objects)", kube_kind_info(kind)->resource,
+		 object_cache_stats(c, kind).objects);
+	for (size_t i = 0; i < m->objects.n_consumers; i++)
+		if (m->objects.consumers[i].handlers->synced)
+			m->objects.consumers[i].handlers->synced(c, kind, m->objects.consumers[i].userdata);
+}
+
+static void on_all_synced(ObjectCache *c, void *userdata) {
+	Manager *m = userdata;
+
+	log_info("Object cache: every kind synced from %s in %.3f s", m->args.objects_datastore,
+		 monotonic_seconds() - m->objects.started);
+}
+
+static void on_rejected(ObjectCache *c, KubeKind kind, const char *ns, const char *name, const char *reason,
+			void *userdata) {
+	Manager *m = userdata;
+	ObjectsState *s = &m->objects;
+	_cleanup_free_ char *key = NULL;
+	int level = LOG_WARNING;
+
+	key = strdup_printf("%s/%s/%s: %s", kube_kind_info(kind)->resource, ns ?: "", name ?: "", reason ?: "");
+	if (key) {
+		for (size_t i = 0; i < s->n_rejected_seen; i++)
+			if (streq(s->rejected_seen[i], key)) {
+				level = LOG_DEBUG;
+				break;
+			}
+		if (level == LOG_WARNING) {
+			if (s->n_rejected_seen < REJECTED_REMEMBER_MAX) {
+				char **a = realloc(s->rejected_seen, (s->n_rejected_seen + 1) * sizeof(char *));
+				if (a) {
+					s->rejected_seen = a;
+					s->rejected_seen[s->n_rejected_seen++] = TAKE_PTR(key);
+				}
+			} else
+				level = LOG_DEBUG;
+		}
+	}
+	log_full_errno(level, 0, "Object cache: refused %s %s%s%s: %s", kube_kind_info(kind)->kind, ns ?: "",
+		       ns ? "/" : "", name ?: "(unnamed)", reason ?: "");
+}
+
+static void on_failed(ObjectCache *c, KubeKind kind, int error, bool listing, void *userdata) {
+	Manager *m = userdata;
+	const char *detail = m->objects.kube ? kube_client_last_error(m->objects.kube)
+			     : m->objects.etcd ? etcd_client_last_error(m->objects.etcd)
+					       : "";
+
+	log_warning_errno(error, "Object cache: %s %s from %s failed, retrying: %m%s%s%s", listing ? "list" : "watch",
+			  kube_kind_info(kind)->resource, m->args.objects_datastore, isempty(detail) ? "" : " (",
+			  detail, isempty(detail) ? "" : ")");
+}
+
+static const ObjectCacheHandlers manager_object_handlers = {
+	.added = on_added,
+	.updated = on_updated,
+	.deleted = on_deleted,
+	.synced = on_synced,
+	.rejected = on_rejected,
+	.failed = on_failed,
+};
+
+int manager_objects_add_consumer(Manager *m, const ObjectCacheHandlers *h, void *userdata) {
+	ObjectsState *s = &m->objects;
+
+	if (s->n_consumers >= ELEMENTSOF(s->consumers))
+		return -ENOSPC;
+	s->consumers[s->n_consumers++] = (ObjectConsumer) { .handlers = h, .userdata = userdata };
+	return 0;
+}
+
+static int on_client_io(EventSource *src, int fd, uint32_t revents, void *userdata) {
+	Manager *m = userdata;
+	int r = m->objects.kube ? kube_client_dispatch(m->objects.kube) : etcd_client_dispatch(m->objects.etcd);
+
+	if (r < 0)
+		log_debug_errno(r, "Object cache: client dispatch: %m");
+	return 0;
+}
+
+static int on_relist(EventSource *src, void *userdata) {
+	Manager *m = userdata;
+
+	log_debug("Object cache: periodic relist");
+	for (size_t i = 0; i < ELEMENTSOF(object_kinds); i++)
+		(void) object_cache_relist(m->objects.cache, object_kinds[i]);
+	return 0;
+}
+
+static int open_kube_client(Manager *m) {
+	_cleanup_(kubeconfig_freep) KubeConfig *k = NULL;
+	_cleanup_free_ char *err = NULL;
+	int r;
+
+	r = m->args.kubeconfig ? kubeconfig_load(m->args.kubeconfig, &k, &err) : kubeconfig_load_in_cluster(NULL, &k, &err);
+	if (r < 0) {
+		log_error("--objects-datastore kubernetes: cannot load %s: %s",
+			  m->args.kubeconfig ?: "the in-cluster service account", err ?: strerror(-r));
+		return -EXIT_CONFIG;
+	}
+	r = kube_client_new(&k, &m->objects.kube);
+	if (r < 0)
+		return log_error_errno(r, "Failed to create the Kubernetes client for objects: %m");
+	r = kube_object_source_new(m->objects.kube, &m->objects.kube_source);
+	if (r < 0)
+		return log_error_errno(r, "Failed to create the Kubernetes object source: %m");
+	m->objects.ops = &kube_object_source_ops;
+	m->objects.source = m->objects.kube_source;
+	return 0;
+}
+
+static int open_etcd_client(Manager *m) {
+	int r;
+
+	r = etcd_client_new(m->args.etcd_endpoints, &m->objects.etcd);
+	if (r < 0) {
+		log_error("--objects-datastore etcd: invalid --etcd-endpoints '%s'", m->args.etcd_endpoints);
+		return -EXIT_CONFIG;
+	}
+	r = etcd_object_source_new(m->objects.etcd, m->args.etcd_prefix, &m->objects.etcd_source);
+	if (r == -EINVAL) {
+		log_error("--objects-datastore etcd: invalid --etcd-prefix '%s'", m->args.etcd_prefix);
+		return -EXIT_CONFIG;
+	}
+	if (r < 0)
+		return log_error_errno(r, "Failed to create the etcd object source: %m");
+	m->objects.ops = &etcd_object_source_ops;
+	m->objects.source = m->objects.etcd_source;
+	return 0;
+}
+
+int manager_objects_start(Manager *m) {
+	ObjectsState *s = &m->objects;
+	int r, fd;
+
+	if (streq(m->args.objects_datastore, "none"))
+		return 0;
+	r = streq(m->args.objects_datastore, "kubernetes") ? open_kube_client(m) : open_etcd_client(m);
+	if (r < 0)
+		return r;
+	r = object_cache_new(NULL, &s->cache);
+	if (r < 0)
+		return log_error_errno(r, "Failed to create the object cache: %m");
+	for (size_t i = 0; i < ELEMENTSOF(object_kinds); i++) {
+		r = object_cache_add_kind(s->cache, object_kinds[i], s->ops, s->source, &manager_object_handlers, m);
+		if (r < 0)
+			return log_error_errno(r, "Failed to add %s to the object cache: %m",
+					       kube_kind_info(object_kinds[i])->resource);
+	}
+	object_cache_set_all_synced(s->cache, on_all_synced, m);
+	r = object_cache_attach(s->cache, m->loop);
+	if (r < 0)
+		return log_error_errno(r, "Failed to attach the object cache: %m");
+	fd = s->kube ? kube_client_get_fd(s->kube) : etcd_client_get_fd(s->etcd);
+	r = event_loop_add_io(m->loop, fd, EPOLLIN, on_client_io, m, &s->client_io);
+	if (r < 0)
+		return log_error_errno(r, "Failed to watch the object client: %m");
+	if (m->args.relist_usec > 0) {
+		r = event_loop_add_timer(m->loop, on_relist, m, &s->relist_timer);
+		if (r >= 0)
+			r = event_source_arm(s->relist_timer, m->args.relist_usec, m->args.relist_usec);
+		if (r < 0)
+			return log_error_errno(r, "Failed to set up the object relist timer: %m");
+	}
+	s->started = monotonic_seconds();
+	r = object_cache_start(s->cache);
+	if (r < 0) /* that kind backs off and retries */
+		log_warning_errno(r, "Object cache: first list failed to start: %m");
+	log_info("Object cache: %s from %s", "namespaces, pods, networkpolicies, services, endpointslices",
+		 m->args.objects_datastore);
+	return 0;
+}
+
+void manager_objects_done(Manager *m) {
+	ObjectsState *s = &m->objects;
+
+	/* The cache first: it cancels its requests on the clients. */
+	s->cache = object_cache_free(s->cache);
+	event_source_free(s->client_io);
+	event_source_free(s->relist_timer);
+	kube_object_source_free(s->kube_source);
+	etcd_object_source_free(s->etcd_source);
+	kube_client_free(s->kube);
+	etcd_client_free(s->etcd);
+	for (size_t i = 0; i < s->n_rejected_seen; i++)
+		free(s->rejected_seen[i]);
+	free(s->rejected_seen);
+	*s = (ObjectsState) {};
+}
+
+/* ---- /metrics and /debug/objects ---- */
+
+static void metric_per_kind(FILE *f, const ObjectCache *c, const char *name, const char *type, const char *help,
+			    uint64_t (*get)(const ObjectCache *c, KubeKind k)) {
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	for (size_t i = 0; i < ELEMENTSOF(object_kinds); i++)
+		fprintf(f, "%s{kind=\"%s\"} %" PRIu64 "\n", name, kube_kind_info(object_kinds[i])->resource,
+			get(c, object_kinds[i]));
+}
+
+static uint64_t get_synced(const ObjectCache *c, KubeKind k) {
+	return object_cache_synced(c, k);
+}
+static uint64_t get_objects(const ObjectCache *c, KubeKind k) {
+	return object_cache_stats(c, k).objects;
+}
+static uint64_t get_lists(const ObjectCache *c, KubeKind k) {
+	return object_cache_stats(c, k).lists;
+}
+static uint64_t get_watches(const ObjectCache *c, KubeKind k) {
+	return object_cache_stats(c, k).watches;
+}
+static uint64_t get_stale(const ObjectCache *c, KubeKind k) {
+	return object_cache_stats(c, k).stale;
+}
+static uint64_t get_failures(const ObjectCache *c, KubeKind k) {
+	return object_cache_stats(c, k).failures;
+}
+static uint64_t get_rejected(const ObjectCache *c, KubeKind k) {
+	return object_cache_stats(c, k).rejected;
+}
+
+int manager_objects_render_metrics(Manager *m, FILE *f) {
+	const ObjectCache *c = m->objects.cache;
+
+	if (!c)
+		return 0;
+	metric_per_kind(f, c, "weft_cache_synced", "gauge", "1 once the kind's first list is in the object cache.",
+			get_synced);
+	metric_per_kind(f, c, "weft_cache_objects", "gauge", "Objects of the kind in the object cache.", get_objects);
+	metric_per_kind(f, c, "weft_cache_lists_total", "counter", "Complete LISTs of the kind (first list and relists).",
+			get_lists);
+	metric_per_kind(f, c, "weft_cache_watches_total", "counter", "WATCHes of the kind started.", get_watches);
+	metric_per_kind(f, c, "weft_cache_expired_total", "counter",
+			"Watches ended by 410 Gone (resourceVersion compacted away): the kind was listed again.",
+			get_stale);
+	metric_per_kind(f, c, "weft_cache_failures_total", "counter", "Failed lists and watches (each backed off).",
+			get_failures);
+	metric_per_kind(f, c, "weft_cache_rejected_objects_total", "counter",
+			"Objects refused at the boundary (never cached).", get_rejected);
+	fputs("# HELP weft_cache_deltas_total Deltas the object cache delivered, by kind and type.\n"
+	      "# TYPE weft_cache_deltas_total counter\n", f);
+	for (size_t i = 0; i < ELEMENTSOF(object_kinds); i++) {
+		ObjectCacheStats st = object_cache_stats(c, object_kinds[i]);
+		const char *k = kube_kind_info(object_kinds[i])->resource;
+
+		fprintf(f, "weft_cache_deltas_total{kind=\"%s\",type=\"added\"} %" PRIu64 "\n", k, st.added);
+		fprintf(f, "weft_cache_deltas_total{kind=\"%s\",type=\"updated\"} %" PRIu64 "\n", k, st.updated);
+		fprintf(f, "weft_cache_deltas_total{kind=\"%s\",type=\"deleted\"} %" PRIu64 "\n", k, st.deleted);
+	}
+	fputs("# HELP weft_cache_last_delta_timestamp_seconds When the kind's last delta was delivered (unix time).\n"
+	      "# TYPE weft_cache_last_delta_timestamp_seconds gauge\n", f);
+	for (size_t i = 0; i < ELEMENTSOF(object_kinds); i++)
+		fprintf(f, "weft_cache_last_delta_timestamp_seconds{kind=\"%s\"} %.6f\n",
+			kube_kind_info(object_kinds[i])->resource, m->objects.last_delta[object_kinds[i]]);
+	return 0;
+}
+
+/* The value of `key` in a query string ("kind=pods&namespace=x"); NULL if absent. Values are kind
+ * and namespace names: nothing is percent-decoded. */
+static char *query_get(const char *query, const char *key) {
+	size_t n = strlen(key);
+
+	for (const char *p = query; p && *p;) {
+		const char *end = strchr(p, '&');
+		size_t len = end ? (size_t) (end - p) : strlen(p);
+
+		if (len > n && strncmp(p, key, n) == 0 && p[n] == '=')
+			return strndup(p + n + 1, len - n - 1);
+		p = end ? end + 1 : NULL;
+	}
+	return NULL;
+}
+
+static int debug_summary(Manager *m, StatusResponse *resp) {
+	json_t *kinds = json_object(), *doc;
+
+	if (!kinds)
+		return -ENOMEM;
+	for (size_t i = 0; i < ELEMENTSOF(object_kinds); i++) {
+		ObjectCacheStats st = object_cache_stats(m->objects.cache, object_kinds[i]);
+		json_t *k = json_pack("{s:I, s:b, s:s, s:I, s:I, s:I}", "objects", (json_int_t) st.objects, "synced",
+				      object_cache_synced(m->objects.cache, object_kinds[i]), "resourceVersion",
+				      object_cache_resource_version(m->objects.cache, object_kinds[i]), "lists",
+				      (json_int_t) st.lists, "expired", (json_int_t) st.stale, "rejected",
+				      (json_int_t) st.rejected);
+
+		if (!k || json_object_set_new(kinds, kube_kind_info(object_kinds[i])->resource, k) < 0) {
+			json_decref(kinds);
+			return -ENOMEM;
+		}
+	}
+	doc = json_pack("{s:s, s:o}", "source", m->args.objects_datastore, "kinds", kinds);
+	if (!doc)
+		return -ENOMEM;
+	resp->body = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	return resp->body ? 0 : -ENOMEM;
+}
+
+int manager_objects_debug(Manager *m, const char *query, StatusResponse *resp) {
+	_cleanup_free_ char *kind_s = NULL, *ns = NULL;
+	KubeKind kind;
+	json_t *doc;
+	char *body;
+
+	resp->content_type = "application/json";
+	if (!m->objects.cache) {
+		resp->status = 404;
+		resp->content_type = "text/plain; charset=utf-8";
+		resp->body = strdup("object cache disabled (--objects-datastore none)\n");
+		return resp->body ? 0 : -ENOMEM;
+	}
+	kind_s = query_get(query, "kind");
+	ns = query_get(query, "namespace");
+	if (!kind_s) {
+		resp->status = 200;
+		return debug_summary(m, resp);
+	}
+	if (kube_kind_from_string(kind_s, &kind) < 0 || !(doc = object_cache_dump(m->objects.cache, kind, ns))) {
+		resp->status = 404;
+		resp->content_type = "text/plain; charset=utf-8";
+		resp->body = strdup_printf("kind '%s' is not cached\n", kind_s);
+		return resp->body ? 0 : -ENOMEM;
+	}
+	body = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	if (!body)
+		return -ENOMEM;
+	resp->status = 200;
+	resp->body = body;
+	return 0;
+}
