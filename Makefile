@@ -42,6 +42,9 @@ DAEMON_SRCS := $(sort $(wildcard src/daemon/*.c src/daemon/*/*.c))
 DAEMON_LIB_SRCS := $(filter-out src/daemon/weftd.c,$(DAEMON_SRCS))
 DAEMON_LIB  := $(BUILD)/libweftd.a
 TOOL_SRCS   := $(sort $(wildcard src/tool/*.c))
+# src/tool/weft.c is the tool's main(); the rest goes into libweft-tool.a, which unit tests link.
+TOOL_LIB_SRCS := $(filter-out src/tool/weft.c,$(TOOL_SRCS))
+TOOL_LIB    := $(BUILD)/libweft-tool.a
 # build/bin mirrors /opt/cni/bin (every plugin, usable as CNI_PATH) plus weftd; the runtime tool
 # `weft` (installed as /usr/bin/weft) lives in build/tool/ because the `weft` CNI plugin owns
 # build/bin/weft.
@@ -78,13 +81,18 @@ $(BUILD)/bin/weftd: $(BUILD)/obj/src/daemon/weftd.o $(DAEMON_LIB) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILD)/tool/weft: $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o) $(LIB)
+# The tool links libweftd.a for the etcd client and the object decoders (weft apply/get, pod records).
+$(BUILD)/tool/weft: $(BUILD)/obj/src/tool/weft.o $(TOOL_LIB) $(DAEMON_LIB) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lm
 
-$(BUILD)/test/test-%: $(BUILD)/obj/test/unit/test-%.o $(if $(DAEMON_LIB_SRCS),$(DAEMON_LIB)) $(LIB)
+$(TOOL_LIB): $(TOOL_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/test/test-%: $(BUILD)/obj/test/unit/test-%.o $(if $(TOOL_LIB_SRCS),$(TOOL_LIB)) $(if $(DAEMON_LIB_SRCS),$(DAEMON_LIB)) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka -lm
 
 # Fuzz targets, one harness per parser of outside bytes (test/fuzz/fuzz-*.c, corpus in
 # test/fuzz/corpus/<name>/). The replay build (plain compiler, a main() that feeds every corpus

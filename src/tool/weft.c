@@ -26,6 +26,7 @@
 #include "tool/cni-chain.h"
 #include "tool/cni-conf-load.h"
 #include "tool/install-cni.h"
+#include "tool/object-cmd.h"
 
 #define NETCONFPATH_DEFAULT "/etc/cni/net.d"
 #define CNI_PATH_DEFAULT    "/opt/cni/bin"
@@ -415,6 +416,12 @@ int main(int argc, char *argv[]) {
 		return cni_main(argc - 1, argv + 1);
 	if (argc >= 2 && streq(argv[1], "install-cni"))
 		return install_cni_main(argc - 1, argv + 1);
+	if (argc >= 2 && streq(argv[1], "apply"))
+		return object_apply_main(argc - 1, argv + 1);
+	if (argc >= 2 && streq(argv[1], "delete"))
+		return object_delete_main(argc - 1, argv + 1);
+	if (argc >= 2 && streq(argv[1], "get"))
+		return object_get_main(argc - 1, argv + 1);
 	if (argc >= 2 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
 		usage(stdout);
 		return EXIT_SUCCESS;
