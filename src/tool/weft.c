@@ -27,6 +27,8 @@
 #include "tool/cni-conf-load.h"
 #include "tool/install-cni.h"
 #include "tool/object-cmd.h"
+#include "tool/object-store.h"
+#include "tool/pod-record.h"
 
 #define NETCONFPATH_DEFAULT "/etc/cni/net.d"
 #define CNI_PATH_DEFAULT    "/opt/cni/bin"
@@ -38,6 +40,7 @@ typedef struct Options {
 	const char *container_id;
 	CniAttachment *valid;
 	size_t n_valid;
+	PodRecordOptions rec; /* etcd mode: pod records at ADD/DEL (pod-record.h) */
 } Options;
 
 static void usage(FILE *f) {
@@ -50,6 +53,10 @@ static void usage(FILE *f) {
 		"       weft install-cni --src DIR --dest DIR [--plugins a,b,...] [--conf-src F --conf-dest DIR]\n"
 		"Options: --conf-dir DIR (NETCONFPATH), --cache-dir DIR (CNI_CACHE_DIR),\n"
 		"         --container-id ID (CNI_CONTAINERID)\n"
+		"Pod records (etcd mode; with K8S_POD_NAMESPACE/K8S_POD_NAME in CNI_ARGS): --etcd-endpoints URLS\n"
+		"         (WEFT_ETCD_ENDPOINTS), --etcd-prefix P (WEFT_ETCD_PREFIX), --node-name N (WEFT_NODE_NAME),\n"
+		"         --label K=V... (WEFT_POD_LABELS=K=V,K=V)\n"
+		"       weft apply|delete|get ...: see weft get --help\n"
 		"Environment: CNI_PATH, CNI_IFNAME, CNI_ARGS, CAP_ARGS, as cnitool.\n");
 }
 
@@ -199,6 +206,7 @@ static void options_done(Options *o) {
 		free(o->valid[i].ifname);
 	}
 	free(o->valid);
+	strv_free(o->rec.labels);
 }
 
 static const char *env_or(const char *name, const char *def) {
@@ -305,6 +313,25 @@ static int run(const char *cmd, const char *net, const char *netns_arg, Options 
 
 	if (streq(cmd, "add")) {
 		r = cni_chain_add(l, &rt, &result, &err);
+		if (r >= 0 && o->rec.endpoints) {
+			_cleanup_free_ char *why = NULL;
+			int k = pod_record_add(&o->rec, rt.cni_args, rt.container_id, result, &why);
+
+			if (k < 0) {
+				/* Fail closed: a pod whose IPs are not in the datastore is invisible to
+				 * every NetworkPolicy that should select it (as a peer or a target), so
+				 * it must not run. Undo the ADD; the runtime retries the sandbox. */
+				CniError derr = {};
+
+				(void) cni_chain_del(l, &rt, &derr);
+				cni_error_clear(&derr);
+				json_decref(result);
+				r = cni_error_set(&err, k, k == -EINVAL ? CNI_ERR_INVALID_ENV : CNI_ERR_TRY_AGAIN_LATER,
+						  "recording the pod failed, the ADD was undone: %s",
+						  why ?: strerror(-k));
+				log_error("%s", err.msg);
+			}
+		}
 		if (r >= 0) {
 			r = print_json(result);
 			json_decref(result);
@@ -323,6 +350,17 @@ static int run(const char *cmd, const char *net, const char *netns_arg, Options 
 				rt.cni_args = cached->cni_args;
 		}
 		r = cni_chain_del(l, &rt, &err);
+		if (o->rec.endpoints) {
+			_cleanup_free_ char *why = NULL;
+			int k = pod_record_del(&o->rec, rt.cni_args, rt.container_id, &why);
+
+			if (k < 0) {
+				log_error("Failed to remove the pod record: %s", why ?: strerror(-k));
+				if (r >= 0)
+					r = cni_error_set(&err, k, CNI_ERR_TRY_AGAIN_LATER, "removing the pod record failed: %s",
+							  why ?: strerror(-k));
+			}
+		}
 	} else if (streq(cmd, "check"))
 		r = cni_chain_check(l, &rt, &err);
 	else if (streq(cmd, "gc"))
@@ -349,13 +387,26 @@ fail_logged:
 }
 
 static int cni_main(int argc, char *argv[]) {
-	enum { ARG_CONF_DIR = 0x100, ARG_CACHE_DIR, ARG_CONTAINER_ID, ARG_VALID };
+	enum {
+		ARG_CONF_DIR = 0x100,
+		ARG_CACHE_DIR,
+		ARG_CONTAINER_ID,
+		ARG_VALID,
+		ARG_ETCD_ENDPOINTS,
+		ARG_ETCD_PREFIX,
+		ARG_NODE_NAME,
+		ARG_LABEL
+	};
 	static const struct option options[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "conf-dir", required_argument, NULL, ARG_CONF_DIR },
 		{ "cache-dir", required_argument, NULL, ARG_CACHE_DIR },
 		{ "container-id", required_argument, NULL, ARG_CONTAINER_ID },
 		{ "valid", required_argument, NULL, ARG_VALID },
+		{ "etcd-endpoints", required_argument, NULL, ARG_ETCD_ENDPOINTS },
+		{ "etcd-prefix", required_argument, NULL, ARG_ETCD_PREFIX },
+		{ "node-name", required_argument, NULL, ARG_NODE_NAME },
+		{ "label", required_argument, NULL, ARG_LABEL },
 		{},
 	};
 	_cleanup_(options_done) Options o = {
@@ -363,12 +414,19 @@ static int cni_main(int argc, char *argv[]) {
 		.cache_dir = env_or("CNI_CACHE_DIR", CNI_CACHE_DIR_DEFAULT),
 		.cni_path = env_or("CNI_PATH", CNI_PATH_DEFAULT),
 		.container_id = getenv("CNI_CONTAINERID"),
+		.rec = {
+			.endpoints = env_or("WEFT_ETCD_ENDPOINTS", NULL),
+			.prefix = env_or("WEFT_ETCD_PREFIX", OBJECT_STORE_PREFIX_DEFAULT),
+			.node_name = env_or("WEFT_NODE_NAME", NULL),
+		},
 	};
 	const char *cmd;
 	int c, n;
 
 	if (isempty(o.container_id))
 		o.container_id = NULL;
+	if (!isempty(getenv("WEFT_POD_LABELS")) && strv_split(getenv("WEFT_POD_LABELS"), ",", &o.rec.labels) < 0)
+		return EXIT_FAILURE;
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
 		switch (c) {
 		case 'h':
@@ -382,6 +440,19 @@ static int cni_main(int argc, char *argv[]) {
 			break;
 		case ARG_CONTAINER_ID:
 			o.container_id = optarg;
+			break;
+		case ARG_ETCD_ENDPOINTS:
+			o.rec.endpoints = optarg;
+			break;
+		case ARG_ETCD_PREFIX:
+			o.rec.prefix = optarg;
+			break;
+		case ARG_NODE_NAME:
+			o.rec.node_name = optarg;
+			break;
+		case ARG_LABEL:
+			if (strv_extend(&o.rec.labels, optarg) < 0)
+				return EXIT_FAILURE;
 			break;
 		case ARG_VALID:
 			if (parse_valid(&o, optarg) < 0) {
