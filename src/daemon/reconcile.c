@@ -204,13 +204,17 @@ fail:
 /* ---- desired leases ---- */
 
 void reconciler_init(Reconciler *r, Backend *b, NlSock *nl, Metrics *m, const char *self_name) {
-	*r = (Reconciler) { .backend = b, .nl = nl, .metrics = m };
-	snprintf(r->self_name, sizeof(r->self_name), "%s", self_name);
+	*r = (Reconciler) { .backend = b, .nl = nl, .metrics = m, .self_name = self_name };
+}
+
+static void desired_entry_done(DesiredNode *d) {
+	free(d->key);
+	node_lease_done(&d->lease);
 }
 
 static void desired_free_keys(DesiredNode *d, size_t n) {
 	for (size_t i = 0; i < n; i++)
-		free(d[i].key);
+		desired_entry_done(&d[i]);
 }
 
 void reconciler_done(Reconciler *r) {
@@ -223,7 +227,7 @@ void reconciler_done(Reconciler *r) {
 /* Everything that changes what we program or how a conflict is decided; the expiration moves on
  * every renewal and does not. */
 static bool lease_same(const NodeLease *a, const NodeLease *b) {
-	return streq(a->node_name, b->node_name) && ip_prefix_equal(&a->subnet, &b->subnet) &&
+	return streq_ptr(a->node_name, b->node_name) && ip_prefix_equal(&a->subnet, &b->subnet) &&
 	       ip_prefix_equal(&a->subnet6, &b->subnet6) && ip_addr_equal(&a->public_ip, &b->public_ip) &&
 	       streq(a->backend, b->backend) && a->has_vtep_mac == b->has_vtep_mac &&
 	       (!a->has_vtep_mac || memcmp(a->vtep_mac, b->vtep_mac, 6) == 0) && a->created == b->created &&
@@ -235,7 +239,7 @@ static bool lease_same(const NodeLease *a, const NodeLease *b) {
 static bool is_self(const Reconciler *r, const NodeLease *l) {
 	const Backend *b = r->backend;
 
-	if (!streq(l->node_name, r->self_name))
+	if (!streq_ptr(l->node_name, r->self_name))
 		return false;
 	return !b || !b->have_lease || ip_prefix_equal(&l->subnet, &b->self.subnet);
 }
@@ -271,11 +275,16 @@ static void update_node_metric(Reconciler *r) {
 
 static int desired_entry(const NodeLease *l, DesiredNode *ret) {
 	char *key = strdup(node_lease_key(l));
+	NodeLease copy;
 
 	if (!key)
 		return -ENOMEM;
+	if (node_lease_copy(&copy, l) < 0) {
+		free(key);
+		return -ENOMEM;
+	}
 	/* invalid_detail is static text of the parser: safe to keep */
-	*ret = (DesiredNode) { .key = key, .lease = *l };
+	*ret = (DesiredNode) { .key = key, .lease = copy };
 	ret->lease.key = NULL;
 	return 0;
 }
@@ -308,7 +317,7 @@ int reconciler_set_all(Reconciler *r, const NodeLease *nodes, size_t n) {
 			if (!streq(nn[i].key, nn[w - 1].key))
 				nn[w++] = nn[i];
 			else {
-				free(nn[w - 1].key);
+				desired_entry_done(&nn[w - 1]);
 				nn[w - 1] = nn[i];
 			}
 		k = w;
@@ -349,8 +358,12 @@ int reconciler_upsert(Reconciler *r, const NodeLease *lease) {
 	d = desired_find(r, key);
 	if (d) {
 		bool same = lease_same(&d->lease, lease);
+		NodeLease copy;
 
-		d->lease = *lease;
+		if (node_lease_copy(&copy, lease) < 0)
+			return -ENOMEM;
+		node_lease_done(&d->lease);
+		d->lease = copy;
 		d->lease.key = NULL;
 		if (same)
 			return 0;
@@ -385,7 +398,7 @@ int reconciler_remove(Reconciler *r, const NodeLease *lease) {
 	if (!d)
 		return 0;
 	j = (size_t) (d - r->nodes);
-	free(d->key);
+	desired_entry_done(d);
 	memmove(&r->nodes[j], &r->nodes[j + 1], (r->n_nodes - j - 1) * sizeof(DesiredNode));
 	r->n_nodes--;
 	update_node_metric(r);
@@ -455,7 +468,7 @@ int reconciler_select(Reconciler *r) {
 			continue;
 		if (v == LEASE_ACCEPTED) {
 			if (d->judged)
-				log_info("Lease %s of node %s is accepted now", d->key, d->lease.node_name);
+				log_info("Lease %s of node %s is accepted now", d->key, d->lease.node_name ?: "");
 		} else {
 			_cleanup_free_ char *detail = NULL;
 			const DesiredNode *w = NULL;
@@ -466,13 +479,13 @@ int reconciler_select(Reconciler *r) {
 					w = &r->nodes[c[i].winner];
 			if (w)
 				detail = strdup_printf("conflicts with the older lease %s of node %s (%s)", w->key,
-						       w->lease.node_name,
+						       w->lease.node_name ?: "",
 						       v == LEASE_REJECT_OVERLAP ? "same subnet"
 						       : v == LEASE_REJECT_DUPLICATE_NAME ? "same node name"
 											: "same VTEP MAC");
 			else
 				(void) lease_filter_check(&f, &d->lease, &detail);
-			log_warning("Refusing lease %s of node \"%s\": %s [%s]", d->key, d->lease.node_name,
+			log_warning("Refusing lease %s of node \"%s\": %s [%s]", d->key, d->lease.node_name ?: "",
 				    detail ?: "rejected", lease_reject_to_string(v));
 			count_rejected(r, v);
 		}
@@ -630,7 +643,7 @@ static void kernel_conflict(Reconciler *r, DesiredNode *d, const NlRoute *rt) {
 		return;
 	log_warning("Refusing lease %s of node \"%s\": the kernel has a route to %s that weft did not install; "
 		    "leaving it alone [%s]",
-		    d->key, d->lease.node_name, route_str(rt, buf), lease_reject_to_string(LEASE_REJECT_KERNEL_CONFLICT));
+		    d->key, d->lease.node_name ?: "", route_str(rt, buf), lease_reject_to_string(LEASE_REJECT_KERNEL_CONFLICT));
 	count_rejected(r, LEASE_REJECT_KERNEL_CONFLICT);
 	d->kernel_conflict = true;
 }
@@ -698,7 +711,7 @@ static int apply_node(Reconciler *r, const NodeObjects *o, DesiredNode *d, Apply
 	cnt->fdb += o->has_fdb;
 	cnt->routes += (unsigned) o->n_routes;
 	if (d && d->kernel_conflict) {
-		log_info("Lease %s of node %s: the conflicting route is gone, installed now", d->key, d->lease.node_name);
+		log_info("Lease %s of node %s: the conflicting route is gone, installed now", d->key, d->lease.node_name ?: "");
 		d->kernel_conflict = false;
 	}
 	return 0;
@@ -745,7 +758,7 @@ static int render_all(Reconciler *r, NodeObjects **ret, DesiredNode ***ret_from,
 			if (!d->refused) {
 				log_warning("host-gw: node %s has public IP %s, which is not on a directly connected "
 					    "network of %s: not adding a route for it",
-					    d->lease.node_name, ip_addr_to_string(&d->lease.public_ip, a),
+					    d->lease.node_name ?: "", ip_addr_to_string(&d->lease.public_ip, a),
 					    r->backend->underlay_name);
 				if (r->metrics)
 					r->metrics->hostgw_unreachable++;
@@ -756,7 +769,7 @@ static int render_all(Reconciler *r, NodeObjects **ret, DesiredNode ***ret_from,
 		if (k < 0) {
 			if (!d->refused)
 				log_warning_errno(k, "Node %s: lease unusable with backend %s (public IP %s%s): skipping",
-						  d->lease.node_name, r->backend->ops->name,
+						  d->lease.node_name ?: "", r->backend->ops->name,
 						  ip_addr_to_string(&d->lease.public_ip, a),
 						  d->lease.has_vtep_mac ? "" : ", no VTEP MAC");
 			d->refused = true;

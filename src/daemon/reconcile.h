@@ -81,7 +81,7 @@ typedef struct Reconciler {
 	NlSock *nl;             /* not owned */
 	Metrics *metrics;       /* not owned */
 	const NetworkConfig *network; /* not owned; NULL = no network checks (unit tests) */
-	char self_name[NODE_NAME_MAX + 1];
+	const char *self_name;  /* not owned: outlives the reconciler (weftd's --node-name) */
 	DesiredNode *nodes;     /* sorted by key; never contains our own lease */
 	size_t n_nodes, n_alloc;
 	bool synced;            /* a full lease list has arrived: pruning is safe from now on */

@@ -48,10 +48,11 @@ static int startup_fail_config(Manager *m, const char *msg) {
 
 int manager_validate_config(Manager *m) {
 	for (size_t i = 0; i < m->backend.n_connected; i++) {
-		_cleanup_free_ char *err = NULL;
-		char what[64];
+		_cleanup_free_ char *err = NULL, *what = strdup_printf("the underlay network of %s",
+								      m->backend.underlay_name);
 
-		snprintf(what, sizeof(what), "the underlay network of %s", m->backend.underlay_name);
+		if (!what)
+			return log_error_errno(ENOMEM, "Out of memory");
 		if (network_config_check_overlap(m->config, &m->backend.connected[i], what, &err) < 0)
 			return startup_fail_config(m, err ?: "overlaps the underlay");
 	}
@@ -115,7 +116,7 @@ static int startup_connect(Manager *m) {
 }
 
 static int startup_acquire(Manager *m) {
-	NodeLease self = {}, lease;
+	_cleanup_(node_lease_done) NodeLease self = {}, lease = {};
 	IpPrefix prev = {}, subnet6 = {};
 	const IpPrefix *network;
 	unsigned subnet_len;
@@ -132,7 +133,9 @@ static int startup_acquire(Manager *m) {
 		return r;
 	}
 
-	snprintf(self.node_name, sizeof(self.node_name), "%s", m->args.node_name);
+	r = node_lease_set_name(&self, m->args.node_name);
+	if (r < 0)
+		return log_error_errno(r, "Out of memory");
 	snprintf(self.backend, sizeof(self.backend), "%s", m->backend.ops->name);
 	self.public_ip = m->backend.public_ip;
 	if (m->backend.vtep_ifindex > 0) {
@@ -178,12 +181,17 @@ static int startup_acquire(Manager *m) {
 			return r;
 		}
 		if (!ip_prefix_equal(&lease.subnet6, &subnet6)) {
+			IpPrefix subnet4 = lease.subnet;
+			NodeLease again;
+
 			self.subnet6 = subnet6;
-			r = m->ds_ops->acquire(m->ds, network, subnet_len, &self, &lease.subnet, &lease);
+			r = m->ds_ops->acquire(m->ds, network, subnet_len, &self, &subnet4, &again);
 			if (r < 0) {
 				log_warning_errno(r, "Failed to publish IPv6 subnet (attempt %u): %m", m->attempt);
 				return -EAGAIN;
 			}
+			node_lease_done(&lease);
+			lease = again;
 		}
 	}
 	log_info("Acquired subnet %s%s%s for node %s (public IP %s)", ip_prefix_to_string(&lease.subnet, a),
@@ -195,10 +203,12 @@ static int startup_acquire(Manager *m) {
 	if (r < 0)
 		log_warning_errno(r, "Failed to remember the subnet in %s: %m", m->args.state_dir);
 
+	node_lease_done(&m->backend.self);
 	m->backend.self = lease;
+	lease = (NodeLease) {}; /* the backend's now */
 	m->backend.have_lease = true;
-	m->metrics.lease_subnet = lease.subnet;
-	m->metrics.lease_subnet6 = lease.subnet6;
+	m->metrics.lease_subnet = m->backend.self.subnet;
+	m->metrics.lease_subnet6 = m->backend.self.subnet6;
 	r = m->backend.ops->ensure(&m->backend);
 	if (r < 0) {
 		log_error_errno(r, "Failed to configure backend %s: %m%s%s", m->backend.ops->name,

@@ -145,14 +145,14 @@ void manager_on_ds_event(const DatastoreEvent *ev, void *userdata) {
 	case DS_EVENT_NODE_UPSERT:
 		r = reconciler_upsert(&m->rec, ev->node);
 		if (r > 0) {
-			log_info("Node %s: subnet %s", ev->node->node_name, ip_prefix_to_string(&ev->node->subnet, a));
+			log_info("Node %s: subnet %s", ev->node->node_name ?: "", ip_prefix_to_string(&ev->node->subnet, a));
 			manager_schedule_reconcile(m);
 		}
 		break;
 	case DS_EVENT_NODE_DELETE:
 		r = reconciler_remove(&m->rec, ev->node);
 		if (r > 0) {
-			log_info("Node %s left (subnet %s)", ev->node->node_name,
+			log_info("Node %s left (subnet %s)", ev->node->node_name ?: "",
 				 ip_prefix_to_string(&ev->node->subnet, a));
 			manager_schedule_reconcile(m);
 		}
@@ -252,7 +252,7 @@ static int on_signal(EventSource *s, int signo, void *userdata) {
 static int run_daemon(Manager *m) {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, 0 };
 	_cleanup_free_ char *err = NULL;
-	static char hostname[65];
+	static char hostname[HOST_NAME_MAX + 1];
 	IpAddr public_ip = {};
 	int r;
 
@@ -300,7 +300,7 @@ static int run_daemon(Manager *m) {
 	if (r < 0)
 		return log_error_errno(r, "Failed to open nftables context: %m");
 	m->backend.nl = m->nl;
-	snprintf(m->backend.node_name, sizeof(m->backend.node_name), "%s", m->args.node_name);
+	m->backend.node_name = m->args.node_name;
 	r = backend_find_underlay(&m->backend, m->args.iface, m->args.public_ip ? &public_ip : NULL);
 	if (r < 0)
 		return log_error_errno(r, "Failed to find the underlay interface%s%s%s%s: %m",

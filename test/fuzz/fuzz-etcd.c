@@ -32,15 +32,17 @@ typedef struct Leases {
 } Leases;
 
 static void add_kv(Leases *ls, const char *key, const char *value, int64_t created) {
-	NodeLease l;
+	NodeLease l = {};
 
 	if (ls->n >= FUZZ_LEASES_MAX || datastore_etcd_lease_parse(SUBNETS, key, value, &l) < 0)
 		return;
 	fuzz_check_lease_fields(&l);
 	l.created = created;
 	ls->keys[ls->n] = strdup(key);
-	if (!ls->keys[ls->n])
+	if (!ls->keys[ls->n]) {
+		node_lease_done(&l);
 		return;
+	}
 	l.key = ls->keys[ls->n];
 	ls->l[ls->n++] = l;
 }
@@ -105,7 +107,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	}
 
 	fuzz_check_leases(ls.l, (const char *const *) ls.keys, ls.n);
-	for (size_t i = 0; i < ls.n; i++)
+	for (size_t i = 0; i < ls.n; i++) {
 		free(ls.keys[i]);
+		node_lease_done(&ls.l[i]);
+	}
 	return 0;
 }

@@ -26,7 +26,7 @@ typedef struct Leases {
 } Leases;
 
 static void node(const json_t *obj, Leases *ls) {
-	NodeLease l;
+	NodeLease l = {};
 	int r;
 
 	if (ls->n >= FUZZ_LEASES_MAX)
@@ -39,6 +39,8 @@ static void node(const json_t *obj, Leases *ls) {
 		abort();
 	if (r == 1)
 		ls->l[ls->n++] = l;
+	else
+		node_lease_done(&l);
 }
 
 static void document(const json_t *j, Leases *ls) {
@@ -83,5 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	json_decref(j);
 
 	fuzz_check_leases(ls.l, NULL, ls.n);
+	for (size_t i = 0; i < ls.n; i++)
+		node_lease_done(&ls.l[i]);
 	return 0;
 }

@@ -17,7 +17,7 @@
 #define FUZZ_LEASES_MAX 64
 
 static inline void fuzz_check_lease_fields(const NodeLease *l) {
-	if (strnlen(l->node_name, sizeof(l->node_name)) >= sizeof(l->node_name) ||
+	if ((l->node_name && strlen(l->node_name) > NODE_NAME_MAX) ||
 	    strnlen(l->backend, sizeof(l->backend)) >= sizeof(l->backend))
 		abort();
 	if (ip_addr_is_set(&l->subnet.addr) && l->subnet.len > ip_family_bits(l->subnet.addr.family))
@@ -89,7 +89,7 @@ static inline void fuzz_check_leases(const NodeLease *ls, const char *const *key
 				continue;
 			pa = ip_prefix_mask(&a->subnet);
 			pb = ip_prefix_mask(&b->subnet);
-			if (ip_prefix_equal(&pa, &pb) || strcmp(a->node_name, b->node_name) == 0 ||
+			if (ip_prefix_equal(&pa, &pb) || strcmp(a->node_name ?: "", b->node_name ?: "") == 0 ||
 			    (a->has_vtep_mac && b->has_vtep_mac && memcmp(a->vtep_mac, b->vtep_mac, 6) == 0))
 				abort();
 			if (ip_addr_is_set(&a->subnet6.addr) && ip_addr_is_set(&b->subnet6.addr)) {

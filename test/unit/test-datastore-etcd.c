@@ -181,7 +181,7 @@ static NodeLease self_lease(const char *name, int n) {
 	NodeLease l = {};
 	char ip[32];
 
-	snprintf(l.node_name, sizeof(l.node_name), "%s", name);
+	l.node_name = (char *) name; /* a view: acquire() copies it */
 	snprintf(ip, sizeof(ip), "192.0.2.%d", n);
 	assert_int_equal(ip_addr_parse(ip, &l.public_ip), 0);
 	snprintf(l.backend, sizeof(l.backend), "vxlan");
@@ -209,6 +209,7 @@ static int acquire(Datastore *d, const char *net, unsigned len, const char *name
 	IpPrefix network = prefix(net), p;
 	NodeLease self = self_lease(name, n);
 
+	node_lease_done(ret); /* *ret is the caller's, from an earlier call or {} */
 	if (prev)
 		p = prefix(prev);
 	return datastore_etcd_ops.acquire(d, &network, len, &self, prev ? &p : NULL, ret);
@@ -375,7 +376,8 @@ static void test_network_config(void **state) {
 
 static void test_distinct_and_reacquire(void **state) {
 	Datastore *d[3];
-	NodeLease l[3], again;
+	NodeLease l[3] = {};
+	_cleanup_(node_lease_done) NodeLease again = {};
 	char *v;
 	int64_t lease_before, lease_after;
 
@@ -413,7 +415,7 @@ static void test_distinct_and_reacquire(void **state) {
 	/* prev honoured when free; ignored when taken or outside the network */
 	{
 		Datastore *e = ds_open("/t/distinct");
-		NodeLease m;
+		_cleanup_(node_lease_done) NodeLease m = {};
 
 		assert_int_equal(acquire(e, "10.10.0.0/16", 24, "n7", 7, "10.10.7.0/24", &m), 0);
 		assert_string_equal(pstr(&m.subnet), "10.10.7.0/24");
@@ -436,11 +438,13 @@ static void test_distinct_and_reacquire(void **state) {
 	v = raw_get("/t/distinct/subnets/10.10.1.0-24", NULL);
 	assert_string_equal(v, "");
 	free(v);
+	for (int i = 0; i < 3; i++)
+		node_lease_done(&l[i]);
 }
 
 static void test_enospc_and_range(void **state) {
 	Datastore *d[5];
-	NodeLease l;
+	_cleanup_(node_lease_done) NodeLease l = {};
 	IpAddr min, max;
 
 	for (int i = 0; i < 5; i++) {
@@ -496,7 +500,7 @@ static void test_enospc_and_range(void **state) {
 static void test_dual_stack(void **state) {
 	IpPrefix net6 = prefix("fd00:90::/63");
 	Datastore *d[3];
-	NodeLease l;
+	_cleanup_(node_lease_done) NodeLease l = {};
 	char *v;
 
 	for (int i = 0; i < 3; i++) {
@@ -539,7 +543,7 @@ static void test_dual_stack(void **state) {
 static void test_watch(void **state) {
 	static Recorder rec;
 	Datastore *w = ds_open("/t/watch"), *a = ds_open("/t/watch"), *both[2];
-	NodeLease l;
+	_cleanup_(node_lease_done) NodeLease l = {};
 	int i;
 
 	/* one lease exists before the watch starts: it comes in the RESYNC */
@@ -581,7 +585,7 @@ static void test_watch(void **state) {
 static void test_ttl_expiry(void **state) {
 	static Recorder rec;
 	Datastore *w = ds_open("/t/ttl"), *a = ds_open_ttl("/t/ttl", 2);
-	NodeLease l;
+	_cleanup_(node_lease_done) NodeLease l = {};
 	uint64_t t0;
 	int i;
 
@@ -605,7 +609,7 @@ static void test_ttl_expiry(void **state) {
 static void test_renewal_and_recreate(void **state) {
 	Datastore *a = ds_open_ttl("/t/renew", 2);
 	EtcdClient *c = raw_client();
-	NodeLease l;
+	_cleanup_(node_lease_done) NodeLease l = {};
 	int64_t lease1, lease2;
 	char *v;
 	int r;
@@ -649,7 +653,7 @@ static void test_renewal_and_recreate(void **state) {
 static void test_etcd_restart(void **state) {
 	static Recorder rec;
 	Datastore *w = ds_open("/t/restart"), *a = ds_open_ttl("/t/restart", 3), *both[2] = { w, a };
-	NodeLease l;
+	_cleanup_(node_lease_done) NodeLease l = {};
 	size_t mark;
 	char *v;
 	int i;
@@ -685,7 +689,7 @@ static void test_etcd_restart(void **state) {
 	/* the watch streams again */
 	{
 		Datastore *b = ds_open("/t/restart");
-		NodeLease m;
+		_cleanup_(node_lease_done) NodeLease m = {};
 
 		assert_int_equal(acquire(b, "10.70.0.0/16", 24, "newcomer", 2, NULL, &m), 0);
 		assert_true(pump(both, 2, 5000, &rec, (size_t) i, "UPSERT newcomer 10.70.1.0/24") > 0);
@@ -711,7 +715,7 @@ static void test_own_key_deleted(void **state) {
 	static Recorder rec;
 	Datastore *a = ds_open_ttl("/t/own", 30);
 	EtcdClient *c = raw_client();
-	NodeLease l;
+	_cleanup_(node_lease_done) NodeLease l = {};
 	char *v;
 	int i, r;
 
@@ -751,7 +755,7 @@ static void test_wiped_store(void **state) {
 	Datastore *a = ds_open_ttl("/t/wipe", 3), *b = ds_open_ttl("/t/wipe", 3), *both[2] = { a, b };
 	EtcdClient *c = raw_client();
 	int64_t lease_a, lease_b;
-	NodeLease l;
+	_cleanup_(node_lease_done) NodeLease l = {};
 	uint64_t t0;
 	int i;
 	char *v;
@@ -809,7 +813,7 @@ static void test_concurrent_acquire(void **state) {
 
 			close(pfd[0]);
 			snprintf(name, sizeof(name), "racer%d", i);
-			snprintf(self.node_name, sizeof(self.node_name), "%s", name);
+			self.node_name = (char *) name; /* a view: acquire() copies it */
 			(void) ip_prefix_parse("10.80.0.0/16", &net);
 			r = datastore_etcd_ops.open(&cfg, &d);
 			if (r >= 0)

@@ -35,7 +35,7 @@ static NodeLease lease(const char *name, const char *subnet, const char *pub, ui
 			.public_ip = A(pub),
 			.has_vtep_mac = true,
 			.vtep_mac = { 0x02, 0, 0, 0, 0, mac_last } };
-	snprintf(l.node_name, sizeof(l.node_name), "%s", name);
+	l.node_name = (char *) name; /* a view */
 	snprintf(l.backend, sizeof(l.backend), "vxlan");
 	return l;
 }
@@ -257,14 +257,15 @@ static void test_resolve_5000(void **state) {
 	const size_t n = 5000;
 	NodeLease *l = calloc(n, sizeof(NodeLease));
 	LeaseCandidate *c = calloc(n, sizeof(LeaseCandidate));
-	char(*keys)[32] = calloc(n, 32);
+	char(*keys)[32] = calloc(n, 32), (*names)[32] = calloc(n, 32);
 
 	assert_non_null(l);
 	assert_non_null(c);
 	assert_non_null(keys);
+	assert_non_null(names);
 	for (size_t i = 0; i < n; i++) {
-		char name[32], sub[32], pub[32];
-		snprintf(name, sizeof(name), "node%zu", i);
+		char *name = names[i], sub[32], pub[32];
+		snprintf(name, 32, "node%zu", i);
 		snprintf(sub, sizeof(sub), "10.%zu.%zu.0/24", 100 + i / 256, i % 256);
 		snprintf(pub, sizeof(pub), "10.%zu.%zu.%zu", 96 + i / 65536, (i / 256) % 256, i % 256);
 		l[i] = lease(name, sub, pub, (uint8_t) i);
@@ -279,16 +280,23 @@ static void test_resolve_5000(void **state) {
 	free(l);
 	free(c);
 	free(keys);
+	free(names);
 }
 
 /* ---- parsers ---- */
 
+/* datastore_etcd_lease_parse() into *l, releasing what an earlier call left there */
+static int etcd_parse(const char *pfx, const char *key, const char *value, NodeLease *l) {
+	node_lease_done(l);
+	return datastore_etcd_lease_parse(pfx, key, value, l);
+}
+
 static void test_etcd_parse(void **state) {
 	static const char *const pfx = "/weft/network/subnets/";
-	NodeLease l;
+	_cleanup_(node_lease_done) NodeLease l = {};
 	char name[300], value[512];
 
-	assert_int_equal(datastore_etcd_lease_parse(
+	assert_int_equal(etcd_parse(
 					 pfx, "/weft/network/subnets/10.250.130.0-24",
 					 "{\"node\":\"node2\",\"publicIP\":\"10.250.100.12\",\"backend\":\"vxlan\","
 					 "\"vtepMAC\":\"02:00:00:00:00:02\",\"subnet6\":\"fd00::/64\"}",
@@ -299,10 +307,10 @@ static void test_etcd_parse(void **state) {
 	assert_true(l.has_vtep_mac);
 	assert_int_equal(l.subnet6.len, 64);
 	/* key only (a DELETE) */
-	assert_int_equal(datastore_etcd_lease_parse(pfx, "/weft/network/subnets/10.250.130.0-24", NULL, &l), 0);
+	assert_int_equal(etcd_parse(pfx, "/weft/network/subnets/10.250.130.0-24", NULL, &l), 0);
 	assert_int_equal(l.subnet.len, 24);
 	/* not ours at all */
-	assert_int_equal(datastore_etcd_lease_parse(pfx, "/other/10.250.130.0-24", NULL, &l), -EINVAL);
+	assert_int_equal(etcd_parse(pfx, "/other/10.250.130.0-24", NULL, &l), -EINVAL);
 
 	static const struct {
 		const char *key, *value;
@@ -333,7 +341,7 @@ static void test_etcd_parse(void **state) {
 		char key[128];
 
 		snprintf(key, sizeof(key), "%s%s", pfx, t[i].key);
-		assert_int_equal(datastore_etcd_lease_parse(pfx, key, t[i].value, &l), 0);
+		assert_int_equal(etcd_parse(pfx, key, t[i].value, &l), 0);
 		if (l.invalid != t[i].want)
 			fail_msg("case %zu (%s %s): got %s, want %s", i, t[i].key, t[i].value,
 				 lease_reject_to_string(l.invalid), lease_reject_to_string(t[i].want));
@@ -345,13 +353,13 @@ static void test_etcd_parse(void **state) {
 	memset(name, 'a', 253);
 	name[253] = 0;
 	snprintf(value, sizeof(value), "{\"node\":\"%s\",\"publicIP\":\"10.0.0.1\"}", name);
-	assert_int_equal(datastore_etcd_lease_parse(pfx, "/weft/network/subnets/10.250.130.0-24", value, &l), 0);
+	assert_int_equal(etcd_parse(pfx, "/weft/network/subnets/10.250.130.0-24", value, &l), 0);
 	assert_int_equal(l.invalid, LEASE_ACCEPTED);
 	assert_string_equal(l.node_name, name);
 	name[253] = 'b';
 	name[254] = 0;
 	snprintf(value, sizeof(value), "{\"node\":\"%s\",\"publicIP\":\"10.0.0.1\"}", name);
-	assert_int_equal(datastore_etcd_lease_parse(pfx, "/weft/network/subnets/10.250.130.0-24", value, &l), 0);
+	assert_int_equal(etcd_parse(pfx, "/weft/network/subnets/10.250.130.0-24", value, &l), 0);
 	assert_int_equal(l.invalid, LEASE_REJECT_NODE_NAME);
 }
 
@@ -360,13 +368,14 @@ static int kube_parse(const char *json, NodeLease *l) {
 	int r;
 
 	assert_non_null(o);
+	node_lease_done(l); /* *l is the caller's, from an earlier call or {} */
 	r = datastore_kube_node_parse(o, l);
 	json_decref(o);
 	return r;
 }
 
 static void test_kube_parse(void **state) {
-	NodeLease l;
+	_cleanup_(node_lease_done) NodeLease l = {};
 	char name[300], json[1024];
 
 	assert_int_equal(kube_parse("{\"metadata\":{\"name\":\"node2\",\"creationTimestamp\":\"2024-01-02T03:04:05Z\","

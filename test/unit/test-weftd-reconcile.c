@@ -45,14 +45,14 @@ static Backend test_backend(const BackendOps *ops, bool direct_routing) {
 		.vtep_ifindex = VTEP,
 	};
 	b.connected[0] = P("10.99.0.0/24");
-	snprintf(b.node_name, sizeof(b.node_name), "node1");
+	b.node_name = "node1";
 	return b;
 }
 
 static NodeLease lease(const char *name, const char *subnet, const char *pub, uint8_t mac_last) {
 	NodeLease l = { .subnet = P(subnet), .public_ip = A(pub), .has_vtep_mac = true,
 			.vtep_mac = { 0x02, 0, 0, 0, 0, mac_last } };
-	snprintf(l.node_name, sizeof(l.node_name), "%s", name);
+	l.node_name = (char *) name; /* a view: the reconciler copies it */
 	snprintf(l.backend, sizeof(l.backend), "vxlan");
 	return l;
 }
@@ -283,6 +283,7 @@ static void test_plan_5000_nodes(void **state) {
 	Backend b = test_backend(&backend_vxlan_ops, false);
 	const size_t n = 5000;
 	_cleanup_free_ NodeLease *l = calloc(n, sizeof(NodeLease));
+	_cleanup_free_ char(*names)[32] = calloc(n, 32); /* the leases' names are views into it */
 	_cleanup_free_ NodeObjects *o = NULL;
 	ReconcileObserved obs;
 	ReconcilePlan p;
@@ -290,10 +291,11 @@ static void test_plan_5000_nodes(void **state) {
 	double ms;
 
 	assert_non_null(l);
+	assert_non_null(names);
 	b.connected[0] = P("10.96.0.0/12");
 	for (size_t i = 0; i < n; i++) {
-		char name[32], sub[32], pub[32];
-		snprintf(name, sizeof(name), "node%zu", i);
+		char *name = names[i], sub[32], pub[32];
+		snprintf(name, 32, "node%zu", i);
 		snprintf(sub, sizeof(sub), "10.%zu.%zu.0/24", 100 + i / 256, i % 256);
 		snprintf(pub, sizeof(pub), "10.%zu.%zu.%zu", 96 + i / 65536, (i / 256) % 256, i % 256);
 		l[i] = lease(name, sub, pub, (uint8_t) i);

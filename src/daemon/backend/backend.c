@@ -88,6 +88,7 @@ static int refresh_local(Backend *b) {
 void backend_done(Backend *b) {
 	b->local = mfree(b->local);
 	b->n_local = 0;
+	node_lease_done(&b->self);
 }
 
 typedef struct DefaultScan {
@@ -230,7 +231,7 @@ void backend_vtep_mac(const char *node_name, uint32_t vni, uint8_t ret[6]) {
 	char v[16];
 
 	snprintf(v, sizeof(v), "/%u", vni);
-	h = fnv1a(fnv1a(h, node_name), v);
+	h = fnv1a(fnv1a(h, node_name ?: ""), v);
 	for (int i = 0; i < 6; i++)
 		ret[i] = (uint8_t) (h >> (8 * i));
 	ret[0] = (uint8_t) ((ret[0] & 0xfe) | 0x02); /* unicast, locally administered */

@@ -65,7 +65,7 @@ struct Backend {
 	const BackendOps *ops;
 	NlSock *nl;                     /* not owned */
 	NetworkBackendConfig config;
-	char node_name[NODE_NAME_MAX + 1];
+	const char *node_name;          /* not owned: weftd's --node-name */
 
 	/* underlay */
 	int underlay_ifindex;
@@ -82,7 +82,7 @@ struct Backend {
 	int vtep_ifindex;
 	uint8_t vtep_mac[6];
 
-	/* our lease, once held */
+	/* our lease, once held (owned: backend_done() releases it) */
 	bool have_lease;
 	NodeLease self;
 

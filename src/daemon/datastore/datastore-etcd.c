@@ -201,9 +201,12 @@ int datastore_etcd_lease_parse(const char *subnets_prefix, const char *key, cons
 		}
 		v = json_object_get(o, "node");
 		if (json_is_string(v) && json_string_length(v) <= NODE_NAME_MAX &&
-		    strlen(json_string_value(v)) == json_string_length(v))
-			memcpy(l.node_name, json_string_value(v), json_string_length(v) + 1);
-		else
+		    strlen(json_string_value(v)) == json_string_length(v)) {
+			if (node_lease_set_name(&l, json_string_value(v)) < 0) {
+				json_decref(o);
+				return -ENOMEM;
+			}
+		} else
 			set_invalid(&l, LEASE_REJECT_NODE_NAME,
 				    json_is_string(v) ? "\"node\" is longer than 253 characters (or holds a NUL)"
 						      : "\"node\" is missing or not a string");
@@ -245,8 +248,10 @@ static int lease_from_kv(Datastore *d, const char *key, const char *value, NodeL
 /* ---- the cache behind RESYNC and DELETE events ---- */
 
 static void cache_clear(Datastore *d) {
-	for (size_t i = 0; i < d->n_cache; i++)
+	for (size_t i = 0; i < d->n_cache; i++) {
 		free(d->cache[i].key);
+		node_lease_done(&d->cache[i].lease);
+	}
 	d->cache = mfree(d->cache);
 	d->n_cache = 0;
 }
@@ -258,29 +263,37 @@ static CachedLease *cache_find(Datastore *d, const char *key) {
 	return NULL;
 }
 
-static int cache_put(Datastore *d, const char *key, const NodeLease *l, const NodeLease **ret) {
+/* Stores *l under key, taking over what it owns (also on failure: *l is released then). */
+static int cache_put(Datastore *d, const char *key, NodeLease *l, const NodeLease **ret) {
 	CachedLease *c = cache_find(d, key), *n;
 
 	if (!c) {
 		char *k = strdup(key);
 
-		if (!k)
+		if (!k) {
+			node_lease_done(l);
 			return -ENOMEM;
+		}
 		n = realloc(d->cache, (d->n_cache + 1) * sizeof(CachedLease));
 		if (!n) {
 			free(k);
+			node_lease_done(l);
 			return -ENOMEM;
 		}
 		d->cache = n;
 		c = &d->cache[d->n_cache++];
 		c->key = k;
+		c->lease = (NodeLease) {};
 	}
+	node_lease_done(&c->lease);
 	c->lease = *l;
+	*l = (NodeLease) {};
 	c->lease.key = c->key; /* strings do not move when the array does */
 	*ret = &c->lease;
 	return 0;
 }
 
+/* Drops the entry; its lease (and what it owns) is the caller's now, in c->lease before the call. */
 static void cache_remove(Datastore *d, CachedLease *c) {
 	free(c->key);
 	*c = d->cache[--d->n_cache];
@@ -344,17 +357,21 @@ static void handle_watch_event(Datastore *d, const json_t *ev) {
 	const json_t *type = json_object_get(ev, "type");
 	bool del = json_is_string(type) && streq(json_string_value(type), "DELETE");
 	_cleanup_(etcd_kv_done) EtcdKv kv = {};
-	NodeLease l;
+	_cleanup_(node_lease_done) NodeLease l = {};
 
 	if (etcd_kv_decode(json_object_get(ev, "kv"), &kv) < 0)
 		return;
 
 	if (d->have_lease && d->key && streq(kv.key, d->key)) {
+		bool ours;
+
 		if (del) {
 			own_key_missing(d, "was deleted");
 			return;
 		}
-		if (lease_from_kv(d, kv.key, kv.value, &l) < 0 || !streq(l.node_name, d->self.node_name)) {
+		ours = lease_from_kv(d, kv.key, kv.value, &l) >= 0 && streq_ptr(l.node_name, d->self.node_name);
+		node_lease_done(&l);
+		if (!ours) {
 			/* Overwritten: someone else holds our subnet now. */
 			renew_lost(d, &kv);
 			return;
@@ -365,7 +382,7 @@ static void handle_watch_event(Datastore *d, const json_t *ev) {
 		CachedLease *c = cache_find(d, kv.key);
 
 		if (c) {
-			l = c->lease;
+			l = c->lease; /* ours to release now */
 			cache_remove(d, c);
 			l.key = kv.key; /* the cache's copy is gone */
 		} else if (lease_from_kv(d, kv.key, NULL, &l) < 0)
@@ -443,7 +460,7 @@ static void on_range_done(EtcdClient *c, int error, json_t *resp, void *userdata
 		l.created = kvs[i].create_revision;
 		if (cache_put(d, kvs[i].key, &l, &stored) < 0)
 			continue;
-		list[n_list++] = *stored;
+		list[n_list++] = *stored; /* a view: the cache owns the name */
 	}
 	etcd_kvs_free(kvs, n);
 
@@ -551,11 +568,11 @@ static void renew_failed(Datastore *d, int r, const char *what) {
 }
 
 static void renew_lost(Datastore *d, const EtcdKv *holder) {
-	NodeLease other = {};
+	_cleanup_(node_lease_done) NodeLease other = {};
 
 	(void) lease_from_kv(d, holder->key, holder->value, &other);
 	snprintf(d->error, sizeof(d->error), "our subnet key %s is held by node \"%s\" now", d->key,
-		 other.node_name);
+		 other.node_name ?: "");
 	log_error("etcd: %s", d->error);
 	d->have_lease = false;
 	d->lost_key = false;
@@ -594,10 +611,10 @@ static void on_put_done(EtcdClient *c, int error, json_t *resp, void *userdata) 
 	if (!existing.key) /* gone between our txn's compare and read: try again */
 		return renew_put(d, "CREATE", 0);
 	{
-		NodeLease other = {};
+		_cleanup_(node_lease_done) NodeLease other = {};
 
 		if (lease_from_kv(d, existing.key, existing.value, &other) >= 0 &&
-		    streq(other.node_name, d->self.node_name))
+		    streq_ptr(other.node_name, d->self.node_name))
 			/* Still ours (e.g. written by our previous incarnation): move it to our lease. */
 			return renew_put(d, "MOD", existing.mod_revision);
 	}
@@ -698,6 +715,7 @@ static Datastore *etcd_free(Datastore *d) {
 	/* Requests reference d as userdata: drop them with the client, before d. */
 	d->client = etcd_client_free(d->client);
 	cache_clear(d);
+	node_lease_done(&d->self);
 	free(d->prefix);
 	free(d->subnets_prefix);
 	free(d->subnets_end);
@@ -828,8 +846,8 @@ typedef struct Existing {
 } Existing;
 
 static void existing_done(Existing *e) {
+	node_leases_free(e->leases, e->n);
 	etcd_kvs_free(e->kvs, e->n);
-	free(e->leases);
 	*e = (Existing) {};
 }
 
@@ -911,7 +929,7 @@ static int try_put(AcquireCtx *x, const IpPrefix *p, const char *target, int64_t
 		   char **ret_value) {
 	_cleanup_(etcd_kv_done) EtcdKv existing = {};
 	_cleanup_free_ char *key = NULL, *value = NULL;
-	NodeLease l = *x->self;
+	NodeLease l = *x->self; /* a view: only read */
 	bool ok = false;
 	int r;
 
@@ -963,7 +981,7 @@ static int acquire_once(AcquireCtx *x, const IpPrefix *network, unsigned subnet_
 		NodeLease *l = &e.leases[i];
 		int64_t ttl = 0;
 
-		if (!streq(l->node_name, x->self->node_name) || l->subnet.len != subnet_len ||
+		if (!streq_ptr(l->node_name, x->self->node_name) || l->subnet.len != subnet_len ||
 		    !subnet_allowed(d, network, &l->subnet))
 			continue;
 		if (!x->lease_id && e.kvs[i].lease && etcd_lease_keepalive(d->client, e.kvs[i].lease, &ttl) >= 0 &&
@@ -1027,7 +1045,7 @@ static void delete_stale_own(Datastore *d, const char *node, const char *keep) {
 	if (existing_load(d, &e) < 0)
 		return;
 	for (size_t i = 0; i < e.n; i++)
-		if (streq(e.leases[i].node_name, node) && !streq(e.kvs[i].key, keep)) {
+		if (streq_ptr(e.leases[i].node_name, node) && !streq(e.kvs[i].key, keep)) {
 			log_info("etcd: deleting our stale subnet key %s", e.kvs[i].key);
 			(void) etcd_delete(d->client, e.kvs[i].key, NULL);
 		}
@@ -1037,14 +1055,18 @@ static int etcd_acquire(Datastore *d, const IpPrefix *network, unsigned subnet_l
 			const IpPrefix *prev, NodeLease *ret) {
 	AcquireCtx x = { .d = d, .self = self, .network = network };
 	_cleanup_free_ char *key = NULL, *value = NULL;
+	_cleanup_(node_lease_done) NodeLease mine = {}, theirs = {};
 	IpPrefix subnet = {};
 	int r = -EAGAIN;
 
-	if (!network || !self || !self->node_name[0] || !ip_addr_size(network->addr.family) ||
+	if (!network || !self || isempty(self->node_name) || !ip_addr_size(network->addr.family) ||
 	    subnet_len < network->len || subnet_len > ip_family_bits(network->addr.family)) {
 		snprintf(d->error, sizeof(d->error), "invalid acquire arguments");
 		return -EINVAL;
 	}
+	/* Our copy and the caller's, made before anything changes. */
+	if (node_lease_copy(&mine, self) < 0 || node_lease_copy(&theirs, self) < 0)
+		return -ENOMEM;
 
 	for (int attempt = 0; attempt < ACQUIRE_MAX_ATTEMPTS && r == -EAGAIN; attempt++)
 		r = acquire_once(&x, network, subnet_len, prev, &subnet, &key, &value);
@@ -1069,13 +1091,16 @@ static int etcd_acquire(Datastore *d, const IpPrefix *network, unsigned subnet_l
 	d->value = TAKE_PTR(value);
 	d->lease_id = x.lease_id;
 	d->granted_ttl = x.ttl > 0 ? x.ttl : d->ttl_sec;
-	d->self = *self;
+	node_lease_done(&d->self);
+	d->self = mine;
+	mine = (NodeLease) {};
 	d->self.subnet = subnet;
 	d->self.subnet6 = x.subnet6;
 	d->have_lease = true;
 	d->renew_failures = 0;
 	renew_ok(d, d->granted_ttl);
 	*ret = d->self;
+	ret->node_name = TAKE_PTR(theirs.node_name);
 	return 0;
 }
 

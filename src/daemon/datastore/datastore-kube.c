@@ -170,8 +170,8 @@ static int64_t node_created(const json_t *node) {
 /*
  * 1 and *ret filled if the node is a lease (podCIDRs + public IP annotation), 0 if not ready yet,
  * < 0 if it cannot be one at all (no name, or a name no API server would accept: longer than a
- * NodeLease holds). ret->node_name is set in every case >= 0. What is wrong with a ready node's
- * fields is recorded in ret->invalid, for the import filter.
+ * NodeLease holds; -ENOMEM). ret->node_name is set (owned by *ret) in every case >= 0. What is
+ * wrong with a ready node's fields is recorded in ret->invalid, for the import filter.
  */
 int datastore_kube_node_parse(const json_t *node, NodeLease *ret) {
 	const char *name = json_path_str(node, "metadata", "name"), *s;
@@ -181,7 +181,8 @@ int datastore_kube_node_parse(const json_t *node, NodeLease *ret) {
 
 	if (!name || strlen(name) > NODE_NAME_MAX)
 		return -EINVAL;
-	memcpy(l.node_name, name, strlen(name) + 1);
+	if (node_lease_set_name(&l, name) < 0)
+		return -ENOMEM;
 	l.created = node_created(node);
 	node_pod_cidrs(node, &p4, &p6, &bad_cidr);
 	if (bad_cidr)
@@ -228,7 +229,7 @@ static int node_to_lease(const json_t *node, NodeLease *ret) {
 }
 
 static bool lease_same(const NodeLease *a, const NodeLease *b) {
-	return streq(a->node_name, b->node_name) && a->created == b->created && a->invalid == b->invalid &&
+	return streq_ptr(a->node_name, b->node_name) && a->created == b->created && a->invalid == b->invalid &&
 	       ip_prefix_equal(&a->subnet, &b->subnet) &&
 	       ip_prefix_equal(&a->subnet6, &b->subnet6) && ip_addr_equal(&a->public_ip, &b->public_ip) &&
 	       streq(a->backend, b->backend) && a->has_vtep_mac == b->has_vtep_mac &&
@@ -239,7 +240,7 @@ static bool lease_same(const NodeLease *a, const NodeLease *b) {
 
 static NodeLease *cache_find(Datastore *d, const char *name) {
 	for (size_t i = 0; i < d->n_cache; i++)
-		if (streq(d->cache[i].node_name, name))
+		if (streq_ptr(d->cache[i].node_name, name))
 			return &d->cache[i];
 	return NULL;
 }
@@ -249,9 +250,10 @@ static void node_deleted(Datastore *d, const char *name) {
 
 	if (!c)
 		return;
-	l = *c;
+	l = *c; /* the cache's entry, ours to release now */
 	*c = d->cache[--d->n_cache];
 	emit(d, &(DatastoreEvent) { .type = DS_EVENT_NODE_DELETE, .node = &l });
+	node_lease_done(&l);
 }
 
 /* Our own Node: if what other nodes need from us is no longer in its annotations (removed by hand,
@@ -259,7 +261,7 @@ static void node_deleted(Datastore *d, const char *name) {
 static void check_own_node(Datastore *d, const NodeLease *l) {
 	const NodeLease *s = &d->self;
 
-	if (!d->have_lease || !streq(l->node_name, s->node_name))
+	if (!d->have_lease || !streq_ptr(l->node_name, s->node_name))
 		return;
 	if (ip_addr_equal(&l->public_ip, &s->public_ip) && streq(l->backend, s->backend) &&
 	    l->has_vtep_mac == s->has_vtep_mac && (!s->has_vtep_mac || memcmp(l->vtep_mac, s->vtep_mac, 6) == 0))
@@ -273,7 +275,8 @@ static void check_own_node(Datastore *d, const NodeLease *l) {
 }
 
 static void node_changed(Datastore *d, const json_t *node) {
-	NodeLease l, *c;
+	_cleanup_(node_lease_done) NodeLease l = {};
+	NodeLease *c;
 	int r;
 
 	r = node_to_lease(node, &l);
@@ -290,7 +293,9 @@ static void node_changed(Datastore *d, const json_t *node) {
 		/* Kubelet heartbeats modify Nodes every few seconds: only real changes are events. */
 		if (lease_same(c, &l))
 			return;
+		node_lease_done(c);
 		*c = l;
+		l = (NodeLease) {}; /* moved into the cache */
 	} else {
 		NodeLease *n = reallocarray(d->cache, d->n_cache + 1, sizeof(NodeLease));
 
@@ -299,6 +304,7 @@ static void node_changed(Datastore *d, const json_t *node) {
 		d->cache = n;
 		c = &d->cache[d->n_cache++];
 		*c = l;
+		l = (NodeLease) {}; /* moved into the cache */
 	}
 	emit(d, &(DatastoreEvent) { .type = DS_EVENT_NODE_UPSERT, .node = c });
 }
@@ -428,8 +434,10 @@ static void on_list_done(KubeClient *c, int error, json_t *resp, void *userdata)
 			check_own_node(d, &list[n]);
 		if (r > 0)
 			n++;
+		else if (r == 0)
+			node_lease_done(&list[n]); /* not a lease yet: the slot is reused */
 	}
-	free(d->cache);
+	node_leases_free(d->cache, d->n_cache);
 	d->cache = list;
 	d->n_cache = n;
 	free(d->resource_version);
@@ -474,7 +482,8 @@ static Datastore *kube_free(Datastore *d) {
 	/* Requests reference d as userdata: drop them with the client, before d. */
 	kube_client_free(d->client);
 	free(d->resource_version);
-	free(d->cache);
+	node_leases_free(d->cache, d->n_cache);
+	node_lease_done(&d->self);
 	free(d);
 	return NULL;
 }
@@ -594,10 +603,10 @@ static int kube_acquire(Datastore *d, const IpPrefix *network, unsigned subnet_l
 	json_t *node = NULL;
 	IpPrefix p4, p6;
 	bool network_ok;
-	NodeLease l;
+	NodeLease l, mine;
 	int r;
 
-	if (!self || !self->node_name[0]) {
+	if (!self || isempty(self->node_name)) {
 		snprintf(d->error, sizeof(d->error), "invalid acquire arguments");
 		return -EINVAL;
 	}
@@ -619,7 +628,7 @@ static int kube_acquire(Datastore *d, const IpPrefix *network, unsigned subnet_l
 	network_ok = network_available(node);
 	json_decref(node);
 
-	l = *self;
+	l = *self; /* a view: copied below once it is ours */
 	l.expiration = 0;
 	if (!network || network->addr.family != AF_INET6) {
 		l.subnet = p4;
@@ -662,9 +671,17 @@ static int kube_acquire(Datastore *d, const IpPrefix *network, unsigned subnet_l
 	}
 	if (!network_ok)
 		set_network_available(d, path);
-	d->self = l;
+	r = node_lease_copy(&mine, &l);
+	if (r < 0)
+		return r;
+	r = node_lease_copy(ret, &l);
+	if (r < 0) {
+		node_lease_done(&mine);
+		return r;
+	}
+	node_lease_done(&d->self);
+	d->self = mine;
 	d->have_lease = true;
-	*ret = l;
 	return 0;
 }
 

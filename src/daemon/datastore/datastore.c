@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "basic/string-util.h"
 #include "daemon/datastore/datastore.h"
@@ -43,4 +46,41 @@ bool node_name_valid(const char *name) {
 		prev = c;
 	}
 	return n > 0 && prev != '.' && prev != '-';
+}
+
+int node_lease_set_name(NodeLease *l, const char *name) {
+	char *n = NULL;
+
+	if (name) {
+		n = strdup(name);
+		if (!n)
+			return -ENOMEM;
+	}
+	free(l->node_name);
+	l->node_name = n;
+	return 0;
+}
+
+int node_lease_copy(NodeLease *dst, const NodeLease *src) {
+	NodeLease c = *src;
+
+	c.node_name = NULL;
+	if (node_lease_set_name(&c, src->node_name) < 0)
+		return -ENOMEM;
+	*dst = c;
+	return 0;
+}
+
+void node_lease_done(NodeLease *l) {
+	if (!l)
+		return;
+	l->node_name = mfree(l->node_name);
+}
+
+void node_leases_free(NodeLease *l, size_t n) {
+	if (!l)
+		return;
+	for (size_t i = 0; i < n; i++)
+		node_lease_done(&l[i]);
+	free(l);
 }

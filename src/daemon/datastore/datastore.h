@@ -19,8 +19,8 @@
 typedef struct Datastore Datastore;
 
 /* Kubernetes node names are DNS subdomains (RFC 1123): at most 253 characters. NodeLease holds
- * every valid name whole; parsers refuse longer ones (LEASE_REJECT_NODE_NAME) and never cut them,
- * so two long names can never collide into one. */
+ * every valid name whole (on the heap); parsers refuse longer ones (LEASE_REJECT_NODE_NAME) and
+ * never cut them, so two long names can never collide into one. */
 #define NODE_NAME_MAX 253
 
 /*
@@ -45,9 +45,11 @@ typedef enum LeaseReject {
 	_LEASE_REJECT_MAX,
 } LeaseReject;
 
-/* One node's lease as stored: subnet + what other nodes need to reach it. */
+/* One node's lease as stored: subnet + what other nodes need to reach it. It owns node_name:
+ * copy a lease with node_lease_copy() and release it with node_lease_done(); a plain struct copy
+ * is a borrowed view, valid while the original is. */
 typedef struct NodeLease {
-	char node_name[NODE_NAME_MAX + 1];
+	char *node_name;        /* malloc'ed; NULL = not known (a DELETE by key, an unreadable value) */
 	IpPrefix subnet;        /* pod subnet of that node (IPv4; subnet6 for dual-stack) */
 	IpPrefix subnet6;       /* AF_UNSPEC = none */
 	IpAddr public_ip;       /* underlay address other nodes use */
@@ -70,8 +72,18 @@ typedef struct NodeLease {
 
 /* The key a lease is stored under (see NodeLease.key). */
 static inline const char *node_lease_key(const NodeLease *l) {
-	return l->key ?: l->node_name;
+	return l->key ?: l->node_name ?: "";
 }
+
+/* Replaces l->node_name with a copy of name (NULL = none). 0 or -ENOMEM (l unchanged). */
+int node_lease_set_name(NodeLease *l, const char *name);
+/* *dst = *src with its own copy of node_name (key stays borrowed). dst is overwritten, not
+ * released. 0 or -ENOMEM (dst untouched). */
+int node_lease_copy(NodeLease *dst, const NodeLease *src);
+/* Frees what l owns; l stays usable (node_name NULL). */
+void node_lease_done(NodeLease *l);
+/* node_lease_done() on each of n leases, then free(l). NULL-safe. */
+void node_leases_free(NodeLease *l, size_t n);
 
 typedef enum DatastoreEventType {
 	DS_EVENT_NODE_UPSERT,   /* a lease appeared or changed */

@@ -127,7 +127,7 @@ LeaseReject lease_filter_check(const LeaseFilter *f, const NodeLease *l, char **
 		if (ret_detail)
 			*ret_detail = strdup_printf("node name \"%s\" is not a valid Kubernetes node name "
 						    "(lowercase DNS subdomain, at most %d characters)",
-						    l->node_name, NODE_NAME_MAX);
+						    l->node_name ?: "", NODE_NAME_MAX);
 		return LEASE_REJECT_NODE_NAME;
 	}
 	if (!ip_addr_is_set(&l->subnet.addr)) {
@@ -170,7 +170,7 @@ LeaseReject lease_filter_check(const LeaseFilter *f, const NodeLease *l, char **
 			return LEASE_REJECT_VTEP_MAC;
 		}
 	}
-	if (f->self_name && streq(l->node_name, f->self_name)) {
+	if (f->self_name && streq_ptr(l->node_name, f->self_name)) {
 		/* Our own lease never comes here (the reconciler takes it out by name and subnet): this
 		 * is another key claiming to be us. */
 		if (ret_detail)
@@ -197,7 +197,7 @@ static int cmp_subnet6(const LeaseCandidate *a, const LeaseCandidate *b) {
 }
 
 static int cmp_name(const LeaseCandidate *a, const LeaseCandidate *b) {
-	return strcmp(a->lease->node_name, b->lease->node_name);
+	return strcmp(a->lease->node_name ?: "", b->lease->node_name ?: "");
 }
 
 static int cmp_mac(const LeaseCandidate *a, const LeaseCandidate *b) {
