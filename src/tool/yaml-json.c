@@ -510,7 +510,7 @@ static int json_stream_parse(const char *buf, size_t len, YamlDoc **ret, size_t 
 			break;
 		for (size_t i = 0; i < off; i++)
 			line += buf[i] == '\n';
-		j = json_loadb(buf + off, len - off, JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &jerr);
+		j = json_loadb(buf + off, len - off, JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
 		if (!j) {
 			*ret_error = strdup_printf("line %u: %s", line + (unsigned) jerr.line - 1, jerr.text);
 			yaml_docs_free(docs, n);
