@@ -22,7 +22,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes -Wvla \
            -Wno-unused-parameter -Wno-format-nonliteral
 CFLAGS  ?= -O2 -g
-override CFLAGS += -std=gnu17 $(WARN) -D_GNU_SOURCE -Isrc -Isrc/shared $(PKG_CFLAGS) -MMD -MP
+override CFLAGS += -std=gnu17 $(WARN) -D_GNU_SOURCE -Isrc $(PKG_CFLAGS) -MMD -MP
 override LDFLAGS += -Wl,--as-needed
 ifeq ($(SAN),1)
 override CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -O1
@@ -110,7 +110,7 @@ $(BUILD)/obj/test/fuzz/replay-main.o: test/fuzz/replay-main.c
 FUZZ_DIR    := build-fuzz
 FUZZ_CC     := clang
 FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_CFLAGS := -std=gnu17 -g -O1 -D_GNU_SOURCE -Isrc -Isrc/shared $(PKG_CFLAGS) -MMD -MP $(FUZZ_SAN)
+FUZZ_CFLAGS := -std=gnu17 -g -O1 -D_GNU_SOURCE -Isrc $(PKG_CFLAGS) -MMD -MP $(FUZZ_SAN)
 FUZZ_LIB    := $(FUZZ_DIR)/libweft.a
 FUZZ_DLIB   := $(FUZZ_DIR)/libweftd.a
 FUZZ_BIN    := $(FUZZ_SRCS:test/fuzz/%.c=$(FUZZ_DIR)/%)

@@ -41,11 +41,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ip/ip-addr.h"
-#include "netns/netns.h"
-#include "nft/nft-bridge.h"
-#include "nft/nft.h"
-#include "nl/nl.h"
+#include "shared/ip/ip-addr.h"
+#include "shared/netns/netns.h"
+#include "shared/nft/nft-bridge.h"
+#include "shared/nft/nft.h"
+#include "shared/nl/nl.h"
 
 static const char *bridge = "wb-floor";
 static const char *pattern;

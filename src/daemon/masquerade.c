@@ -5,7 +5,7 @@
 
 #include "basic/macro.h"
 #include "daemon/masquerade.h"
-#include "nft/nft-table.h"
+#include "shared/nft/nft-table.h"
 
 #define T NFT_TABLE_INET
 #define FWD NFT_NODE_CHAIN_FORWARD

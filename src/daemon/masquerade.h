@@ -20,8 +20,8 @@
 
 #include <stdbool.h>
 
-#include "ip/ip-addr.h"
-#include "nft/nft.h"
+#include "shared/ip/ip-addr.h"
+#include "shared/nft/nft.h"
 
 typedef struct MasqueradeParams {
 	IpPrefix network;       /* AF_UNSPEC = none */

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "daemon/datastore/datastore.h"
-#include "ip/ip-addr.h"
+#include "shared/ip/ip-addr.h"
 
 typedef enum MetricsOp {
 	METRICS_OP_ROUTE_ADD,

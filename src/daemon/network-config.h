@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "basic/macro.h"
-#include "ip/ip-addr.h"
+#include "shared/ip/ip-addr.h"
 
 typedef enum NetworkBackendType {
 	NETWORK_BACKEND_VXLAN,

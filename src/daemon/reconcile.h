@@ -31,7 +31,7 @@
 #include "daemon/datastore/datastore.h"
 #include "daemon/datastore/lease-filter.h"
 #include "daemon/metrics.h"
-#include "nl/nl.h"
+#include "shared/nl/nl.h"
 
 typedef struct ReconcileObserved {
 	NlRoute *routes;        /* ours only (protocol WEFT_RTPROT) */

@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 
 #include "basic/macro.h"
-#include "event/event-loop.h"
+#include "shared/event/event-loop.h"
 
 typedef struct StatusServer StatusServer;
 

@@ -13,7 +13,7 @@
 #include "basic/string-util.h"
 #include "daemon/cni-conf.h"
 #include "daemon/weftd.h"
-#include "lease/lease-file.h"
+#include "shared/lease/lease-file.h"
 
 void manager_lease_path_init(Manager *m) {
 	snprintf(m->lease_path, sizeof(m->lease_path), "%s/%s", m->args.run_dir, LEASE_FILE_NAME);

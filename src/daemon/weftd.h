@@ -25,9 +25,9 @@
 #include "daemon/network-config.h"
 #include "daemon/reconcile.h"
 #include "daemon/status-server.h"
-#include "event/event-loop.h"
-#include "nft/nft.h"
-#include "nl/nl.h"
+#include "shared/event/event-loop.h"
+#include "shared/nft/nft.h"
+#include "shared/nl/nl.h"
 
 #define EXIT_CONFIG 2
 #define DEBOUNCE_USEC (20 * USEC_PER_MSEC)

@@ -5,7 +5,7 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "cni/cni-exec.h"
+#include "shared/cni/cni-exec.h"
 #include "tool/cni-cache.h"
 #include "tool/cni-chain.h"
 

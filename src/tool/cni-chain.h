@@ -11,8 +11,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "cni/cni-plugin.h"
-#include "cni/cni-types.h"
+#include "shared/cni/cni-plugin.h"
+#include "shared/cni/cni-types.h"
 #include "tool/cni-conf-load.h"
 
 typedef struct CniRuntime {

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "cni/cni-types.h"
+#include "shared/cni/cni-types.h"
 
 typedef struct CniNetConfList {
 	json_t *root;            /* the list object (owned) */

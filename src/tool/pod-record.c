@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "basic/string-util.h"
-#include "ip/ip-addr.h"
+#include "shared/ip/ip-addr.h"
 #include "tool/object-store.h"
 #include "tool/pod-record.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-plugin.h"
+#include "shared/cni/cni-plugin.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

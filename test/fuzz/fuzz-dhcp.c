@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dhcp/dhcp-client.h"
-#include "dhcp/dhcp-message.h"
-#include "dhcp/dhcp-proto.h"
+#include "shared/dhcp/dhcp-client.h"
+#include "shared/dhcp/dhcp-message.h"
+#include "shared/dhcp/dhcp-proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

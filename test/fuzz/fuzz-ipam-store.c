@@ -24,7 +24,7 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "ipam/ipam-store.h"
+#include "shared/ipam/ipam-store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "basic/macro.h"
-#include "lease/lease-file.h"
+#include "shared/lease/lease-file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

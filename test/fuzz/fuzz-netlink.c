@@ -13,11 +13,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "nl/nl-internal.h"
-#include "nl/nl-kinds.h"
-#include "nl/nl-rule.h"
-#include "nl/nl-tc.h"
-#include "nl/nl-vrf.h"
+#include "shared/nl/nl-internal.h"
+#include "shared/nl/nl-kinds.h"
+#include "shared/nl/nl-rule.h"
+#include "shared/nl/nl-tc.h"
+#include "shared/nl/nl-vrf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -19,7 +19,7 @@ cat >"$T/drv.c" <<'EOF'
 #include <stdio.h>
 #include <string.h>
 #include "basic/string-util.h"
-#include "nft/nft-bridge.h"
+#include "shared/nft/nft-bridge.h"
 static char **valid;
 static bool is_valid(const char *cid, const char *ifname, void *u) {
 	for (char **v = valid; *v; v++)

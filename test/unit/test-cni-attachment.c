@@ -16,8 +16,8 @@
 #include <cmocka.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-attachment.h"
-#include "nft/nft-elem.h"
+#include "shared/cni/cni-attachment.h"
+#include "shared/nft/nft-elem.h"
 
 static void test_hash(void **state) {
 	char h[CNI_ATTACHMENT_HASH_LEN + 1], h2[CNI_ATTACHMENT_HASH_LEN + 1];

@@ -14,7 +14,7 @@
 
 #include "basic/fileio.h"
 #include "basic/string-util.h"
-#include "cni/cni-exec.h"
+#include "shared/cni/cni-exec.h"
 
 static char dir[] = "/tmp/test-cni-exec.XXXXXX";
 

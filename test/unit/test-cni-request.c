@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-plugin.h"
+#include "shared/cni/cni-plugin.h"
 
 #define CONF_OK "{\"cniVersion\":\"1.0.0\",\"name\":\"net1\",\"type\":\"bridge\"}"
 

@@ -10,8 +10,8 @@
 #include <cmocka.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-plugin.h"
-#include "cni/cni-types.h"
+#include "shared/cni/cni-plugin.h"
+#include "shared/cni/cni-types.h"
 
 static IpPrefix P(const char *s) {
 	IpPrefix p;

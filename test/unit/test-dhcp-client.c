@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "dhcp/dhcp-client.h"
+#include "shared/dhcp/dhcp-client.h"
 
 #define S DHCP_USEC_PER_SEC
 

@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "dhcp/dhcp-message.h"
-#include "dhcp/dhcp-proto.h"
+#include "shared/dhcp/dhcp-message.h"
+#include "shared/dhcp/dhcp-proto.h"
 
 static const uint8_t MAC[6] = { 0x02, 0x11, 0x22, 0x33, 0x44, 0x55 };
 

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "ip/ip-addr.h"
+#include "shared/ip/ip-addr.h"
 
 static IpAddr A(const char *s) {
 	IpAddr a;

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "ipam/ipam-alloc.h"
+#include "shared/ipam/ipam-alloc.h"
 
 typedef struct Fake {
 	IpAddr taken[512];

@@ -20,8 +20,8 @@
 
 #include "basic/fileio.h"
 #include "basic/string-util.h"
-#include "ipam/ipam-alloc.h"
-#include "ipam/ipam-config.h"
+#include "shared/ipam/ipam-alloc.h"
+#include "shared/ipam/ipam-config.h"
 
 static json_t *J(const char *s) {
 	json_error_t e;

@@ -22,8 +22,8 @@
 
 #include "basic/fileio.h"
 #include "basic/string-util.h"
-#include "ipam/ipam-store.h"
-#include "store/store-lock.h"
+#include "shared/ipam/ipam-store.h"
+#include "shared/store/store-lock.h"
 
 static char base[64];
 static char dir[128];

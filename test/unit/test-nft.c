@@ -22,10 +22,10 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "nft/nft-bridge.h"
-#include "nft/nft-portmap.h"
-#include "nft/nft-table.h"
-#include "nft/nft.h"
+#include "shared/nft/nft-bridge.h"
+#include "shared/nft/nft-portmap.h"
+#include "shared/nft/nft-table.h"
+#include "shared/nft/nft.h"
 
 static NftCtx *ctx;
 

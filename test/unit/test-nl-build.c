@@ -23,7 +23,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
 
-#include "nl/nl-internal.h"
+#include "shared/nl/nl-internal.h"
 
 static const uint8_t MAC1[6] = { 0x02, 0x11, 0x22, 0x33, 0x44, 0x55 };
 

@@ -40,8 +40,8 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "netns/netns.h"
-#include "nl/nl.h"
+#include "shared/netns/netns.h"
+#include "shared/nl/nl.h"
 
 static NlSock *s;        /* test namespace */
 static NlSock *ps;       /* peer namespace */

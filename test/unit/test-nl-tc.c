@@ -27,9 +27,9 @@
 #include <linux/tc_act/tc_mirred.h>
 
 #include "basic/string-util.h"
-#include "nl/nl-internal.h"
-#include "nl/nl-rule.h"
-#include "nl/nl-tc.h"
+#include "shared/nl/nl-internal.h"
+#include "shared/nl/nl-rule.h"
+#include "shared/nl/nl-tc.h"
 
 static IpPrefix prefix(const char *s) {
 	IpPrefix p;

@@ -19,8 +19,8 @@
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 
-#include "nl/nl-internal.h"
-#include "nl/nl-vrf.h"
+#include "shared/nl/nl-internal.h"
+#include "shared/nl/nl-vrf.h"
 
 static const struct nlattr *attr_get(const struct nlmsghdr *nlh, uint16_t type) {
 	const struct nlattr *a;

@@ -22,8 +22,8 @@
 #include "daemon/masquerade.h"
 #include "daemon/status-server.h"
 #include "daemon/metrics.h"
-#include "event/event-loop.h"
-#include "lease/lease-file.h"
+#include "shared/event/event-loop.h"
+#include "shared/lease/lease-file.h"
 
 static IpPrefix P(const char *s) {
 	IpPrefix p;

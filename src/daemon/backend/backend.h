@@ -21,7 +21,7 @@
 
 #include "daemon/datastore/datastore.h"
 #include "daemon/network-config.h"
-#include "nl/nl.h"
+#include "shared/nl/nl.h"
 
 #define BACKEND_VTEP_PREFIX "weft."
 

@@ -23,7 +23,7 @@
 
 #include "daemon/cache/label-selector.h"
 #include "daemon/cache/string-pool.h"
-#include "ip/ip-addr.h"
+#include "shared/ip/ip-addr.h"
 
 typedef enum KubeKind {
 	KUBE_KIND_NODE,

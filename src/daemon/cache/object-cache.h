@@ -59,7 +59,7 @@
 
 #include "basic/macro.h"
 #include "daemon/cache/kube-objects.h"
-#include "event/event-loop.h"
+#include "shared/event/event-loop.h"
 
 typedef struct ObjectCache ObjectCache;
 

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "basic/macro.h"
-#include "ip/ip-addr.h"
+#include "shared/ip/ip-addr.h"
 
 typedef struct Datastore Datastore;
 

@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "daemon/datastore/datastore.h"
-#include "ip/ip-addr.h"
+#include "shared/ip/ip-addr.h"
 
 typedef struct LeaseFilter {
 	IpPrefix network;  /* AF_UNSPEC = no IPv4 network: IPv4 subnets are refused */

@@ -39,13 +39,13 @@
 #include "basic/list.h"
 #include "basic/log.h"
 #include "basic/string-util.h"
-#include "cni/cni-types.h"
+#include "shared/cni/cni-types.h"
 #include "dhcp.h"
-#include "dhcp/dhcp-client.h"
-#include "dhcp/dhcp-proto.h"
-#include "event/event-loop.h"
-#include "netns/netns.h"
-#include "nl/nl.h"
+#include "shared/dhcp/dhcp-client.h"
+#include "shared/dhcp/dhcp-proto.h"
+#include "shared/event/event-loop.h"
+#include "shared/netns/netns.h"
+#include "shared/nl/nl.h"
 
 typedef struct Daemon Daemon;
 typedef struct Lease Lease;

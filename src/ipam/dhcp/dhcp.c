@@ -23,10 +23,10 @@
 
 #include "basic/log.h"
 #include "basic/string-util.h"
-#include "cni/cni-json.h"
-#include "cni/cni-plugin.h"
+#include "shared/cni/cni-json.h"
+#include "shared/cni/cni-plugin.h"
 #include "dhcp.h"
-#include "dhcp/dhcp-proto.h"
+#include "shared/dhcp/dhcp-proto.h"
 
 /* A request waits for the daemon's own acquisition timeout; this is only a backstop against a
  * wedged daemon (runtimes time ADD out long before). */

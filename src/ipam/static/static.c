@@ -19,8 +19,8 @@
 #include <strings.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-json.h"
-#include "cni/cni-plugin.h"
+#include "shared/cni/cni-json.h"
+#include "shared/cni/cni-plugin.h"
 
 typedef struct StaticAddr {
 	IpPrefix address;

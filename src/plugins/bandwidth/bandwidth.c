@@ -21,11 +21,11 @@
 #include "basic/log.h"
 #include "basic/sha512.h"
 #include "basic/string-util.h"
-#include "cni/cni-json.h"
-#include "cni/cni-plugin.h"
-#include "netns/netns.h"
-#include "nl/nl-tc.h"
-#include "nl/nl.h"
+#include "shared/cni/cni-json.h"
+#include "shared/cni/cni-plugin.h"
+#include "shared/netns/netns.h"
+#include "shared/nl/nl-tc.h"
+#include "shared/nl/nl.h"
 
 #define IFB_PREFIX "bwp"
 

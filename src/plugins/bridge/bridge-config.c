@@ -10,7 +10,7 @@
 
 #include "basic/string-util.h"
 #include "bridge.h"
-#include "pod/pod-conf.h"
+#include "shared/pod/pod-conf.h"
 
 /* Keys match exactly (pod_conf_bool() & co. would also take another case). */
 static int conf_bool(CniRequest *req, json_t *obj, const char *key, bool *ret) {

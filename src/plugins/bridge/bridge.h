@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cni/cni-plugin.h"
+#include "shared/cni/cni-plugin.h"
 
 #define BRIDGE_DEFAULT_NAME "cni0"
 

@@ -16,11 +16,11 @@
 
 #include "basic/log.h"
 #include "basic/string-util.h"
-#include "cni/cni-attachment.h"
-#include "cni/cni-json.h"
-#include "cni/cni-plugin.h"
-#include "nft/nft-firewall.h"
-#include "pod/pod-cni.h"
+#include "shared/cni/cni-attachment.h"
+#include "shared/cni/cni-json.h"
+#include "shared/cni/cni-plugin.h"
+#include "shared/nft/nft-firewall.h"
+#include "shared/pod/pod-cni.h"
 
 typedef struct FirewallConf {
 	bool same_bridge;

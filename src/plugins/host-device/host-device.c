@@ -22,14 +22,14 @@
 
 #include "basic/log.h"
 #include "basic/string-util.h"
-#include "cni/cni-exec.h"
-#include "cni/cni-json.h"
-#include "netns/netns.h"
-#include "nl/nl-kinds.h"
-#include "nl/nl.h"
-#include "pod/pod-cni.h"
-#include "pod/pod-conf.h"
-#include "pod/pod-iface.h"
+#include "shared/cni/cni-exec.h"
+#include "shared/cni/cni-json.h"
+#include "shared/netns/netns.h"
+#include "shared/nl/nl-kinds.h"
+#include "shared/nl/nl.h"
+#include "shared/pod/pod-cni.h"
+#include "shared/pod/pod-conf.h"
+#include "shared/pod/pod-iface.h"
 
 #define SYS_BUS_PCI "/sys/bus/pci/devices"
 

@@ -13,10 +13,10 @@
 #include <linux/if_link.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-exec.h"
-#include "nl/nl-kinds.h"
-#include "pod/pod-conf.h"
-#include "pod/pod-sublink.h"
+#include "shared/cni/cni-exec.h"
+#include "shared/nl/nl-kinds.h"
+#include "shared/pod/pod-conf.h"
+#include "shared/pod/pod-sublink.h"
 
 typedef struct IpvlanConf {
 	char master[IFNAMSIZ];  /* "" = from prevResult, else the default route's device */

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-plugin.h"
-#include "nl/nl.h"
+#include "shared/cni/cni-plugin.h"
+#include "shared/nl/nl.h"
 
 typedef struct LoAddrs {
 	IpPrefix v4, v6;

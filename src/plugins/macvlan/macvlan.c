@@ -13,11 +13,11 @@
 #include <linux/if_link.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-exec.h"
-#include "netns/netns.h"
-#include "nl/nl-kinds.h"
-#include "pod/pod-conf.h"
-#include "pod/pod-sublink.h"
+#include "shared/cni/cni-exec.h"
+#include "shared/netns/netns.h"
+#include "shared/nl/nl-kinds.h"
+#include "shared/pod/pod-conf.h"
+#include "shared/pod/pod-sublink.h"
 
 typedef struct MacvlanConf {
 	char master[IFNAMSIZ];  /* "" = default route's device, resolved by ADD/CHECK */

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "basic/string-util.h"
-#include "pod/pod-conf.h"
+#include "shared/pod/pod-conf.h"
 #include "portmap.h"
 
 #define DEFAULT_MARK_BIT 13 /* the reference's: Kubernetes uses 14 and 15, Calico 20-31 */

@@ -17,11 +17,11 @@
 
 #include "basic/log.h"
 #include "basic/string-util.h"
-#include "cni/cni-attachment.h"
-#include "netns/netns.h"
-#include "nft/nft-portmap.h"
-#include "nl/nl.h"
-#include "pod/pod-cni.h"
+#include "shared/cni/cni-attachment.h"
+#include "shared/netns/netns.h"
+#include "shared/nft/nft-portmap.h"
+#include "shared/nl/nl.h"
+#include "shared/pod/pod-cni.h"
 #include "portmap.h"
 
 /* The container's addresses, as the reference picks them: the first IPv4 and the first IPv6 of

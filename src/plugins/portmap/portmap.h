@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "cni/cni-plugin.h"
+#include "shared/cni/cni-plugin.h"
 
 typedef struct PortmapConf {
 	bool snat;              /* "snat", default true */

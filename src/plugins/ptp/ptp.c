@@ -20,15 +20,15 @@
 
 #include "basic/log.h"
 #include "basic/string-util.h"
-#include "cni/cni-exec.h"
-#include "netns/netns.h"
-#include "nl/nl.h"
-#include "pod/pod-cni.h"
-#include "pod/pod-conf.h"
-#include "pod/pod-gateway.h"
-#include "pod/pod-iface.h"
-#include "pod/pod-masq.h"
-#include "pod/pod-veth.h"
+#include "shared/cni/cni-exec.h"
+#include "shared/netns/netns.h"
+#include "shared/nl/nl.h"
+#include "shared/pod/pod-cni.h"
+#include "shared/pod/pod-conf.h"
+#include "shared/pod/pod-gateway.h"
+#include "shared/pod/pod-iface.h"
+#include "shared/pod/pod-masq.h"
+#include "shared/pod/pod-veth.h"
 
 /* Result interface indexes, as the reference orders them. */
 enum { IFACE_HOST = 0, IFACE_CONT = 1 };

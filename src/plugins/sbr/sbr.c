@@ -22,10 +22,10 @@
 
 #include "basic/log.h"
 #include "basic/string-util.h"
-#include "cni/cni-plugin.h"
-#include "netns/netns.h"
-#include "nl/nl-rule.h"
-#include "nl/nl.h"
+#include "shared/cni/cni-plugin.h"
+#include "shared/netns/netns.h"
+#include "shared/nl/nl-rule.h"
+#include "shared/nl/nl.h"
 
 #define SBR_FIRST_TABLE 100
 

@@ -28,10 +28,10 @@
 #include "basic/fileio.h"
 #include "basic/log.h"
 #include "basic/string-util.h"
-#include "cni/cni-json.h"
-#include "cni/cni-plugin.h"
-#include "netns/netns.h"
-#include "nl/nl.h"
+#include "shared/cni/cni-json.h"
+#include "shared/cni/cni-plugin.h"
+#include "shared/netns/netns.h"
+#include "shared/nl/nl.h"
 
 #define TUNING_DEFAULT_DATA_DIR "/run/cni/tuning"
 

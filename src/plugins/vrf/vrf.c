@@ -20,11 +20,11 @@
 
 #include "basic/log.h"
 #include "basic/string-util.h"
-#include "cni/cni-json.h"
-#include "cni/cni-plugin.h"
-#include "netns/netns.h"
-#include "nl/nl-vrf.h"
-#include "nl/nl.h"
+#include "shared/cni/cni-json.h"
+#include "shared/cni/cni-plugin.h"
+#include "shared/netns/netns.h"
+#include "shared/nl/nl-vrf.h"
+#include "shared/nl/nl.h"
 
 typedef struct VrfConf {
 	char name[IFNAMSIZ];

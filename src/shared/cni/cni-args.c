@@ -4,7 +4,7 @@
 #include <strings.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-plugin.h"
+#include "shared/cni/cni-plugin.h"
 
 void cni_args_done(CniArgs *a) {
 	if (!a)

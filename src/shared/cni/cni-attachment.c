@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-attachment.h"
+#include "shared/cni/cni-attachment.h"
 
 void cni_attachment_hash(const char *s, char buf[static CNI_ATTACHMENT_HASH_LEN + 1]) {
 	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 */

@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "cni/cni-plugin.h"
+#include "shared/cni/cni-plugin.h"
 
 /* True when (cid, ifname) is one of req's valid attachments (exact, case-sensitive match; cid may
  * be the hashed form, see cni_attachment_hash()). */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "basic/string-util.h"
-#include "cni/cni-json.h"
-#include "cni/cni-types.h"
+#include "shared/cni/cni-json.h"
+#include "shared/cni/cni-types.h"
 
 void cni_dns_done(CniDns *d) {
 	if (!d)

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-json.h"
-#include "cni/cni-types.h"
+#include "shared/cni/cni-json.h"
+#include "shared/cni/cni-types.h"
 
 void cni_error_clear(CniError *e) {
 	if (!e)

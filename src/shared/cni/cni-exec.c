@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-exec.h"
+#include "shared/cni/cni-exec.h"
 
 extern char **environ;
 

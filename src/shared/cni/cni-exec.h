@@ -9,8 +9,8 @@
 
 #include <jansson.h>
 
-#include "cni/cni-plugin.h"
-#include "cni/cni-types.h"
+#include "shared/cni/cni-plugin.h"
+#include "shared/cni/cni-types.h"
 
 /* Finds `type` in the colon-separated `path`. The type must be a plain file name (no '/',
  * not "." or ".."). Returns a malloc'ed path, or -ENOENT / -EINVAL. */

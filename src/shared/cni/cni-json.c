@@ -2,7 +2,7 @@
 #include <strings.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-json.h"
+#include "shared/cni/cni-json.h"
 
 json_t *cni_json_get(json_t *obj, const char *key) {
 	const char *k;

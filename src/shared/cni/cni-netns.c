@@ -2,8 +2,8 @@
 #include <string.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-plugin.h"
-#include "netns/netns.h"
+#include "shared/cni/cni-plugin.h"
+#include "shared/netns/netns.h"
 
 int cni_request_open_netns(CniRequest *req) {
 	int fd;

@@ -11,7 +11,7 @@
 #include "basic/fileio.h"
 #include "basic/log.h"
 #include "basic/string-util.h"
-#include "cni/cni-plugin.h"
+#include "shared/cni/cni-plugin.h"
 
 #define ALL_VERSIONS ((1u << _CNI_VERSION_MAX) - 1)
 

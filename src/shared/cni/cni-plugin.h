@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "cni/cni-types.h"
+#include "shared/cni/cni-types.h"
 
 typedef enum CniCommand {
 	CNI_CMD_ADD,

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-json.h"
-#include "cni/cni-plugin.h"
+#include "shared/cni/cni-json.h"
+#include "shared/cni/cni-plugin.h"
 
 extern char **environ;
 

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-json.h"
-#include "cni/cni-types.h"
+#include "shared/cni/cni-json.h"
+#include "shared/cni/cni-types.h"
 
 CniResult *cni_result_new(CniVersion v) {
 	CniResult *r = calloc(1, sizeof(*r));

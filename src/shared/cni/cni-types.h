@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "basic/macro.h"
-#include "ip/ip-addr.h"
+#include "shared/ip/ip-addr.h"
 
 typedef enum CniVersion {
 	CNI_VERSION_0_1_0,

@@ -2,8 +2,8 @@
 #include <string.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-plugin.h"
-#include "cni/cni-types.h"
+#include "shared/cni/cni-plugin.h"
+#include "shared/cni/cni-types.h"
 
 static const char *const version_names[_CNI_VERSION_MAX] = {
 	[CNI_VERSION_0_1_0] = "0.1.0", [CNI_VERSION_0_2_0] = "0.2.0", [CNI_VERSION_0_3_0] = "0.3.0",

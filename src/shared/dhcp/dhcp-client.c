@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "basic/macro.h"
-#include "dhcp/dhcp-client.h"
+#include "shared/dhcp/dhcp-client.h"
 
 #define FAST_TRIES 4
 #define FAST_DELAY (2 * DHCP_USEC_PER_SEC)

@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "dhcp/dhcp-message.h"
+#include "shared/dhcp/dhcp-message.h"
 
 #define DHCP_USEC_PER_SEC 1000000ULL
 #define DHCP_NEVER UINT64_MAX

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "basic/macro.h"
-#include "dhcp/dhcp-message.h"
+#include "shared/dhcp/dhcp-message.h"
 
 /* Fixed BOOTP field offsets (RFC 2131 figure 1). */
 enum {

@@ -12,7 +12,7 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "dhcp/dhcp-proto.h"
+#include "shared/dhcp/dhcp-proto.h"
 
 char *dhcp_client_id(const char *container_id, const char *network, const char *ifname) {
 	char *s = strdup_printf("%s/%s/%s", container_id ?: "", network ?: "", ifname ?: "");

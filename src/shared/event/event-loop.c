@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
-#include "event/event-loop.h"
+#include "shared/event/event-loop.h"
 
 typedef enum SourceType { SOURCE_IO, SOURCE_TIMER, SOURCE_SIGNAL } SourceType;
 

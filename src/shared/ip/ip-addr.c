@@ -7,7 +7,7 @@
 #include <sys/socket.h>
 
 #include "basic/string-util.h"
-#include "ip/ip-addr.h"
+#include "shared/ip/ip-addr.h"
 
 unsigned ip_addr_size(int family) {
 	return family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 
-#include "ipam/ipam-alloc.h"
+#include "shared/ipam/ipam-alloc.h"
 
 /* Moves the cursor one address on: within the range, or to the next range's start after its
  * end (wrapping to the first range). */

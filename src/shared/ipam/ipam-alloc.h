@@ -7,7 +7,7 @@
  * again until the whole set has been used.
  */
 
-#include "ipam/ipam-range.h"
+#include "shared/ipam/ipam-range.h"
 
 /*
  * Asked for each candidate in order. Returns > 0 if the address is taken (try the next one),

@@ -10,7 +10,7 @@
 
 #include "basic/fileio.h"
 #include "basic/string-util.h"
-#include "ipam/ipam-config.h"
+#include "shared/ipam/ipam-config.h"
 
 /* Go's encoding/json matches object keys case-insensitively (exact match preferred); the
  * reference host-local therefore accepts "RangeStart" or "DATADIR", and so do we. */

@@ -9,8 +9,8 @@
 
 #include <jansson.h>
 
-#include "cni/cni-types.h"
-#include "ipam/ipam-range.h"
+#include "shared/cni/cni-types.h"
+#include "shared/ipam/ipam-range.h"
 
 #define IPAM_DEFAULT_DATA_DIR "/var/lib/cni/networks"
 

@@ -5,9 +5,9 @@
 
 #include "basic/log.h"
 #include "basic/string-util.h"
-#include "ipam/ipam-alloc.h"
-#include "ipam/ipam-host-local.h"
-#include "ipam/ipam-store.h"
+#include "shared/ipam/ipam-alloc.h"
+#include "shared/ipam/ipam-host-local.h"
+#include "shared/ipam/ipam-store.h"
 
 /* Closes the store, first logging what its scan skipped: entries named like addresses that are
  * not reservations (a FIFO, a symlink...). Somebody put them there; the operator should know. */

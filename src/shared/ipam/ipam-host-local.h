@@ -17,8 +17,8 @@
  * ADD returns a result with ips (address + gateway, no interface), routes and dns only.
  */
 
-#include "cni/cni-plugin.h"
-#include "ipam/ipam-config.h"
+#include "shared/cni/cni-plugin.h"
+#include "shared/ipam/ipam-config.h"
 
 typedef struct HostLocalConf {
 	IpamConfig *ipam;

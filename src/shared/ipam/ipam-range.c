@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "ipam/ipam-range.h"
+#include "shared/ipam/ipam-range.h"
 
 int ipam_error_set(IpamError *err, int r, const char *fmt, ...) {
 	va_list ap;

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 #include "basic/macro.h"
-#include "ip/ip-addr.h"
+#include "shared/ip/ip-addr.h"
 
 /* Error text for the caller to wrap into a CNI error (library code does not print). */
 typedef struct IpamError {

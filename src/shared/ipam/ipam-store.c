@@ -37,9 +37,9 @@
 
 #include "basic/fileio.h"
 #include "basic/string-util.h"
-#include "ipam/ipam-store.h"
-#include "store/store-file.h"
-#include "store/store-lock.h"
+#include "shared/ipam/ipam-store.h"
+#include "shared/store/store-file.h"
+#include "shared/store/store-lock.h"
 
 #define INDEX_MAGIC      "weft-ipam-index 1\n"
 #define TMP_PREFIX       ".weft-tmp-"

@@ -20,7 +20,7 @@
 #include <stddef.h>
 
 #include "basic/macro.h"
-#include "ip/ip-addr.h"
+#include "shared/ip/ip-addr.h"
 
 typedef struct IpamReservation {
 	IpAddr ip;

@@ -7,7 +7,7 @@
 #include "basic/fileio.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "lease/lease-file.h"
+#include "shared/lease/lease-file.h"
 
 int lease_subnet_gateway(const IpPrefix *subnet, IpPrefix *ret) {
 	IpPrefix net, gw;

@@ -21,7 +21,7 @@
 
 #include <stdbool.h>
 
-#include "ip/ip-addr.h"
+#include "shared/ip/ip-addr.h"
 
 #define LEASE_FILE_NAME "subnet.env"
 

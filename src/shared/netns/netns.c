@@ -14,7 +14,7 @@
 #include <linux/nsfs.h>
 
 #include "basic/macro.h"
-#include "netns/netns.h"
+#include "shared/netns/netns.h"
 
 #ifndef NSFS_MAGIC
 #define NSFS_MAGIC 0x6e736673

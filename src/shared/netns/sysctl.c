@@ -12,7 +12,7 @@
 #include "basic/fileio.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "netns/netns.h"
+#include "shared/netns/netns.h"
 
 /* "net.ipv4.ip_forward" → "/proc/sys/net/ipv4/ip_forward". A key that already contains '/' is
  * used as is, so interface names with dots can be written "net/ipv4/conf/eth0.100/forwarding". */

@@ -3,7 +3,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
-#include "nft/nft-batch.h"
+#include "shared/nft/nft-batch.h"
 
 int nft_batch_begin(NftBatch *b) {
 	*b = (NftBatch) {};

@@ -17,7 +17,7 @@
 #include <stdio.h>
 
 #include "basic/macro.h"
-#include "nft/nft.h"
+#include "shared/nft/nft.h"
 
 typedef struct NftBatch {
 	FILE *f;

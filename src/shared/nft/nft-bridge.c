@@ -19,10 +19,10 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "nft/nft-bridge.h"
-#include "nft/nft-batch.h"
-#include "nft/nft-elem.h"
-#include "nft/nft-table.h"
+#include "shared/nft/nft-bridge.h"
+#include "shared/nft/nft-batch.h"
+#include "shared/nft/nft-elem.h"
+#include "shared/nft/nft-table.h"
 
 /* ---- table layout ---- */
 

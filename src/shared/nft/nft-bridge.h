@@ -19,10 +19,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ip/ip-addr.h"
-#include "nft/nft-elem.h"
-#include "nft/nft-table.h"
-#include "nft/nft.h"
+#include "shared/ip/ip-addr.h"
+#include "shared/nft/nft-elem.h"
+#include "shared/nft/nft-table.h"
+#include "shared/nft/nft.h"
 
 /*
  * ipMasq for one attachment: masquerade traffic whose source is pod_addr's address, unless the

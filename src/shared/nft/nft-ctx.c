@@ -32,7 +32,7 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "nft/nft.h"
+#include "shared/nft/nft.h"
 
 /* The soname Debian's libnftables1 ships (the ABI we compile against). */
 #define LIBNFTABLES_SONAME "libnftables.so.1"

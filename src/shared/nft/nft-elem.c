@@ -12,8 +12,8 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "cni/cni-attachment.h"
-#include "nft/nft-elem.h"
+#include "shared/cni/cni-attachment.h"
+#include "shared/nft/nft-elem.h"
 
 /* ---- attachment ids ---- */
 

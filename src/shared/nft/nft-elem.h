@@ -23,9 +23,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "nft/nft-batch.h"
-#include "nft/nft-table.h"
-#include "nft/nft.h"
+#include "shared/nft/nft-batch.h"
+#include "shared/nft/nft-table.h"
+#include "shared/nft/nft.h"
 
 /* GC's question to the plugin: is attachment (cid, ifname) still alive? */
 typedef bool (*NftAttachmentValidFn)(const char *cid, const char *ifname, void *userdata);

@@ -12,10 +12,10 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "nft/nft-batch.h"
-#include "nft/nft-elem.h"
-#include "nft/nft-firewall.h"
-#include "nft/nft-table.h"
+#include "shared/nft/nft-batch.h"
+#include "shared/nft/nft-elem.h"
+#include "shared/nft/nft-firewall.h"
+#include "shared/nft/nft-table.h"
 
 static void fw_prelude(NftBatch *b) {
 	static const char *const T = NFT_TABLE_INET, *const C = NFT_FW_CHAIN_FORWARD;

@@ -26,9 +26,9 @@
 
 #include <stdbool.h>
 
-#include "ip/ip-addr.h"
-#include "nft/nft-elem.h"
-#include "nft/nft.h"
+#include "shared/ip/ip-addr.h"
+#include "shared/nft/nft-elem.h"
+#include "shared/nft/nft.h"
 
 /* Adds the attachment's pod addresses (replacing elements of the same address). 0 or -errno. */
 int nft_firewall_add(NftCtx *c, const char *net, const char *cid, const char *ifname, const IpAddr *ips,

@@ -19,11 +19,11 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "nft/nft-portmap.h"
-#include "nft/nft-raw.h"
-#include "nft/nft-batch.h"
-#include "nft/nft-elem.h"
-#include "nft/nft-table.h"
+#include "shared/nft/nft-portmap.h"
+#include "shared/nft/nft-raw.h"
+#include "shared/nft/nft-batch.h"
+#include "shared/nft/nft-elem.h"
+#include "shared/nft/nft-table.h"
 
 #define T NFT_TABLE_INET
 

@@ -32,10 +32,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ip/ip-addr.h"
-#include "nft/nft-elem.h"
-#include "nft/nft-table.h"
-#include "nft/nft.h"
+#include "shared/ip/ip-addr.h"
+#include "shared/nft/nft-elem.h"
+#include "shared/nft/nft-table.h"
+#include "shared/nft/nft.h"
 
 /* One DNAT: [host_ip]:host_port/proto -> pod:container_port. host_ip AF_UNSPEC = every local
  * address of the node; otherwise its family must be pod's. */

@@ -23,7 +23,7 @@
 #include <linux/netfilter/nf_tables.h>
 
 #include "basic/macro.h"
-#include "nft/nft-raw.h"
+#include "shared/nft/nft-raw.h"
 
 #define UDATA_SET_ELEM_COMMENT 0   /* NFTNL_UDATA_SET_ELEM_COMMENT (libnftnl/udata.h) */
 

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "nft/nft-elem.h"
+#include "shared/nft/nft-elem.h"
 
 /*
  * 1 if an element of any of objs[0..n_objs) has the comment `comment` exactly, 0 if none (a

@@ -10,7 +10,7 @@
 #include <linux/if_addr.h>
 #include <linux/rtnetlink.h>
 
-#include "nl/nl-internal.h"
+#include "shared/nl/nl-internal.h"
 
 static const NlPolicy addr_policy[IFA_MAX + 1] = {
 	[IFA_ADDRESS] = { MNL_TYPE_BINARY, 4 },

@@ -12,7 +12,7 @@
 #include <linux/rtnetlink.h>
 
 #include "basic/string-util.h"
-#include "nl/nl-internal.h"
+#include "shared/nl/nl-internal.h"
 
 /* ip link add NAME [mtu MTU] [address MAC] type bridge [vlan_filtering 0|1] [vlan_default_pvid N] */
 int nl_build_bridge(NlMsgBuf *buf, const NlBridgeConfig *c) {

@@ -19,7 +19,7 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 
-#include "nl/nl.h"
+#include "shared/nl/nl.h"
 
 /* Request buffer size; every request we build is far smaller. Not MNL_SOCKET_BUFFER_SIZE:
  * that expands to a sysconf() call, i.e. a VLA. */

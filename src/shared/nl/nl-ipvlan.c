@@ -11,8 +11,8 @@
 #include <linux/rtnetlink.h>
 
 #include "basic/string-util.h"
-#include "nl/nl-internal.h"
-#include "nl/nl-kinds.h"
+#include "shared/nl/nl-internal.h"
+#include "shared/nl/nl-kinds.h"
 
 int nl_ipvlan_mode_from_string(const char *mode) {
 	if (isempty(mode) || streq(mode, "l2"))

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "nl/nl.h"
+#include "shared/nl/nl.h"
 
 union NlMsgBuf;
 struct nlmsghdr;

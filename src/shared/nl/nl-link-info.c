@@ -12,8 +12,8 @@
 #include <linux/rtnetlink.h>
 
 #include "basic/string-util.h"
-#include "nl/nl-internal.h"
-#include "nl/nl-kinds.h"
+#include "shared/nl/nl-internal.h"
+#include "shared/nl/nl-kinds.h"
 
 const char *nl_macvlan_mode_to_string(uint32_t mode) {
 	switch (mode) {

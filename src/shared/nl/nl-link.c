@@ -13,7 +13,7 @@
 #include <linux/rtnetlink.h>
 
 #include "basic/string-util.h"
-#include "nl/nl-internal.h"
+#include "shared/nl/nl-internal.h"
 
 static const NlPolicy link_policy[IFLA_MAX + 1] = {
 	[IFLA_IFNAME] = { MNL_TYPE_NUL_STRING },

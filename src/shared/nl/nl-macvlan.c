@@ -11,7 +11,7 @@
 #include <linux/rtnetlink.h>
 
 #include "basic/string-util.h"
-#include "nl/nl-internal.h"
+#include "shared/nl/nl-internal.h"
 
 int nl_macvlan_mode_from_string(const char *mode) {
 	if (isempty(mode) || streq(mode, "bridge"))

@@ -10,7 +10,7 @@
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 
-#include "nl/nl-internal.h"
+#include "shared/nl/nl-internal.h"
 
 static const NlPolicy neigh_policy[NDA_MAX + 1] = {
 	[NDA_DST] = { MNL_TYPE_BINARY, 4 },

@@ -9,7 +9,7 @@
 #include <libmnl/libmnl.h>
 #include <linux/rtnetlink.h>
 
-#include "nl/nl-internal.h"
+#include "shared/nl/nl-internal.h"
 
 static const NlPolicy route_policy[RTA_MAX + 1] = {
 	[RTA_DST] = { MNL_TYPE_BINARY, 4 },

@@ -10,8 +10,8 @@
 #include <linux/fib_rules.h>
 #include <linux/rtnetlink.h>
 
-#include "nl/nl-internal.h"
-#include "nl/nl-rule.h"
+#include "shared/nl/nl-internal.h"
+#include "shared/nl/nl-rule.h"
 
 static const NlPolicy rule_policy[FRA_MAX + 1] = {
 	[FRA_SRC] = { MNL_TYPE_BINARY, 4 },

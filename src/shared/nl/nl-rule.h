@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "nl/nl.h"
+#include "shared/nl/nl.h"
 
 typedef union NlMsgBuf NlMsgBuf;
 

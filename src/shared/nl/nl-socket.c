@@ -19,8 +19,8 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "netns/netns.h"
-#include "nl/nl-internal.h"
+#include "shared/netns/netns.h"
+#include "shared/nl/nl-internal.h"
 
 /* Kernel dump skbs are at most 32 KiB unless a single object is larger (links with many VFs);
  * we peek at the real size before every read and grow, so this is only the starting point. */

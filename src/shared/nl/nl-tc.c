@@ -21,8 +21,8 @@
 
 #include "basic/fileio.h"
 #include "basic/string-util.h"
-#include "nl/nl-internal.h"
-#include "nl/nl-tc.h"
+#include "shared/nl/nl-internal.h"
+#include "shared/nl/nl-tc.h"
 
 #define TIME_UNITS_PER_SEC 1000000.0
 /* The reference's fixed queueing latency for the TBF limit. */

@@ -11,7 +11,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
 
-#include "nl/nl-internal.h"
+#include "shared/nl/nl-internal.h"
 
 /* ip link add NAME [mtu MTU] type veth peer name PEER [mtu MTU] [address PEER_MAC] [netns PEER_NETNS_FD] */
 int nl_build_veth(NlMsgBuf *buf, const char *name, const char *peer, int peer_netns_fd, unsigned mtu,

@@ -10,8 +10,8 @@
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 
-#include "nl/nl-internal.h"
-#include "nl/nl-kinds.h"
+#include "shared/nl/nl-internal.h"
+#include "shared/nl/nl-kinds.h"
 
 /* ip link add NAME link PARENT [mtu MTU] [netns NETNS_FD] type vlan id ID
  * (protocol 802.1Q is the kernel's default: IFLA_VLAN_PROTOCOL is not sent) */

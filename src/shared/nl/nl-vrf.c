@@ -12,8 +12,8 @@
 #include <linux/rtnetlink.h>
 
 #include "basic/string-util.h"
-#include "nl/nl-internal.h"
-#include "nl/nl-vrf.h"
+#include "shared/nl/nl-internal.h"
+#include "shared/nl/nl-vrf.h"
 
 /* ip link add NAME type vrf table TABLE */
 int nl_build_vrf(NlMsgBuf *buf, const char *name, uint32_t table) {

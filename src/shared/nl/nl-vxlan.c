@@ -11,7 +11,7 @@
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 
-#include "nl/nl-internal.h"
+#include "shared/nl/nl-internal.h"
 
 /* ip link add NAME [mtu MTU] [address MAC] type vxlan id VNI dstport PORT [local ADDR] [dev LINK]
  *     [no]learning [gbp] */

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "basic/macro.h"
-#include "ip/ip-addr.h"
+#include "shared/ip/ip-addr.h"
 
 /* Our route protocol number (rtm_protocol), so the reconciler only touches what is ours.
  * Registered names live in /etc/iproute2/rt_protos; 0xfc is unassigned there. */

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "basic/string-util.h"
-#include "netns/netns.h"
-#include "pod/pod-bridge.h"
+#include "shared/netns/netns.h"
+#include "shared/pod/pod-bridge.h"
 
 static const char *extack_of(NlSock *s, char buf[static 300]) {
 	const char *e = nl_sock_extack(s);

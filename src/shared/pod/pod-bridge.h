@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cni/cni-types.h"
-#include "nl/nl.h"
+#include "shared/cni/cni-types.h"
+#include "shared/nl/nl.h"
 
 typedef struct PodBridgeConfig {
 	const char *name;

@@ -8,11 +8,11 @@
 
 #include "basic/log.h"
 #include "basic/string-util.h"
-#include "cni/cni-exec.h"
-#include "ipam/ipam-host-local.h"
-#include "netns/netns.h"
-#include "nl/nl.h"
-#include "pod/pod-cni.h"
+#include "shared/cni/cni-exec.h"
+#include "shared/ipam/ipam-host-local.h"
+#include "shared/netns/netns.h"
+#include "shared/nl/nl.h"
+#include "shared/pod/pod-cni.h"
 
 bool pod_dns_set(const CniDns *d) {
 	return strv_length(d->nameservers) > 0 || !isempty(d->domain) || strv_length(d->search) > 0 ||

@@ -10,10 +10,10 @@
 
 #include <stdbool.h>
 
-#include "cni/cni-plugin.h"
-#include "cni/cni-types.h"
-#include "nft/nft.h"
-#include "nl/nl.h"
+#include "shared/cni/cni-plugin.h"
+#include "shared/cni/cni-types.h"
+#include "shared/nft/nft.h"
+#include "shared/nl/nl.h"
 
 /* The config's "dns" says anything. */
 bool pod_dns_set(const CniDns *d);

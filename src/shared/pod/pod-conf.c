@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "basic/string-util.h"
-#include "cni/cni-json.h"
-#include "pod/pod-conf.h"
+#include "shared/cni/cni-json.h"
+#include "shared/pod/pod-conf.h"
 
 int pod_conf_invalid(CniRequest *req, const char *key, json_t *v, const char *why) {
 	_cleanup_free_ char *s = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;

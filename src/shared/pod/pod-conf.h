@@ -16,7 +16,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "cni/cni-plugin.h"
+#include "shared/cni/cni-plugin.h"
 
 /* Fails with `invalid "<key>": <json value> (<why>)`, code 7. Returns -EINVAL. */
 int pod_conf_invalid(CniRequest *req, const char *key, json_t *v, const char *why);

@@ -8,8 +8,8 @@
 #include <linux/if_addr.h>
 
 #include "basic/string-util.h"
-#include "netns/netns.h"
-#include "pod/pod-gateway.h"
+#include "shared/netns/netns.h"
+#include "shared/pod/pod-gateway.h"
 
 IpAddr pod_gateway_default(const IpPrefix *addr) {
 	IpPrefix net = ip_prefix_mask(addr);

@@ -8,9 +8,9 @@
 
 #include <stdbool.h>
 
-#include "cni/cni-types.h"
-#include "ip/ip-addr.h"
-#include "nl/nl.h"
+#include "shared/cni/cni-types.h"
+#include "shared/ip/ip-addr.h"
+#include "shared/nl/nl.h"
 
 /* The gateway the reference picks when IPAM gives none: the first address after the network
  * of `addr` (10.1.2.0/24 -> 10.1.2.1). */

@@ -11,8 +11,8 @@
 #include <linux/rtnetlink.h>
 
 #include "basic/string-util.h"
-#include "netns/netns.h"
-#include "pod/pod-iface.h"
+#include "shared/netns/netns.h"
+#include "shared/pod/pod-iface.h"
 
 /* The reference waits up to 10 s for IPv6 DAD (ip.SettleAddresses). */
 #define POD_DAD_TIMEOUT_NS (10ULL * 1000 * 1000 * 1000)

@@ -9,8 +9,8 @@
 
 #include <stdbool.h>
 
-#include "cni/cni-types.h"
-#include "nl/nl.h"
+#include "shared/cni/cni-types.h"
+#include "shared/nl/nl.h"
 
 /*
  * Configures `ifname` in the pod namespace (`cont` socket and `netns_fd` both refer to it) from

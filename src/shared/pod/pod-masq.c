@@ -3,10 +3,10 @@
 #include <string.h>
 
 #include "basic/log.h"
-#include "cni/cni-attachment.h"
-#include "nft/nft-bridge.h"
-#include "pod/pod-cni.h"
-#include "pod/pod-masq.h"
+#include "shared/cni/cni-attachment.h"
+#include "shared/nft/nft-bridge.h"
+#include "shared/pod/pod-cni.h"
+#include "shared/pod/pod-masq.h"
 
 int pod_masq_add(CniRequest *req, NftCtx **nft, const CniResult *res) {
 	char as[IP_PREFIX_STRLEN];

@@ -9,8 +9,8 @@
 
 #include <stdbool.h>
 
-#include "cni/cni-plugin.h"
-#include "nft/nft.h"
+#include "shared/cni/cni-plugin.h"
+#include "shared/nft/nft.h"
 
 /* Masquerades every address of `res` (pod IP with its subnet length). 0 or -errno with
  * req->error naming the address. */

@@ -11,11 +11,11 @@
 
 #include "basic/log.h"
 #include "basic/string-util.h"
-#include "cni/cni-exec.h"
-#include "netns/netns.h"
-#include "pod/pod-cni.h"
-#include "pod/pod-iface.h"
-#include "pod/pod-sublink.h"
+#include "shared/cni/cni-exec.h"
+#include "shared/netns/netns.h"
+#include "shared/pod/pod-cni.h"
+#include "shared/pod/pod-iface.h"
+#include "shared/pod/pod-sublink.h"
 
 static const char *extack_of(NlSock *s, char buf[static 300]) {
 	const char *e = nl_sock_extack(s);

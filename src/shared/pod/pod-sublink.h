@@ -12,9 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cni/cni-plugin.h"
-#include "nl/nl-kinds.h"
-#include "nl/nl.h"
+#include "shared/cni/cni-plugin.h"
+#include "shared/nl/nl-kinds.h"
+#include "shared/nl/nl.h"
 
 typedef struct PodSublink PodSublink;
 struct PodSublink {

@@ -5,7 +5,7 @@
 #include <sys/random.h>
 
 #include "basic/string-util.h"
-#include "pod/pod-veth.h"
+#include "shared/pod/pod-veth.h"
 
 /* How often a random host name may collide before we give up (2^32 names: never, in practice). */
 #define POD_VETH_NAME_TRIES 8

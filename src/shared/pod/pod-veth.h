@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cni/cni-types.h"
-#include "nl/nl.h"
+#include "shared/cni/cni-types.h"
+#include "shared/nl/nl.h"
 
 /* "veth" + 8 random hex digits, like the reference plugins. */
 #define POD_VETH_PREFIX "veth"

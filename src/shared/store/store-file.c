@@ -8,7 +8,7 @@
 
 #include "basic/fileio.h"
 #include "basic/macro.h"
-#include "store/store-file.h"
+#include "shared/store/store-file.h"
 
 int store_fsync_dir(int dir_fd) {
 	/* fsync() works on the O_RDONLY|O_DIRECTORY fd the store already holds. Re-opening "."

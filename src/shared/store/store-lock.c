@@ -4,7 +4,7 @@
 #include <sys/file.h>
 
 #include "basic/macro.h"
-#include "store/store-lock.h"
+#include "shared/store/store-lock.h"
 
 static int lock_open(int dir_fd, const char *name, bool wait, int *ret_fd) {
 	_cleanup_close_ int fd = -EBADF;
