@@ -25,7 +25,7 @@
 typedef struct KindName {
 	KubeKind kind;
 	const char *api_version;
-	const char *group;   /* "" for the core group */
+	const char *group; /* "" for the core group */
 	const char *singular;
 	const char *short_name;
 } KindName;
@@ -97,12 +97,13 @@ typedef struct ObjOptions {
 } ObjOptions;
 
 static void obj_usage(FILE *f) {
-	fprintf(f, "Usage: weft apply -f FILE|- [-n NS]\n"
-		   "       weft delete -f FILE|- | KIND NAME... [-n NS] [--ignore-not-found]\n"
-		   "       weft get KIND [NAME...] [-n NS | -A] [-o json|name] [--show-labels]\n"
-		   "Kinds: pods (po), namespaces (ns), networkpolicies (netpol), services (svc), endpointslices,\n"
-		   "       nodes (no). Options: --etcd-endpoints URLS (WEFT_ETCD_ENDPOINTS, default %s),\n"
-		   "       --etcd-prefix PREFIX (WEFT_ETCD_PREFIX, default %s)\n",
+	fprintf(f,
+		"Usage: weft apply -f FILE|- [-n NS]\n"
+		"       weft delete -f FILE|- | KIND NAME... [-n NS] [--ignore-not-found]\n"
+		"       weft get KIND [NAME...] [-n NS | -A] [-o json|name] [--show-labels]\n"
+		"Kinds: pods (po), namespaces (ns), networkpolicies (netpol), services (svc), endpointslices,\n"
+		"       nodes (no). Options: --etcd-endpoints URLS (WEFT_ETCD_ENDPOINTS, default %s),\n"
+		"       --etcd-prefix PREFIX (WEFT_ETCD_PREFIX, default %s)\n",
 		OBJECT_STORE_ENDPOINTS_DEFAULT, OBJECT_STORE_PREFIX_DEFAULT);
 }
 
@@ -114,7 +115,12 @@ static const char *env_default(const char *name, const char *def) {
 
 /* Parses the common options; the positional arguments are left at argv[optind..]. -1: exit 2. */
 static int obj_parse(int argc, char *argv[], ObjOptions *o) {
-	enum { ARG_ENDPOINTS = 0x100, ARG_PREFIX, ARG_SHOW_LABELS, ARG_IGNORE_NF };
+	enum {
+		ARG_ENDPOINTS = 0x100,
+		ARG_PREFIX,
+		ARG_SHOW_LABELS,
+		ARG_IGNORE_NF
+	};
 	static const struct option options[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "filename", required_argument, NULL, 'f' },
@@ -148,8 +154,9 @@ static int obj_parse(int argc, char *argv[], ObjOptions *o) {
 		case 'A': o->all_namespaces = true; break;
 		case 'o':
 			if (!streq(optarg, "json") && !streq(optarg, "name")) {
-				fprintf(stderr, "error: unable to match a printer suitable for the output format \"%s\", "
-						"allowed formats are: json,name\n",
+				fprintf(stderr,
+					"error: unable to match a printer suitable for the output format \"%s\", "
+					"allowed formats are: json,name\n",
 					optarg);
 				return -EINVAL;
 			}
@@ -183,13 +190,13 @@ static int store_error(EtcdClient *c, int r) {
 
 /* One object to write or delete, after the stream was read and Lists were flattened. */
 typedef struct Item {
-	json_t *json;  /* the object as it will be stored (namespace filled in, server fields dropped) */
+	json_t *json; /* the object as it will be stored (namespace filled in, server fields dropped) */
 	KubeKind kind;
 	const char *ns;   /* borrowed from json; NULL for cluster-scoped */
 	const char *name; /* borrowed from json */
 	char *key;
-	char *where;      /* "FILE document 3 (line 40)[ item 2]" */
-	bool superseded;  /* a later document names the same object */
+	char *where;     /* "FILE document 3 (line 40)[ item 2]" */
+	bool superseded; /* a later document names the same object */
 } Item;
 
 typedef struct Items {
@@ -403,7 +410,11 @@ static char *apply_value(const Item *it, const EtcdKv *existing) {
 	return json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
 }
 
-typedef enum Outcome { OUT_CREATED, OUT_CONFIGURED, OUT_UNCHANGED } Outcome;
+typedef enum Outcome {
+	OUT_CREATED,
+	OUT_CONFIGURED,
+	OUT_UNCHANGED
+} Outcome;
 
 int object_apply_main(int argc, char *argv[]) {
 	_cleanup_(etcd_client_freep) EtcdClient *c = NULL;
@@ -475,8 +486,11 @@ int object_apply_main(int argc, char *argv[]) {
 					continue;
 				}
 				outcome[i] = ops[i].kv.key ? OUT_CONFIGURED : OUT_CREATED;
-				wops[w++] = (ObjectOp) { .type = OBJECT_OP_PUT, .key = it.v[i].key, .value = values[i],
-							 .compare = true, .expect_mod = ops[i].kv.mod_revision };
+				wops[w++] = (ObjectOp) { .type = OBJECT_OP_PUT,
+							 .key = it.v[i].key,
+							 .value = values[i],
+							 .compare = true,
+							 .expect_mod = ops[i].kv.mod_revision };
 			}
 			ok = true;
 			if (w > 0) {
@@ -497,7 +511,8 @@ int object_apply_main(int argc, char *argv[]) {
 		char lbl[64];
 
 		if (!it.v[i].superseded)
-			printf("%s/%s %s\n", kind_label(it.v[i].kind, lbl, sizeof(lbl)), it.v[i].name, words[outcome[i]]);
+			printf("%s/%s %s\n", kind_label(it.v[i].kind, lbl, sizeof(lbl)), it.v[i].name,
+			       words[outcome[i]]);
 	}
 	rc = EXIT_SUCCESS;
 out:
@@ -726,7 +741,9 @@ static char *selector_text(const json_t *sel) {
 		const json_t *v;
 		size_t k;
 
-		json_array_foreach(json_object_get(x, "values"), k, v) if (join(&vals, json_string_value(v) ?: "") < 0) return NULL;
+		json_array_foreach(json_object_get(x, "values"), k, v)
+			if (join(&vals, json_string_value(v) ?: "") < 0)
+				return NULL;
 		if (streq(op, "In"))
 			e = strdup_printf("%s in (%s)", key, vals ?: "");
 		else if (streq(op, "NotIn"))
@@ -772,7 +789,9 @@ static int kind_cells(KubeKind k, const json_t *j, char **cells) {
 	switch (k) {
 	case KUBE_KIND_POD:
 		cells[0] = strdup(json_string_value(json_object_get(status, "phase")) ?: "Pending");
-		json_array_foreach(json_object_get(status, "podIPs"), i, x) if (join(&acc, json_string_value(json_object_get(x, "ip")) ?: "?") < 0) return -ENOMEM;
+		json_array_foreach(json_object_get(status, "podIPs"), i, x)
+			if (join(&acc, json_string_value(json_object_get(x, "ip")) ?: "?") < 0)
+				return -ENOMEM;
 		if (!acc && json_string_value(json_object_get(status, "podIP")))
 			acc = strdup(json_string_value(json_object_get(status, "podIP")));
 		cells[1] = or_none(acc, "<none>");
@@ -789,8 +808,11 @@ static int kind_cells(KubeKind k, const json_t *j, char **cells) {
 		if (streq(type, "ExternalName"))
 			ext = strdup(json_string_value(json_object_get(spec, "externalName")) ?: "");
 		json_array_foreach(json_object_get(json_object_get(status, "loadBalancer"), "ingress"), i, x)
-			if (join(&ext, json_string_value(json_object_get(x, "ip")) ?: "") < 0) return -ENOMEM;
-		json_array_foreach(json_object_get(spec, "externalIPs"), i, x) if (join(&ext, json_string_value(x) ?: "") < 0) return -ENOMEM;
+			if (join(&ext, json_string_value(json_object_get(x, "ip")) ?: "") < 0)
+				return -ENOMEM;
+		json_array_foreach(json_object_get(spec, "externalIPs"), i, x)
+			if (join(&ext, json_string_value(x) ?: "") < 0)
+				return -ENOMEM;
 		cells[2] = or_none(ext, streq(type, "LoadBalancer") ? "<pending>" : "<none>");
 		json_array_foreach(json_object_get(spec, "ports"), i, x) {
 			long long port = json_integer_value(json_object_get(x, "port"));
@@ -812,17 +834,20 @@ static int kind_cells(KubeKind k, const json_t *j, char **cells) {
 
 		cells[0] = strdup(json_string_value(json_object_get(j, "addressType")) ?: "");
 		json_array_foreach(json_object_get(j, "ports"), i, x) {
-			_cleanup_free_ char *p = strdup_printf("%lld", (long long) json_integer_value(json_object_get(x, "port")));
+			_cleanup_free_ char *p =
+					strdup_printf("%lld",
+						      (long long) json_integer_value(json_object_get(x, "port")));
 
 			if (!p || join(&acc, p) < 0)
 				return -ENOMEM;
 		}
 		cells[1] = or_none(acc, "<unset>");
-		json_array_foreach(json_object_get(j, "endpoints"), e, ep) json_array_foreach(json_object_get(ep, "addresses"), i, a) {
-			total++;
-			if (shown < 3 && join(&eps, json_string_value(a) ?: "") >= 0)
-				shown++;
-		}
+		json_array_foreach(json_object_get(j, "endpoints"), e, ep)
+			json_array_foreach(json_object_get(ep, "addresses"), i, a) {
+				total++;
+				if (shown < 3 && join(&eps, json_string_value(a) ?: "") >= 0)
+					shown++;
+			}
 		if (total > shown) {
 			_cleanup_free_ char *more = strdup_printf("%s + %zu more...", eps ?: "", total - shown);
 
@@ -945,8 +970,9 @@ int object_get_main(int argc, char *argv[]) {
 		const json_t *x;
 		size_t i;
 
-		json_array_foreach(items, i, x) printf("%s/%s\n", kind_label(kind, lbl, sizeof(lbl)),
-						      json_string_value(json_object_get(json_object_get(x, "metadata"), "name")));
+		json_array_foreach(items, i, x)
+			printf("%s/%s\n", kind_label(kind, lbl, sizeof(lbl)),
+			       json_string_value(json_object_get(json_object_get(x, "metadata"), "name")));
 	} else if (json_array_size(items) == 0) {
 		if (n_names == 0) {
 			if (ns)

@@ -20,7 +20,7 @@
 #include "daemon/cache/kube-objects.h"
 #include "daemon/client/etcd-client.h"
 
-#define OBJECT_STORE_PREFIX_DEFAULT    "/weft/network"
+#define OBJECT_STORE_PREFIX_DEFAULT "/weft/network"
 #define OBJECT_STORE_ENDPOINTS_DEFAULT "http://127.0.0.1:2379"
 /* etcd's default --max-txn-ops: a bigger write goes in several transactions. */
 #define OBJECT_STORE_MAX_TXN_OPS 128u
@@ -41,12 +41,12 @@ typedef enum ObjectOpType {
 typedef struct ObjectOp {
 	ObjectOpType type;
 	const char *key;
-	const char *value;    /* PUT */
-	bool compare;         /* only if the key's mod_revision is still expect_mod (0: absent) */
+	const char *value; /* PUT */
+	bool compare;      /* only if the key's mod_revision is still expect_mod (0: absent) */
 	int64_t expect_mod;
 	/* results */
-	EtcdKv kv;            /* GET: the key (kv.key NULL if absent); free with etcd_kv_done() */
-	int64_t deleted;      /* DELETE / DELETE_PREFIX: how many keys went */
+	EtcdKv kv;       /* GET: the key (kv.key NULL if absent); free with etcd_kv_done() */
+	int64_t deleted; /* DELETE / DELETE_PREFIX: how many keys went */
 } ObjectOp;
 
 /*

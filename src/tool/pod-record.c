@@ -19,7 +19,9 @@ static const char *cni_arg(const json_t *cni_args, const char *key) {
 	const json_t *p;
 	size_t i;
 
-	json_array_foreach((json_t *) cni_args, i, p) if (streq_ptr(json_string_value(json_array_get(p, 0)), key)) return json_string_value(json_array_get(p, 1));
+	json_array_foreach((json_t *) cni_args, i, p)
+		if (streq_ptr(json_string_value(json_array_get(p, 0)), key))
+			return json_string_value(json_array_get(p, 1));
 	return NULL;
 }
 
@@ -177,8 +179,8 @@ static char *record_build(const PodRecordOptions *o, const EtcdKv *existing, con
 	return json_dumps(pod, JSON_COMPACT | JSON_PRESERVE_ORDER);
 }
 
-int pod_record_add(const PodRecordOptions *o, const json_t *cni_args, const char *container_id,
-		   const json_t *result, char **ret_error) {
+int pod_record_add(const PodRecordOptions *o, const json_t *cni_args, const char *container_id, const json_t *result,
+		   char **ret_error) {
 	_cleanup_(etcd_client_freep) EtcdClient *c = NULL;
 	_cleanup_free_ char *key = NULL;
 	const char *ns, *name, *uid;
@@ -188,7 +190,8 @@ int pod_record_add(const PodRecordOptions *o, const json_t *cni_args, const char
 	if (!pod_record_identity(cni_args, &ns, &name, &uid))
 		return 0;
 	if (!dns_label_valid(ns) || !dns_subdomain_valid(name))
-		return fail(ret_error, -EINVAL, "K8S_POD_NAMESPACE/K8S_POD_NAME \"%s/%s\" is not a valid pod", ns, name);
+		return fail(ret_error, -EINVAL, "K8S_POD_NAMESPACE/K8S_POD_NAME \"%s/%s\" is not a valid pod", ns,
+			    name);
 	key = object_key(o->prefix, KUBE_KIND_POD, ns, name);
 	if (!key)
 		return -ENOMEM;
@@ -208,7 +211,10 @@ int pod_record_add(const PodRecordOptions *o, const json_t *cni_args, const char
 			etcd_kv_done(&get.kv);
 			return *ret_error ? -EINVAL : -ENOMEM;
 		}
-		ObjectOp put = { .type = OBJECT_OP_PUT, .key = key, .value = value, .compare = true,
+		ObjectOp put = { .type = OBJECT_OP_PUT,
+				 .key = key,
+				 .value = value,
+				 .compare = true,
 				 .expect_mod = get.kv.mod_revision };
 		etcd_kv_done(&get.kv);
 		r = object_store_txn(c, &put, 1, &ok, NULL);
@@ -255,7 +261,9 @@ int pod_record_del(const PodRecordOptions *o, const json_t *cni_args, const char
 			etcd_kv_done(&get.kv);
 			return 0;
 		}
-		ObjectOp del = { .type = OBJECT_OP_DELETE, .key = key, .compare = true, .expect_mod = get.kv.mod_revision };
+		ObjectOp del = {
+			.type = OBJECT_OP_DELETE, .key = key, .compare = true, .expect_mod = get.kv.mod_revision
+		};
 		etcd_kv_done(&get.kv);
 		r = object_store_txn(c, &del, 1, &ok, NULL);
 		if (r < 0)

@@ -33,7 +33,7 @@ bool pod_record_identity(const json_t *cni_args, const char **ret_ns, const char
  * Records the pod after a successful ADD. 0 if recorded, -errno with *ret_error (malloc'ed) naming
  * what failed otherwise (-EINVAL: the record would be refused, e.g. a bad label; others: etcd).
  */
-int pod_record_add(const PodRecordOptions *o, const json_t *cni_args, const char *container_id,
-		   const json_t *result, char **ret_error);
+int pod_record_add(const PodRecordOptions *o, const json_t *cni_args, const char *container_id, const json_t *result,
+		   char **ret_error);
 /* Removes the record at DEL; a missing record (or one of another sandbox) is success. */
 int pod_record_del(const PodRecordOptions *o, const json_t *cni_args, const char *container_id, char **ret_error);

@@ -357,8 +357,8 @@ static int run(const char *cmd, const char *net, const char *netns_arg, Options 
 			if (k < 0) {
 				log_error("Failed to remove the pod record: %s", why ?: strerror(-k));
 				if (r >= 0)
-					r = cni_error_set(&err, k, CNI_ERR_TRY_AGAIN_LATER, "removing the pod record failed: %s",
-							  why ?: strerror(-k));
+					r = cni_error_set(&err, k, CNI_ERR_TRY_AGAIN_LATER,
+							  "removing the pod record failed: %s", why ?: strerror(-k));
 			}
 		}
 	} else if (streq(cmd, "check"))

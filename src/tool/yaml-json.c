@@ -27,9 +27,10 @@ static bool in_set(const char *s, const char *const *set) {
 
 static const char *const null_set[] = { "", "~", "null", "Null", "NULL", NULL };
 static const char *const true_set[] = { "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON", NULL };
-static const char *const false_set[] = { "n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF", NULL };
-static const char *const inf_set[] = { ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF",
-				       ".nan", ".NaN", ".NAN", NULL };
+static const char *const false_set[] = { "n",     "N",     "no",  "No",  "NO",  "false",
+					 "False", "FALSE", "off", "Off", "OFF", NULL };
+static const char *const inf_set[] = { ".inf",  ".Inf",  ".INF", "+.inf", "+.Inf", "+.INF", "-.inf",
+				       "-.Inf", "-.INF", ".nan", ".NaN",  ".NAN",  NULL };
 
 /* Go's strconv.ParseInt(s, 0, 64) after go-yaml removed the '_'s: sign, then 0x / 0o / 0b / 0
  * (octal) prefixes or decimal. */
@@ -194,10 +195,10 @@ typedef struct Anchor {
 typedef struct Frame {
 	json_t *container;
 	bool is_map;
-	char *key;       /* pending mapping key */
-	bool key_merge;  /* the pending key is a plain `<<` */
-	json_t *merges;  /* mappings to merge at the end (array), NULL if none */
-	char *anchor;    /* registered once the container is complete */
+	char *key;      /* pending mapping key */
+	bool key_merge; /* the pending key is a plain `<<` */
+	json_t *merges; /* mappings to merge at the end (array), NULL if none */
+	char *anchor;   /* registered once the container is complete */
 } Frame;
 
 typedef struct Walk {
@@ -275,9 +276,11 @@ static size_t json_nodes(const json_t *v) {
 	json_t *x;
 
 	if (json_is_array(v))
-		json_array_foreach((json_t *) v, i, x) n += json_nodes(x);
+		json_array_foreach((json_t *) v, i, x)
+			n += json_nodes(x);
 	else if (json_is_object(v))
-		json_object_foreach((json_t *) v, k, x) n += json_nodes(x);
+		json_object_foreach((json_t *) v, k, x)
+			n += json_nodes(x);
 	return n;
 }
 
@@ -385,12 +388,13 @@ static int pop(Walk *w, size_t line) {
 		const char *k;
 		size_t i;
 
-		json_array_foreach(f.merges, i, src) json_object_foreach(src, k, x) {
-			if (!json_object_get(f.container, k) && json_object_set(f.container, k, x) < 0) {
-				r = -ENOMEM;
-				goto fail;
+		json_array_foreach(f.merges, i, src)
+			json_object_foreach(src, k, x) {
+				if (!json_object_get(f.container, k) && json_object_set(f.container, k, x) < 0) {
+					r = -ENOMEM;
+					goto fail;
+				}
 			}
-		}
 		json_decref(f.merges);
 		f.merges = NULL;
 	}
@@ -458,7 +462,7 @@ static int on_event(Walk *w, const yaml_event_t *e) {
 		bool is_map = e->type == YAML_MAPPING_START_EVENT;
 		const char *tag = (const char *) (is_map ? e->data.mapping_start.tag : e->data.sequence_start.tag);
 		const char *anchor =
-			(const char *) (is_map ? e->data.mapping_start.anchor : e->data.sequence_start.anchor);
+				(const char *) (is_map ? e->data.mapping_start.anchor : e->data.sequence_start.anchor);
 
 		if (tag && !streq(tag, "!") && !streq(tag, is_map ? TAG_PREFIX "map" : TAG_PREFIX "seq"))
 			return walk_fail(w, line, "unsupported tag %s", tag);
@@ -467,10 +471,8 @@ static int on_event(Walk *w, const yaml_event_t *e) {
 		return push(w, is_map, anchor, line);
 	}
 	case YAML_SEQUENCE_END_EVENT:
-	case YAML_MAPPING_END_EVENT:
-		return pop(w, line);
-	default:
-		return 0;
+	case YAML_MAPPING_END_EVENT: return pop(w, line);
+	default: return 0;
 	}
 }
 
@@ -510,7 +512,8 @@ static int json_stream_parse(const char *buf, size_t len, YamlDoc **ret, size_t 
 			break;
 		for (size_t i = 0; i < off; i++)
 			line += buf[i] == '\n';
-		j = json_loadb(buf + off, len - off, JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+		j = json_loadb(buf + off, len - off, JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+			       &jerr);
 		if (!j) {
 			*ret_error = strdup_printf("line %u: %s", line + (unsigned) jerr.line - 1, jerr.text);
 			yaml_docs_free(docs, n);

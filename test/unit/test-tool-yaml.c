@@ -120,7 +120,8 @@ static void test_refused(void **state) {
 		{ "? [1, 2]\n: x\n", "line 1: a mapping key must be a scalar" },
 		{ "a: b\n c: d\n", "line 2: mapping values are not allowed in this context" },
 		{ "a: [1, 2\n", "line 2: did not find expected ',' or ']' while parsing a flow sequence" },
-		{ "---\nok: 1\n---\n\tbad: tab\n", "line 4: found character that cannot start any token while scanning for the next token" },
+		{ "---\nok: 1\n---\n\tbad: tab\n",
+		  "line 4: found character that cannot start any token while scanning for the next token" },
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(t); i++) {
@@ -139,8 +140,8 @@ static void test_billion_laughs(void **state) {
 	assert_non_null(f);
 	fputs("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n", f);
 	for (int i = 1; i < 10; i++)
-		fprintf(f, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i - 1, i - 1,
-			i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
+		fprintf(f, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i - 1,
+			i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
 	fclose(f);
 	e = parse_error(text);
 	assert_non_null(strstr(e, "aliases expand to more than 1000000 nodes"));
@@ -182,9 +183,11 @@ static void test_documents(void **state) {
 	assert_int_equal(d[0].index, 1);
 	assert_int_equal(d[0].line, 2);
 	s2 = json_dumps(d[1].json, JSON_COMPACT | JSON_SORT_KEYS);
-	assert_string_equal(s2, "{\"base\":{\"app\":\"web\",\"tier\":\"front\"},\"folded\":\"a b\","
-				"\"labels\":{\"app\":\"web\",\"tier\":\"back\"},\"list\":[{\"app\":\"web\",\"tier\":\"front\"}],"
-				"\"text\":\"line 1\\n80\\n\"}");
+	assert_string_equal(
+			s2,
+			"{\"base\":{\"app\":\"web\",\"tier\":\"front\"},\"folded\":\"a b\","
+			"\"labels\":{\"app\":\"web\",\"tier\":\"back\"},\"list\":[{\"app\":\"web\",\"tier\":\"front\"}],"
+			"\"text\":\"line 1\\n80\\n\"}");
 	assert_int_equal(d[1].index, 2);
 	assert_int_equal(d[1].line, 8);
 	s3 = json_dumps(d[2].json, JSON_COMPACT);
@@ -218,7 +221,7 @@ static void test_json_stream(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_scalars),	       cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_scalars),        cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_billion_laughs), cmocka_unit_test(test_documents),
 		cmocka_unit_test(test_json_stream),
 	};
