@@ -529,45 +529,60 @@ out:
 
 /* ---- delete ---- */
 
-/* Deletes items (a Namespace takes its namespaced objects along, as the API server's namespace
- * controller would). Prints kubectl's lines; 1 if any was not found (unless --ignore-not-found). */
+/* Deletes one item (a Namespace takes its namespaced objects along, as the API server's namespace
+ * controller would) and prints kubectl's line. 0, 1 if it was not found, or < 0 (etcd). */
+static int delete_one(EtcdClient *c, const ObjOptions *o, const Item *x, const char *source) {
+	ObjectOp ops[1 + _KUBE_KIND_MAX] = {};
+	_cleanup_free_ char *nsp[_KUBE_KIND_MAX] = {};
+	size_t n = 0;
+	bool ok;
+	char lbl[64];
+	int r;
+
+	ops[n++] = (ObjectOp) { .type = OBJECT_OP_DELETE, .key = x->key };
+	if (x->kind == KUBE_KIND_NAMESPACE)
+		for (unsigned k = 0; k < _KUBE_KIND_MAX; k++) {
+			if (!kube_kind_info((KubeKind) k)->namespaced)
+				continue;
+			nsp[k] = object_key_prefix(o->prefix, (KubeKind) k, x->name);
+			if (!nsp[k])
+				return -ENOMEM;
+			ops[n++] = (ObjectOp) { .type = OBJECT_OP_DELETE_PREFIX, .key = nsp[k] };
+		}
+	r = object_store_txn(c, ops, n, &ok, NULL);
+	if (r < 0)
+		return r;
+	if (ops[0].deleted > 0) {
+		printf("%s \"%s\" deleted\n", kind_label(x->kind, lbl, sizeof(lbl)), x->name);
+		return 0;
+	}
+	if (o->ignore_not_found)
+		return 0;
+	fprintf(stderr, "Error from server (NotFound): %s%s%s%s \"%s\" not found\n",
+		source ? "error when deleting \"" : "", source ?: "", source ? "\": " : "",
+		resource_label(x->kind, lbl, sizeof(lbl)), x->name);
+	return 1;
+}
+
+/* 1 if any was not found (unless --ignore-not-found). */
 static int delete_items(const ObjOptions *o, Items *it, const char *source) {
 	_cleanup_(etcd_client_freep) EtcdClient *c = NULL;
 	int r, rc = EXIT_SUCCESS;
 
 	if (store_connect(o, &c) < 0)
 		return EXIT_FAILURE;
-	for (size_t i = 0; i < it->n; i++) {
-		ObjectOp ops[1 + _KUBE_KIND_MAX] = {};
-		_cleanup_free_ char *nsp[_KUBE_KIND_MAX] = {};
-		size_t n = 0;
-		bool ok;
-		char lbl[64];
-
-		if (it->v[i].superseded)
-			continue;
-		ops[n++] = (ObjectOp) { .type = OBJECT_OP_DELETE, .key = it->v[i].key };
-		if (it->v[i].kind == KUBE_KIND_NAMESPACE)
-			for (unsigned k = 0; k < _KUBE_KIND_MAX; k++) {
-				if (!kube_kind_info((KubeKind) k)->namespaced)
-					continue;
-				nsp[k] = object_key_prefix(o->prefix, (KubeKind) k, it->v[i].name);
-				if (!nsp[k])
-					return EXIT_FAILURE;
-				ops[n++] = (ObjectOp) { .type = OBJECT_OP_DELETE_PREFIX, .key = nsp[k] };
-			}
-		r = object_store_txn(c, ops, n, &ok, NULL);
-		if (r < 0)
-			return store_error(c, r);
-		if (ops[0].deleted > 0)
-			printf("%s \"%s\" deleted\n", kind_label(it->v[i].kind, lbl, sizeof(lbl)), it->v[i].name);
-		else if (!o->ignore_not_found) {
-			fprintf(stderr, "Error from server (NotFound): %s%s%s%s \"%s\" not found\n",
-				source ? "error when deleting \"" : "", source ?: "", source ? "\": " : "",
-				resource_label(it->v[i].kind, lbl, sizeof(lbl)), it->v[i].name);
-			rc = EXIT_FAILURE;
+	/* Namespaces last: objects of theirs named in the same files are then reported deleted, not
+	 * NotFound, as with kubectl (where a namespace's deletion is asynchronous). */
+	for (unsigned pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < it->n; i++) {
+			if (it->v[i].superseded || (it->v[i].kind == KUBE_KIND_NAMESPACE) != (pass == 1))
+				continue;
+			r = delete_one(c, o, &it->v[i], source);
+			if (r < 0)
+				return store_error(c, r);
+			if (r > 0)
+				rc = EXIT_FAILURE;
 		}
-	}
 	return rc;
 }
 

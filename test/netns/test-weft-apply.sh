@@ -246,6 +246,11 @@ assert_eq "$OUT" 'service "from-json" deleted' "delete KIND NAME"
 w_ok delete ns tools
 [ -z "$(etcd_keys "$PREFIX/objects/pods/tools/")" ] || check_fail "namespace tools deleted, its pods remain"
 [ -n "$(etcd_keys "$PREFIX/objects/pods/kube-system/")" ] || check_fail "other namespaces' pods went too"
+printf '%s\n' 'apiVersion: v1' 'kind: Namespace' 'metadata: {name: cascade}' '---' \
+	'apiVersion: v1' 'kind: Pod' 'metadata: {name: p, namespace: cascade}' >"$T/cascade.yaml"
+w_ok apply -f "$T/cascade.yaml"
+w delete -f "$T/cascade.yaml"
+assert_eq "$RC/$OUT/$ERR" $'0/pod "p" deleted\nnamespace "cascade" deleted/' "a namespace and its pod in one file"
 
 # ---------------------------------------------------------------- pod records
 info "pod records: weft cni add/del with K8S_POD_* in CNI_ARGS"
