@@ -93,19 +93,21 @@ EOF
 cluster_config_json >"$NET_CONF"
 
 # ---- a kubeconfig that cannot be loaded is a configuration error: exit 2 at once, no retry,
-# nothing written (the datastore loads it, weftd maps its -EINVAL to the config exit status)
+# nothing written (whichever of its users loads it first says so: the datastore, or the object cache)
 sed 's/^current-context: .*/current-context: nosuch/' "$KUBECONFIG_FILE" >"$T/kubeconfig-bad-context"
 for bad in "$T/kubeconfig-missing" "$T/kubeconfig-bad-context"; do
-	rc=0
-	_weftd_argv 1 --node-name node1 --iface eth0 --listen 127.0.0.1:9876 --datastore kubernetes \
-		--kubeconfig "$bad" --net-config "$NET_CONF"
-	out=$(timeout 10 "${WEFTD_ARGV[@]}" 2>&1) || rc=$?
-	assert_eq "$rc" 2 "broken kubeconfig $(basename "$bad"): exit code"
-	grep -q "Invalid Kubernetes client config: .*$(basename "$bad")" <<<"$out" ||
-		check_fail "broken kubeconfig $(basename "$bad"): message should name the file, got: $out"
-	grep -q "attempt" <<<"$out" && check_fail "broken kubeconfig $(basename "$bad"): retried: $out"
-	[ -e "$(node_dir 1)/cni/10-weft.conflist" ] && check_fail "broken kubeconfig $(basename "$bad"): conflist written"
-	[ -e "$(node_dir 1)/run/subnet.env" ] && check_fail "broken kubeconfig $(basename "$bad"): lease file written"
+	for objects in kubernetes none; do # none: the lease datastore alone loads it
+		rc=0
+		_weftd_argv 1 --node-name node1 --iface eth0 --listen 127.0.0.1:9876 --datastore kubernetes \
+			--objects-datastore "$objects" --kubeconfig "$bad" --net-config "$NET_CONF"
+		out=$(timeout 10 "${WEFTD_ARGV[@]}" 2>&1) || rc=$?
+		assert_eq "$rc" 2 "broken kubeconfig $(basename "$bad") (objects $objects): exit code"
+		grep -Eq "$(basename "$bad"): (cannot read|context \"nosuch\")" <<<"$out" ||
+			check_fail "broken kubeconfig $(basename "$bad") (objects $objects): message should name the file and the fault, got: $out"
+		grep -q "attempt" <<<"$out" && check_fail "broken kubeconfig $(basename "$bad") (objects $objects): retried: $out"
+		[ -e "$(node_dir 1)/cni/10-weft.conflist" ] && check_fail "broken kubeconfig $(basename "$bad") (objects $objects): conflist written"
+		[ -e "$(node_dir 1)/run/subnet.env" ] && check_fail "broken kubeconfig $(basename "$bad") (objects $objects): lease file written"
+	done
 done
 
 for i in 1 2 3; do
