@@ -533,11 +533,11 @@ out:
  * controller would) and prints kubectl's line. 0, 1 if it was not found, or < 0 (etcd). */
 static int delete_one(EtcdClient *c, const ObjOptions *o, const Item *x, const char *source) {
 	ObjectOp ops[1 + _KUBE_KIND_MAX] = {};
-	_cleanup_free_ char *nsp[_KUBE_KIND_MAX] = {};
+	char *nsp[_KUBE_KIND_MAX] = {};
 	size_t n = 0;
 	bool ok;
 	char lbl[64];
-	int r;
+	int r = 0;
 
 	ops[n++] = (ObjectOp) { .type = OBJECT_OP_DELETE, .key = x->key };
 	if (x->kind == KUBE_KIND_NAMESPACE)
@@ -546,10 +546,13 @@ static int delete_one(EtcdClient *c, const ObjOptions *o, const Item *x, const c
 				continue;
 			nsp[k] = object_key_prefix(o->prefix, (KubeKind) k, x->name);
 			if (!nsp[k])
-				return -ENOMEM;
-			ops[n++] = (ObjectOp) { .type = OBJECT_OP_DELETE_PREFIX, .key = nsp[k] };
+				r = -ENOMEM;
+			ops[n++] = (ObjectOp) { .type = OBJECT_OP_DELETE_PREFIX, .key = nsp[k] ?: "" };
 		}
-	r = object_store_txn(c, ops, n, &ok, NULL);
+	if (r >= 0)
+		r = object_store_txn(c, ops, n, &ok, NULL);
+	for (unsigned k = 0; k < _KUBE_KIND_MAX; k++)
+		free(nsp[k]);
 	if (r < 0)
 		return r;
 	if (ops[0].deleted > 0) {
