@@ -99,9 +99,9 @@ $(BUILD)/test/test-%: $(BUILD)/obj/test/unit/test-%.o $(if $(TOOL_LIB_SRCS),$(TO
 # file) runs in `make check`; the libFuzzer build needs clang: `make fuzz` compiles both libraries
 # once with coverage + ASan + UBSan (aborting on any report) into build-fuzz/ and links each harness.
 $(BUILD)/test/fuzz-%-replay: $(BUILD)/obj/test/fuzz/fuzz-%.o $(BUILD)/obj/test/fuzz/replay-main.o \
-		$(if $(DAEMON_LIB_SRCS),$(DAEMON_LIB)) $(LIB)
+		$(if $(TOOL_LIB_SRCS),$(TOOL_LIB)) $(if $(DAEMON_LIB_SRCS),$(DAEMON_LIB)) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lm
 
 $(BUILD)/obj/test/fuzz/replay-main.o: test/fuzz/replay-main.c
 	@mkdir -p $(@D)
@@ -113,6 +113,7 @@ FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-
 FUZZ_CFLAGS := -std=gnu17 -g -O1 -D_GNU_SOURCE -Isrc $(PKG_CFLAGS) -MMD -MP $(FUZZ_SAN)
 FUZZ_LIB    := $(FUZZ_DIR)/libweft.a
 FUZZ_DLIB   := $(FUZZ_DIR)/libweftd.a
+FUZZ_TLIB   := $(FUZZ_DIR)/libweft-tool.a
 FUZZ_BIN    := $(FUZZ_SRCS:test/fuzz/%.c=$(FUZZ_DIR)/%)
 fuzz: $(FUZZ_BIN)
 $(FUZZ_DIR)/obj/%.o: %.c
@@ -122,8 +123,11 @@ $(FUZZ_LIB): $(LIB_SRCS:%.c=$(FUZZ_DIR)/obj/%.o)
 	rm -f $@ && ar rcs $@ $^
 $(FUZZ_DLIB): $(DAEMON_LIB_SRCS:%.c=$(FUZZ_DIR)/obj/%.o)
 	rm -f $@ && ar rcs $@ $^
-$(FUZZ_DIR)/fuzz-%: $(FUZZ_DIR)/obj/test/fuzz/fuzz-%.o $(if $(DAEMON_LIB_SRCS),$(FUZZ_DLIB)) $(FUZZ_LIB)
-	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS)
+$(FUZZ_TLIB): $(TOOL_LIB_SRCS:%.c=$(FUZZ_DIR)/obj/%.o)
+	rm -f $@ && ar rcs $@ $^
+$(FUZZ_DIR)/fuzz-%: $(FUZZ_DIR)/obj/test/fuzz/fuzz-%.o $(if $(TOOL_LIB_SRCS),$(FUZZ_TLIB)) \
+		$(if $(DAEMON_LIB_SRCS),$(FUZZ_DLIB)) $(FUZZ_LIB)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) -lm
 # Keep the harness objects (make would delete them as intermediates and rebuild every time).
 .SECONDARY: $(FUZZ_SRCS:test/fuzz/%.c=$(BUILD)/obj/test/fuzz/%.o) $(FUZZ_SRCS:test/fuzz/%.c=$(FUZZ_DIR)/obj/test/fuzz/%.o)
 
