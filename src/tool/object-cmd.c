@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -305,11 +307,52 @@ static int item_prepare(json_t *j, const char *where, const ObjOptions *o, bool 
 }
 
 /* Every file's documents, Lists flattened, each checked; -EINVAL after printing every refusal. */
+/* -f DIR, as kubectl: the directory's *.yaml, *.yml and *.json files in name order (not recursive). */
+static int expand_files(char **args, char ***ret) {
+	_cleanup_strv_free_ char **files = NULL;
+
+	for (char **a = args; a && *a; a++) {
+		struct dirent **ents = NULL;
+		struct stat st;
+		int n, r = 0;
+
+		if (streq(*a, "-") || stat(*a, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			if (strv_extend(&files, *a) < 0)
+				return -ENOMEM;
+			continue;
+		}
+		n = scandir(*a, &ents, NULL, alphasort);
+		if (n < 0) {
+			r = strv_extend(&files, *a); /* reported when read */
+			if (r < 0)
+				return r;
+			continue;
+		}
+		for (int i = 0; i < n; i++) {
+			const char *name = ents[i]->d_name;
+
+			if (r >= 0 && name[0] != '.' &&
+			    (endswith(name, ".yaml") || endswith(name, ".yml") || endswith(name, ".json")))
+				r = strv_consume(&files, strdup_printf("%s/%s", *a, name));
+			free(ents[i]);
+		}
+		free(ents);
+		if (r < 0)
+			return r;
+	}
+	*ret = TAKE_PTR(files);
+	return 0;
+}
+
 static int items_load(const ObjOptions *o, bool validate, Items *ret) {
+	_cleanup_strv_free_ char **paths = NULL;
 	Items it = {};
 	int r, bad = 0;
 
-	for (char **f = o->files; f && *f; f++) {
+	r = expand_files(o->files, &paths);
+	if (r < 0)
+		return r;
+	for (char **f = paths; f && *f; f++) {
 		_cleanup_free_ char *buf = NULL, *perr = NULL;
 		const char *fname = streq(*f, "-") ? "STDIN" : *f;
 		YamlDoc *docs = NULL;

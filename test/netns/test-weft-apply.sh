@@ -251,6 +251,14 @@ printf '%s\n' 'apiVersion: v1' 'kind: Namespace' 'metadata: {name: cascade}' '--
 w_ok apply -f "$T/cascade.yaml"
 w delete -f "$T/cascade.yaml"
 assert_eq "$RC/$OUT/$ERR" $'0/pod "p" deleted\nnamespace "cascade" deleted/' "a namespace and its pod in one file"
+mkdir "$T/dir"
+printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: d2}\n' >"$T/dir/b.yaml"
+printf '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"d1"}}' >"$T/dir/a.json"
+echo 'not a manifest' >"$T/dir/notes.txt"
+w_ok apply -f "$T/dir"
+assert_eq "$OUT" $'namespace/d1 created\nnamespace/d2 created' "apply -f DIR: its .json/.yaml files in name order"
+w_ok delete -f "$T/dir"
+assert_eq "$OUT" $'namespace "d1" deleted\nnamespace "d2" deleted' "delete -f DIR"
 
 # ---------------------------------------------------------------- pod records
 info "pod records: weft cni add/del with K8S_POD_* in CNI_ARGS"
