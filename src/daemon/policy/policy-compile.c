@@ -1,0 +1,880 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "basic/macro.h"
+#include "basic/string-util.h"
+#include "daemon/policy/policy-compile.h"
+#include "shared/nft/nft-table.h"
+
+#define T NFT_TABLE_INET
+#define new0(t, n) ((t *) calloc((n), sizeof(t)))
+#define SWAP_TWO(a, b)                                                                                                 \
+	do {                                                                                                           \
+		typeof(a) _swap_tmp = (a);                                                                             \
+		(a) = (b);                                                                                             \
+		(b) = _swap_tmp;                                                                                       \
+	} while (0)
+
+/* ---- growable string vector ---- */
+
+typedef struct StrVec {
+	char **v;
+	size_t n, cap;
+	bool oom;
+} StrVec;
+
+static void sv_add(StrVec *s, const char *fmt, ...) _printf_(2, 3);
+static void sv_add(StrVec *s, const char *fmt, ...) {
+	va_list ap;
+	char *x;
+
+	if (s->oom)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&x, fmt, ap) < 0)
+		x = NULL;
+	va_end(ap);
+	if (!x) {
+		s->oom = true;
+		return;
+	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 8;
+		char **v = reallocarray(s->v, cap, sizeof(char *));
+
+		if (!v) {
+			free(x);
+			s->oom = true;
+			return;
+		}
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = x;
+}
+
+static void sv_done(StrVec *s) {
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	*s = (StrVec) {};
+}
+
+static int cmp_str(const void *a, const void *b) {
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static void sv_sort_unique(StrVec *s) {
+	size_t j = 0;
+
+	if (s->n == 0)
+		return;
+	qsort(s->v, s->n, sizeof(char *), cmp_str);
+	for (size_t i = 1; i < s->n; i++) {
+		if (streq(s->v[i], s->v[j]))
+			free(s->v[i]);
+		else
+			s->v[++j] = s->v[i];
+	}
+	s->n = j + 1;
+}
+
+/* ---- names ---- */
+
+static uint64_t fnv64(const char *a, const char *b) {
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (const char *p = a; p && *p; p++)
+		h = (h ^ (uint8_t) *p) * 0x100000001b3ULL;
+	h = (h ^ '/') * 0x100000001b3ULL;
+	for (const char *p = b; p && *p; p++)
+		h = (h ^ (uint8_t) *p) * 0x100000001b3ULL;
+	return h;
+}
+
+/* 12 hex digits: 48 bits, no collision to expect below millions of policies. */
+static void policy_tag(const KubeNetworkPolicy *p, char buf[static 13]) {
+	snprintf(buf, 13, "%012llx", (unsigned long long) (fnv64(p->meta.namespace, p->meta.name) >> 16));
+}
+
+/* ---- the ruleset being built ---- */
+
+typedef struct Builder {
+	PolicyObject *objs;
+	size_t n, cap;
+	bool oom;
+} Builder;
+
+/* Takes the items of `items` (sorted+unique for sets/maps, as given for chains). */
+static void b_add(Builder *b, PolicyObjectKind kind, StrVec *items, const char *decl, const char *fmt, ...)
+		_printf_(5, 6);
+static void b_add(Builder *b, PolicyObjectKind kind, StrVec *items, const char *decl, const char *fmt, ...) {
+	PolicyObject o = { .kind = kind };
+	va_list ap;
+
+	if (items->oom)
+		b->oom = true;
+	if (b->oom) {
+		sv_done(items);
+		return;
+	}
+	if (kind != POLICY_OBJ_CHAIN)
+		sv_sort_unique(items);
+	va_start(ap, fmt);
+	if (vasprintf(&o.name, fmt, ap) < 0)
+		o.name = NULL;
+	va_end(ap);
+	o.decl = strdup(decl);
+	if (!o.name || !o.decl ||
+	    (b->n == b->cap &&
+	     !(b->objs = reallocarray(b->objs, b->cap = b->cap ? b->cap * 2 : 16, sizeof(PolicyObject))))) {
+		free(o.name);
+		free(o.decl);
+		sv_done(items);
+		b->oom = true;
+		return;
+	}
+	o.items = items->v;
+	o.n_items = items->n;
+	*items = (StrVec) {};
+	b->objs[b->n++] = o;
+}
+
+/* ---- model helpers ---- */
+
+static bool pod_active(const KubePod *p) {
+	return p && !p->host_network && p->n_ips > 0 && p->phase != KUBE_POD_SUCCEEDED && p->phase != KUBE_POD_FAILED;
+}
+
+static LabelSet ns_labels(const PolicyInput *in, const char *ns) {
+	for (size_t i = 0; i < in->n_namespaces; i++)
+		if (streq(in->namespaces[i]->meta.name, ns))
+			return kube_object_labels(&in->namespaces[i]->meta);
+	return (LabelSet) {};
+}
+
+static bool policy_selects(const KubeNetworkPolicy *pol, const KubePod *p) {
+	LabelSet l = kube_object_labels(&p->meta);
+
+	return streq(pol->meta.namespace, p->meta.namespace) && label_selector_matches(pol->pod_selector, &l);
+}
+
+/* A pod peer (not ipBlock) of a policy in pol_ns matches pod p. */
+static bool peer_matches_pod(const PolicyInput *in, const char *pol_ns, const KubePolicyPeer *peer, const KubePod *p) {
+	LabelSet pl = kube_object_labels(&p->meta);
+
+	if (peer->has_ip_block)
+		return false;
+	if (peer->namespace_selector) {
+		LabelSet nl = ns_labels(in, p->meta.namespace);
+
+		if (!label_selector_matches(peer->namespace_selector, &nl))
+			return false;
+	} else if (!streq(pol_ns, p->meta.namespace))
+		return false;
+	if (!peer->pod_selector)
+		return true; /* namespaceSelector alone: every pod of those namespaces */
+	return label_selector_matches(peer->pod_selector, &pl);
+}
+
+/* ---- address ranges ---- */
+
+typedef struct Range {
+	IpAddr lo, hi;
+} Range;
+
+typedef struct RangeVec {
+	Range *v;
+	size_t n, cap;
+	bool oom;
+} RangeVec;
+
+static void rv_add(RangeVec *r, const IpAddr *lo, const IpAddr *hi) {
+	if (r->oom)
+		return;
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 8;
+		Range *v = reallocarray(r->v, cap, sizeof(Range));
+
+		if (!v) {
+			r->oom = true;
+			return;
+		}
+		r->v = v;
+		r->cap = cap;
+	}
+	r->v[r->n++] = (Range) { *lo, *hi };
+}
+
+static void prefix_range(const IpPrefix *p, IpAddr *lo, IpAddr *hi) {
+	unsigned bytes = ip_addr_size(p->addr.family);
+
+	*lo = *hi = p->addr;
+	for (unsigned bit = p->len; bit < bytes * 8; bit++) {
+		lo->bytes[bit / 8] &= (uint8_t) ~(0x80u >> (bit % 8));
+		hi->bytes[bit / 8] |= (uint8_t) (0x80u >> (bit % 8));
+	}
+}
+
+static int cmp_range(const void *a, const void *b) {
+	const Range *x = a, *y = b;
+
+	return ip_addr_cmp(&x->lo, &y->lo);
+}
+
+/* cidr minus every except, appended to r. */
+static void rv_add_block(RangeVec *r, const KubePolicyPeer *peer, int family) {
+	RangeVec cur = {}, next = {};
+	IpAddr lo, hi;
+
+	if (peer->cidr.addr.family != family)
+		return;
+	prefix_range(&peer->cidr, &lo, &hi);
+	rv_add(&cur, &lo, &hi);
+	for (size_t e = 0; e < peer->n_except; e++) {
+		IpAddr elo, ehi, t;
+
+		if (peer->except[e].addr.family != family)
+			continue;
+		prefix_range(&peer->except[e], &elo, &ehi);
+		next.n = 0;
+		for (size_t i = 0; i < cur.n; i++) {
+			Range x = cur.v[i];
+
+			if (ip_addr_cmp(&ehi, &x.lo) < 0 || ip_addr_cmp(&elo, &x.hi) > 0) {
+				rv_add(&next, &x.lo, &x.hi);
+				continue;
+			}
+			if (ip_addr_cmp(&elo, &x.lo) > 0 && ip_addr_prev(&elo, &t))
+				rv_add(&next, &x.lo, &t);
+			if (ip_addr_cmp(&ehi, &x.hi) < 0 && ip_addr_next(&ehi, &t))
+				rv_add(&next, &t, &x.hi);
+		}
+		SWAP_TWO(cur, next);
+	}
+	for (size_t i = 0; i < cur.n; i++)
+		rv_add(r, &cur.v[i].lo, &cur.v[i].hi);
+	r->oom |= cur.oom || next.oom;
+	free(cur.v);
+	free(next.v);
+}
+
+/* Sorted, overlapping ranges merged (an interval set refuses overlaps), as set elements. */
+static void rv_render(RangeVec *r, StrVec *out) {
+	size_t j = 0;
+
+	if (r->oom)
+		out->oom = true;
+	if (r->n == 0)
+		return;
+	qsort(r->v, r->n, sizeof(Range), cmp_range);
+	for (size_t i = 1; i < r->n; i++) {
+		if (ip_addr_cmp(&r->v[i].lo, &r->v[j].hi) <= 0) {
+			if (ip_addr_cmp(&r->v[i].hi, &r->v[j].hi) > 0)
+				r->v[j].hi = r->v[i].hi;
+		} else
+			r->v[++j] = r->v[i];
+	}
+	r->n = j + 1;
+	for (size_t i = 0; i < r->n; i++) {
+		char a[IP_ADDR_STRLEN], z[IP_ADDR_STRLEN];
+
+		ip_addr_to_string(&r->v[i].lo, a);
+		if (ip_addr_equal(&r->v[i].lo, &r->v[i].hi))
+			sv_add(out, "%s", a);
+		else
+			sv_add(out, "%s-%s", a, ip_addr_to_string(&r->v[i].hi, z));
+	}
+}
+
+/* ---- ports ---- */
+
+static const char *proto_nft(uint8_t p) {
+	return p == KUBE_PROTO_UDP ? "udp" : p == KUBE_PROTO_SCTP ? "sctp" : "tcp";
+}
+
+/* Numbered ports of a rule as proto . port(-range) elements, merged per protocol. */
+static void render_ports(const KubePolicyRule *rule, StrVec *out) {
+	for (uint8_t proto = KUBE_PROTO_TCP; proto <= KUBE_PROTO_SCTP; proto++) {
+		struct {
+			unsigned lo, hi;
+		} v[64];
+		size_t n = 0;
+
+		for (size_t i = 0; i < rule->n_ports; i++) {
+			const KubePolicyPort *pp = &rule->ports[i];
+			unsigned lo, hi;
+
+			if (pp->protocol != proto || pp->port.name)
+				continue;
+			lo = pp->port.number ? pp->port.number : 0;
+			hi = pp->port.number ? (pp->end_port > lo ? pp->end_port : lo) : 65535;
+			if (n == ELEMENTSOF(v)) { /* more than 64 ports of one protocol in one rule: all of them */
+				n = 1;
+				v[0].lo = 0;
+				v[0].hi = 65535;
+				break;
+			}
+			v[n].lo = lo;
+			v[n].hi = hi;
+			n++;
+		}
+		/* insertion sort + merge: n is small */
+		for (size_t i = 1; i < n; i++)
+			for (size_t k = i; k > 0 && v[k].lo < v[k - 1].lo; k--)
+				SWAP_TWO(v[k], v[k - 1]);
+		for (size_t i = 0; i < n;) {
+			unsigned lo = v[i].lo, hi = v[i].hi;
+
+			for (i++; i < n && v[i].lo <= hi; i++)
+				if (v[i].hi > hi)
+					hi = v[i].hi;
+			if (lo == hi)
+				sv_add(out, "%s . %u", proto_nft(proto), lo);
+			else
+				sv_add(out, "%s . %u-%u", proto_nft(proto), lo, hi);
+		}
+	}
+}
+
+static bool rule_has_numbered(const KubePolicyRule *r) {
+	for (size_t i = 0; i < r->n_ports; i++)
+		if (!r->ports[i].port.name)
+			return true;
+	return false;
+}
+
+static bool rule_has_named(const KubePolicyRule *r) {
+	for (size_t i = 0; i < r->n_ports; i++)
+		if (r->ports[i].port.name)
+			return true;
+	return false;
+}
+
+/* pod IP . proto . port for each named port of the rule that pod p declares. */
+static void render_named(const KubePolicyRule *rule, const KubePod *p, int family, StrVec *out) {
+	for (size_t i = 0; i < rule->n_ports; i++) {
+		const KubePolicyPort *pp = &rule->ports[i];
+
+		if (!pp->port.name)
+			continue;
+		for (size_t c = 0; c < p->n_ports; c++) {
+			if (!p->ports[c].name || !streq(p->ports[c].name, pp->port.name) ||
+			    p->ports[c].protocol != pp->protocol)
+				continue;
+			for (size_t k = 0; k < p->n_ips; k++) {
+				char a[IP_ADDR_STRLEN];
+
+				if (p->ips[k].family != family)
+					continue;
+				sv_add(out, "%s . %s . %u", ip_addr_to_string(&p->ips[k], a), proto_nft(pp->protocol),
+				       p->ports[c].port);
+			}
+		}
+	}
+}
+
+/* ---- per policy and direction ---- */
+
+static const int families[2] = { AF_INET, AF_INET6 };
+static const char *const fam_kw[2] = { "ip", "ip6" };
+static const char *const fam_type[2] = { "ipv4_addr", "ipv6_addr" };
+
+static void compile_policy_dir(Builder *b, const PolicyInput *in, const KubeNetworkPolicy *pol, bool ingress) {
+	const KubePolicyRule *rules = ingress ? pol->ingress_rules : pol->egress_rules;
+	size_t n_rules = ingress ? pol->n_ingress : pol->n_egress;
+	const char *d = ingress ? "in" : "out", *dirname = ingress ? "ingress" : "egress";
+	const char *peer_kw = ingress ? "saddr" : "daddr";
+	StrVec chain = {};
+	char tag[13];
+
+	policy_tag(pol, tag);
+	for (size_t r = 0; r < n_rules; r++) {
+		const KubePolicyRule *rule = &rules[r];
+		bool numbered = rule_has_numbered(rule), named = rule_has_named(rule);
+		char cmt[NFT_COMMENT_MAX + 1];
+
+		snprintf(cmt, sizeof(cmt), "%s/%s %s rule %zu", pol->meta.namespace, pol->meta.name, dirname, r);
+		if (numbered) {
+			StrVec ports = {};
+			char decl[256];
+
+			render_ports(rule, &ports);
+			snprintf(decl, sizeof(decl),
+				 "{ type inet_proto . inet_service; flags interval; comment \"%s ports\"; }", cmt);
+			b_add(b, POLICY_OBJ_SET, &ports, decl, "np-%s-%s%zu-ports", tag, d, r);
+		}
+		for (size_t f = 0; f < 2; f++) {
+			char peer[128] = "", decl[256];
+
+			if (rule->n_peers > 0) {
+				RangeVec ranges = {};
+				StrVec els = {};
+
+				for (size_t k = 0; k < rule->n_peers; k++)
+					if (rule->peers[k].has_ip_block)
+						rv_add_block(&ranges, &rule->peers[k], families[f]);
+				for (size_t i = 0; i < in->n_pods; i++) {
+					const KubePod *p = in->pods[i];
+
+					if (!pod_active(p))
+						continue;
+					for (size_t k = 0; k < rule->n_peers; k++)
+						if (peer_matches_pod(in, pol->meta.namespace, &rule->peers[k], p)) {
+							for (size_t a = 0; a < p->n_ips; a++)
+								if (p->ips[a].family == families[f])
+									rv_add(&ranges, &p->ips[a], &p->ips[a]);
+							break;
+						}
+				}
+				rv_render(&ranges, &els);
+				free(ranges.v);
+				snprintf(decl, sizeof(decl), "{ type %s; flags interval; comment \"%s peers\"; }",
+					 fam_type[f], cmt);
+				b_add(b, POLICY_OBJ_SET, &els, decl, "np-%s-%s%zu-peers%c", tag, d, r, f ? '6' : '4');
+				snprintf(peer, sizeof(peer), "%s %s @np-%s-%s%zu-peers%c ", fam_kw[f], peer_kw, tag, d,
+					 r, f ? '6' : '4');
+			}
+			/* Without peers, the rules that do not name an address serve both families at once. */
+			if (rule->n_ports == 0 && (rule->n_peers > 0 || f == 0))
+				sv_add(&chain, "%scounter accept comment \"%s\"", peer, cmt);
+			if (numbered && (rule->n_peers > 0 || f == 0))
+				sv_add(&chain,
+				       "%smeta l4proto . th dport @np-%s-%s%zu-ports counter accept comment \"%s\"",
+				       peer, tag, d, r, cmt);
+			if (named) {
+				StrVec els = {};
+
+				/* resolved against the destination pod: the selected local pod for ingress,
+				 * any pod of the cluster for egress (the peer set narrows it) */
+				for (size_t i = 0; i < in->n_pods; i++) {
+					const KubePod *p = in->pods[i];
+
+					if (!pod_active(p))
+						continue;
+					if (ingress && (!streq_ptr(p->node_name, in->node) || !policy_selects(pol, p)))
+						continue;
+					render_named(rule, p, families[f], &els);
+				}
+				snprintf(decl, sizeof(decl),
+					 "{ type %s . inet_proto . inet_service; comment \"%s named ports\"; }",
+					 fam_type[f], cmt);
+				b_add(b, POLICY_OBJ_SET, &els, decl, "np-%s-%s%zu-named%c", tag, d, r, f ? '6' : '4');
+				sv_add(&chain,
+				       "%s%s daddr . meta l4proto . th dport @np-%s-%s%zu-named%c counter accept comment \"%s\"",
+				       peer, fam_kw[f], tag, d, r, f ? '6' : '4', cmt);
+			}
+		}
+	}
+	{
+		char decl[256];
+
+		snprintf(decl, sizeof(decl), "{ comment \"%s/%s %s\"; }", pol->meta.namespace, pol->meta.name, dirname);
+		b_add(b, POLICY_OBJ_CHAIN, &chain, decl, "np-%s-%s", tag, d);
+	}
+}
+
+/* ---- classes: the distinct lists of policies selecting a local pod ---- */
+
+typedef struct Class {
+	char *key; /* tags of the policies, in input order */
+	StrVec jumps;
+	char names[NFT_COMMENT_MAX + 1];
+} Class;
+
+static int cmp_policy(const void *a, const void *b) {
+	const KubeNetworkPolicy *x = *(const KubeNetworkPolicy *const *) a, *y = *(const KubeNetworkPolicy *const *) b;
+	int c = strcmp(x->meta.namespace, y->meta.namespace);
+
+	return c ? c : strcmp(x->meta.name, y->meta.name);
+}
+
+static void compile_direction(Builder *b, const PolicyInput *in, const KubeNetworkPolicy **pols, bool ingress) {
+	const char *d = ingress ? "in" : "out";
+	StrVec vmap[2] = {}, base = {};
+	bool *used = calloc(in->n_policies + 1, sizeof(bool));
+	char *key = malloc(in->n_policies * 13 + 1);
+	Class *classes = NULL;
+	size_t n_classes = 0;
+
+	if (!used || !key) {
+		b->oom = true;
+		goto out;
+	}
+	for (size_t i = 0; i < in->n_pods; i++) {
+		const KubePod *p = in->pods[i];
+		char names[NFT_COMMENT_MAX + 1] = "";
+		size_t klen = 0, c;
+
+		if (!pod_active(p) || !streq_ptr(p->node_name, in->node))
+			continue;
+		for (size_t k = 0; k < in->n_policies; k++) {
+			const KubeNetworkPolicy *pol = pols[k];
+
+			if (!(ingress ? pol->ingress : pol->egress) || !policy_selects(pol, p))
+				continue;
+			used[k] = true;
+			policy_tag(pol, key + klen);
+			klen += 12;
+			if (strlen(names) + strlen(pol->meta.name) + 2 < sizeof(names) - 16) {
+				if (names[0])
+					strcat(names, " ");
+				strcat(names, pol->meta.name);
+			} else if (!strstr(names, "..."))
+				strcat(names, " ...");
+		}
+		key[klen] = 0;
+		if (klen == 0)
+			continue; /* not isolated in this direction */
+		for (c = 0; c < n_classes; c++)
+			if (streq(classes[c].key, key))
+				break;
+		if (c == n_classes) {
+			Class *v = reallocarray(classes, n_classes + 1, sizeof(Class));
+
+			if (!v) {
+				b->oom = true;
+				goto out;
+			}
+			classes = v;
+			classes[c] = (Class) { .key = strdup(key) };
+			if (!classes[c].key)
+				b->oom = true;
+			n_classes++;
+			snprintf(classes[c].names, sizeof(classes[c].names), "%s", names);
+			for (size_t k = 0; k < in->n_policies; k++) {
+				char tag[13];
+
+				if (!(ingress ? pols[k]->ingress : pols[k]->egress) || !policy_selects(pols[k], p))
+					continue;
+				policy_tag(pols[k], tag);
+				sv_add(&classes[c].jumps, "jump np-%s-%s comment \"%s/%s\"", tag, d,
+				       pols[k]->meta.namespace, pols[k]->meta.name);
+			}
+		}
+		for (size_t a = 0; a < p->n_ips; a++) {
+			char ip[IP_ADDR_STRLEN];
+			int f = p->ips[a].family == AF_INET6;
+
+			sv_add(&vmap[f], "%s comment \"%s/%s\" : jump np-cls-%012llx-%s",
+			       ip_addr_to_string(&p->ips[a], ip), p->meta.namespace, p->meta.name,
+			       (unsigned long long) (fnv64(classes[c].key, d) >> 16), d);
+		}
+	}
+	for (size_t c = 0; c < n_classes; c++) {
+		char decl[256];
+		unsigned long long h = fnv64(classes[c].key, d) >> 16;
+
+		if (in->log_drops)
+			sv_add(&classes[c].jumps, "log prefix \"weft-np %s deny %012llx: \" group 0", d, h);
+		sv_add(&classes[c].jumps, "counter drop comment \"%s deny, isolated by %s\"",
+		       ingress ? "ingress" : "egress", classes[c].names);
+		snprintf(decl, sizeof(decl), "{ comment \"isolated %s by %s\"; }", ingress ? "ingress" : "egress",
+			 classes[c].names);
+		b_add(b, POLICY_OBJ_CHAIN, &classes[c].jumps, decl, "np-cls-%012llx-%s", h, d);
+	}
+	for (size_t k = 0; k < in->n_policies; k++)
+		if (used[k])
+			compile_policy_dir(b, in, pols[k], ingress);
+	if (n_classes > 0 || true) {
+		const char *kw = ingress ? "daddr" : "saddr";
+
+		b_add(b, POLICY_OBJ_MAP, &vmap[0], "{ type ipv4_addr : verdict; }", "np-%s4",
+		      ingress ? "ingress" : "egress");
+		b_add(b, POLICY_OBJ_MAP, &vmap[1], "{ type ipv6_addr : verdict; }", "np-%s6",
+		      ingress ? "ingress" : "egress");
+		sv_add(&base, "ct state established,related accept");
+		sv_add(&base, "ip %s vmap @np-%s4", kw, ingress ? "ingress" : "egress");
+		sv_add(&base, "ip6 %s vmap @np-%s6", kw, ingress ? "ingress" : "egress");
+		b_add(b, POLICY_OBJ_CHAIN, &base,
+		      ingress ? "{ type filter hook forward priority filter - 10; policy accept; }"
+			      : "{ type filter hook forward priority filter - 20; policy accept; }",
+		      "%s", ingress ? POLICY_CHAIN_INGRESS : POLICY_CHAIN_EGRESS);
+	}
+out:
+	for (size_t c = 0; c < n_classes; c++) {
+		free(classes[c].key);
+		sv_done(&classes[c].jumps);
+	}
+	free(classes);
+	sv_done(&vmap[0]);
+	sv_done(&vmap[1]);
+	sv_done(&base);
+	free(used);
+	free(key);
+}
+
+static int cmp_obj(const void *a, const void *b) {
+	return strcmp(((const PolicyObject *) a)->name, ((const PolicyObject *) b)->name);
+}
+
+int policy_compile(const PolicyInput *in, PolicyRuleset **ret) {
+	_cleanup_free_ const KubeNetworkPolicy **pols = NULL;
+	PolicyRuleset *rs;
+	Builder b = {};
+
+	rs = new0(PolicyRuleset, 1);
+	if (!rs)
+		return -ENOMEM;
+	if (in->n_policies == 0) { /* no policy: nothing of ours in the kernel, the datapath as without */
+		*ret = rs;
+		return 0;
+	}
+	pols = new0(const KubeNetworkPolicy *, in->n_policies);
+	if (!pols) {
+		free(rs);
+		return -ENOMEM;
+	}
+	memcpy(pols, in->policies, in->n_policies * sizeof(*pols));
+	qsort(pols, in->n_policies, sizeof(*pols), cmp_policy);
+	compile_direction(&b, in, pols, true);
+	compile_direction(&b, in, pols, false);
+	rs->objs = b.objs;
+	rs->n = b.n;
+	if (b.oom) {
+		policy_ruleset_free(rs);
+		return -ENOMEM;
+	}
+	qsort(rs->objs, rs->n, sizeof(PolicyObject), cmp_obj);
+	*ret = rs;
+	return 0;
+}
+
+PolicyRuleset *policy_ruleset_free(PolicyRuleset *r) {
+	if (!r)
+		return NULL;
+	for (size_t i = 0; i < r->n; i++) {
+		free(r->objs[i].name);
+		free(r->objs[i].decl);
+		for (size_t k = 0; k < r->objs[i].n_items; k++)
+			free(r->objs[i].items[k]);
+		free(r->objs[i].items);
+	}
+	free(r->objs);
+	free(r);
+	return NULL;
+}
+
+const PolicyObject *policy_ruleset_find(const PolicyRuleset *r, const char *name) {
+	PolicyObject key = { .name = (char *) name };
+
+	if (!r || r->n == 0)
+		return NULL;
+	return bsearch(&key, r->objs, r->n, sizeof(PolicyObject), cmp_obj);
+}
+
+size_t policy_ruleset_size(const PolicyRuleset *r, size_t *ret_rules, size_t *ret_elements) {
+	size_t rules = 0, els = 0;
+
+	for (size_t i = 0; r && i < r->n; i++) {
+		if (r->objs[i].kind == POLICY_OBJ_CHAIN)
+			rules += r->objs[i].n_items;
+		else
+			els += r->objs[i].n_items;
+	}
+	if (ret_rules)
+		*ret_rules = rules;
+	if (ret_elements)
+		*ret_elements = els;
+	return rules + els;
+}
+
+/* ---- rendering ---- */
+
+static const char *kind_kw(PolicyObjectKind k) {
+	return k == POLICY_OBJ_SET ? "set" : k == POLICY_OBJ_MAP ? "map" : "chain";
+}
+
+/* The key of a set/map element: up to " comment " or " : ". */
+static void put_key(FILE *f, const char *item) {
+	const char *c = strstr(item, " comment \""), *m = strstr(item, " : ");
+	const char *end = c && (!m || c < m) ? c : m;
+
+	fprintf(f, "%.*s", end ? (int) (end - item) : (int) strlen(item), item);
+}
+
+static bool has_item(const PolicyObject *o, const char *item) {
+	return o && bsearch(&item, o->items, o->n_items, sizeof(char *), cmp_str);
+}
+
+static bool same_items(const PolicyObject *a, const PolicyObject *b) {
+	if (a->n_items != b->n_items)
+		return false;
+	for (size_t i = 0; i < a->n_items; i++)
+		if (!streq(a->items[i], b->items[i]))
+			return false;
+	return true;
+}
+
+static bool in_strv(char *const *l, const char *s) {
+	for (; l && *l; l++)
+		if (streq(*l, s))
+			return true;
+	return false;
+}
+
+static bool is_map_name(const char *s) {
+	return streq(s, POLICY_MAP_INGRESS4) || streq(s, POLICY_MAP_INGRESS6) || streq(s, POLICY_MAP_EGRESS4) ||
+	       streq(s, POLICY_MAP_EGRESS6);
+}
+
+/* Sets or maps: new ones whole, known ones by element. Deletes before adds: a map key whose
+ * verdict changes is deleted and added again. */
+static bool emit_elements(FILE *f, const PolicyRuleset *old, const PolicyRuleset *new, PolicyObjectKind kind,
+			  char *const *stale_sets) {
+	bool any = false;
+
+	for (size_t i = 0; new &&i < new->n; i++) {
+		const PolicyObject *n = &new->objs[i], *o = policy_ruleset_find(old, n->name);
+		bool stale = in_strv(stale_sets, n->name);
+
+		if (n->kind != kind)
+			continue;
+		if (!o) {
+			fprintf(f, "add %s " T " %s %s\n", kind_kw(n->kind), n->name, n->decl);
+			if (stale)
+				fprintf(f, "flush %s " T " %s\n", kind_kw(n->kind), n->name);
+			any = true;
+		} else if (!same_items(o, n)) {
+			bool first = true;
+
+			for (size_t k = 0; k < o->n_items; k++) {
+				if (has_item(n, o->items[k]))
+					continue;
+				if (first)
+					fprintf(f, "delete element " T " %s { ", n->name);
+				else
+					fputs(", ", f);
+				put_key(f, o->items[k]);
+				first = false;
+			}
+			if (!first)
+				fputs(" }\n", f);
+		} else
+			continue;
+		if (n->n_items > 0) {
+			bool first = true;
+
+			for (size_t k = 0; k < n->n_items; k++) {
+				if (o && has_item(o, n->items[k]))
+					continue;
+				if (first)
+					fprintf(f, "add element " T " %s { %s", n->name, n->items[k]);
+				else
+					fprintf(f, ", %s", n->items[k]);
+				first = false;
+			}
+			if (!first) {
+				fputs(" }\n", f);
+				any = true;
+			}
+		}
+		any = true;
+	}
+	return any;
+}
+
+int policy_ruleset_render_diff(const PolicyRuleset *old, const PolicyRuleset *new, char *const *stale_chains,
+			       char *const *stale_sets, char **ret) {
+	_cleanup_free_ char *buf = NULL;
+	size_t size = 0;
+	bool any = false;
+	FILE *f;
+
+	f = open_memstream(&buf, &size);
+	if (!f)
+		return -ENOMEM;
+
+	/* 1. Stale chains of a previous run: emptied first, so nothing refers to what goes. */
+	for (char *const *s = stale_chains; s && *s; s++) {
+		fprintf(f, "flush chain " T " %s\n", *s);
+		any = true;
+	}
+	/* 2. Chains that change or vanish are emptied first, for the same reason. */
+	for (size_t i = 0; old && i < old->n; i++) {
+		const PolicyObject *o = &old->objs[i], *n = policy_ruleset_find(new, o->name);
+
+		if (o->kind == POLICY_OBJ_CHAIN && (!n || !same_items(o, n) || !streq(o->decl, n->decl))) {
+			fprintf(f, "flush chain " T " %s\n", o->name);
+			any = true;
+		}
+	}
+	/* 3. Sets (rules refer to them). */
+	any |= emit_elements(f, old, new, POLICY_OBJ_SET, stale_sets);
+	/* 4. Chains: declared (all of them first, since jumps refer to each other), then filled. */
+	for (size_t i = 0; new &&i < new->n; i++) {
+		const PolicyObject *n = &new->objs[i], *o = policy_ruleset_find(old, n->name);
+
+		if (n->kind != POLICY_OBJ_CHAIN || (o && same_items(o, n) && streq(o->decl, n->decl)))
+			continue;
+		if (!o && !in_strv(stale_chains, n->name) && !strstr(n->decl, "hook"))
+			fprintf(f, "add chain " T " %s %s\n", n->name, n->decl);
+		else if (!o && strstr(n->decl, "hook"))
+			fprintf(f, "add chain " T " %s %s\nflush chain " T " %s\n", n->name, n->decl, n->name);
+		any = true;
+	}
+	/* 5. Verdict maps: their elements jump to the chains just declared. */
+	any |= emit_elements(f, old, new, POLICY_OBJ_MAP, stale_sets);
+	for (size_t i = 0; new &&i < new->n; i++) {
+		const PolicyObject *n = &new->objs[i], *o = policy_ruleset_find(old, n->name);
+
+		if (n->kind != POLICY_OBJ_CHAIN || (o && same_items(o, n) && streq(o->decl, n->decl)))
+			continue;
+		for (size_t k = 0; k < n->n_items; k++)
+			fprintf(f, "add rule " T " %s %s\n", n->name, n->items[k]);
+	}
+	/* 6. What vanished: verdict maps first (their elements jump to chains), then the chains (now
+	 * empty and unreferenced), then the sets their rules used. */
+	for (PolicyObjectKind pass = POLICY_OBJ_MAP;;
+	     pass = pass == POLICY_OBJ_MAP ? POLICY_OBJ_CHAIN : POLICY_OBJ_SET) {
+		for (size_t i = 0; old && i < old->n; i++) {
+			const PolicyObject *o = &old->objs[i];
+
+			if (o->kind != pass || policy_ruleset_find(new, o->name))
+				continue;
+			fprintf(f, "delete %s " T " %s\n", kind_kw(o->kind), o->name);
+			any = true;
+		}
+		for (char *const *s = pass == POLICY_OBJ_CHAIN ? stale_chains : stale_sets; s && *s; s++) {
+			PolicyObjectKind k = pass == POLICY_OBJ_CHAIN ? POLICY_OBJ_CHAIN
+					     : is_map_name(*s)        ? POLICY_OBJ_MAP
+								      : POLICY_OBJ_SET;
+
+			if (k != pass || policy_ruleset_find(new, *s) || policy_ruleset_find(old, *s))
+				continue;
+			fprintf(f, "delete %s " T " %s\n", kind_kw(k), *s);
+			any = true;
+		}
+		if (pass == POLICY_OBJ_SET)
+			break;
+	}
+	if (fclose(f) != 0 || !buf)
+		return -ENOMEM;
+	if (!any)
+		buf[0] = 0;
+	else if (size > 0) {
+		/* the table first: a fresh node has none */
+		char *full;
+
+		if (asprintf(&full, "add table " T "\n%s", buf) < 0)
+			return -ENOMEM;
+		free(buf);
+		buf = full;
+	}
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int policy_render_uninstall(const PolicyRuleset *cur, char **ret) {
+	_cleanup_(policy_ruleset_freep) PolicyRuleset *empty = new0(PolicyRuleset, 1);
+
+	if (!empty)
+		return -ENOMEM;
+	return policy_ruleset_render_diff(cur, empty, NULL, NULL, ret);
+}

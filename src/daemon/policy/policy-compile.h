@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * NetworkPolicy (networking.k8s.io/v1) compiled into the nftables objects of one node, in weft's
+ * own table (inet weft, prefix "np-"). The compiler is a pure function of the cluster's Pods,
+ * Namespaces and NetworkPolicies (as the object cache holds them) and the node's name; the result
+ * is a set of named objects whose text is compared against the previous result, so a change
+ * becomes one batch that touches only the objects that differ (policy_ruleset_render_diff()).
+ *
+ * Layout (per packet: two vmap lookups, then set lookups; nothing grows with pods or policies):
+ *
+ *   np-egress   filter forward, priority filter - 20: ct established,related accept;
+ *               ip saddr vmap @np-egress4 (pod IP : jump np-cls-<h>-out) ... ; accept
+ *   np-ingress  filter forward, priority filter - 10: the same with daddr, @np-ingress4, -in
+ *
+ * Both are base chains of their own: an `accept` in np-egress ends that chain only, so the same
+ * packet still meets np-ingress (same-node traffic is checked in both directions), while a drop is
+ * final. A class chain np-cls-<h>-{in,out} exists per distinct list of policies selecting a
+ * local pod (pods of one ReplicaSet share one): one `jump` per policy, then the default deny of an
+ * isolated pod. A policy chain np-<h>-{in,out} holds one or two rules per (rule, family), matching
+ * sets: peers (addresses, interval: pod IPs and ipBlock cidr minus except), numbered ports
+ * (proto . port, interval: endPort ranges) and named ports (pod IP . proto . port, resolved per
+ * destination pod). Pods absent from the vmaps are not isolated and pass.
+ *
+ * Rule and object comments name the policy (namespace/name) and rule they came from.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "daemon/cache/kube-objects.h"
+#include "shared/nft/nft.h"
+
+#define POLICY_CHAIN_INGRESS "np-ingress"
+#define POLICY_CHAIN_EGRESS "np-egress"
+#define POLICY_MAP_INGRESS4 "np-ingress4"
+#define POLICY_MAP_INGRESS6 "np-ingress6"
+#define POLICY_MAP_EGRESS4 "np-egress4"
+#define POLICY_MAP_EGRESS6 "np-egress6"
+#define POLICY_PREFIX "np-"
+
+/* What the compiler reads: every Pod, Namespace and NetworkPolicy of the cluster (borrowed). */
+typedef struct PolicyInput {
+	const char *node; /* this node's name: its pods are the ones enforced here */
+	const KubePod *const *pods;
+	size_t n_pods;
+	const KubeNamespace *const *namespaces;
+	size_t n_namespaces;
+	const KubeNetworkPolicy *const *policies;
+	size_t n_policies;
+	bool log_drops; /* drops are logged with a prefix naming the class's policies */
+} PolicyInput;
+
+typedef enum PolicyObjectKind {
+	POLICY_OBJ_SET,
+	POLICY_OBJ_MAP,
+	POLICY_OBJ_CHAIN,
+} PolicyObjectKind;
+
+typedef struct PolicyObject {
+	PolicyObjectKind kind;
+	char *name;
+	char *decl;   /* "{ type ipv4_addr; flags interval; comment \"...\"; }" */
+	char **items; /* set/map elements (sorted, unique) or chain rules (in order) */
+	size_t n_items;
+} PolicyObject;
+
+/* Sorted by name. */
+typedef struct PolicyRuleset {
+	PolicyObject *objs;
+	size_t n;
+} PolicyRuleset;
+
+/* 0, -ENOMEM. *ret owned by the caller (policy_ruleset_free()). */
+int policy_compile(const PolicyInput *in, PolicyRuleset **ret);
+PolicyRuleset *policy_ruleset_free(PolicyRuleset *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(PolicyRuleset *, policy_ruleset_free);
+const PolicyObject *policy_ruleset_find(const PolicyRuleset *r, const char *name);
+/* Rules + elements: what grows with the cluster (for the bench and /metrics). */
+size_t policy_ruleset_size(const PolicyRuleset *r, size_t *ret_rules, size_t *ret_elements);
+
+/*
+ * The batch that turns `old` into `new` (old NULL: nothing of ours is known, e.g. at start-up),
+ * touching only objects whose text differs: elements added/deleted one by one, a changed chain
+ * flushed and refilled, vanished objects deleted after whatever referenced them. `stale` names
+ * np-* chains, sets and maps found in the kernel that `old` does not know (start-up after a
+ * restart): they are flushed, then deleted unless `new` has them. *ret is "" when nothing
+ * changes. 0 or -ENOMEM.
+ */
+int policy_ruleset_render_diff(const PolicyRuleset *old, const PolicyRuleset *new, char *const *stale_chains,
+			       char *const *stale_sets, char **ret);
+/* Deletes every np-* object of the table (uninstall). */
+int policy_render_uninstall(const PolicyRuleset *cur, char **ret);
