@@ -212,12 +212,12 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 		return r;
 
 	if (!keys[B_TYPE].value)
-		return config_error(ret_error, "Backend.Type: required (\"vxlan\" or \"host-gw\")");
+		return config_error(ret_error, "Backend.Type: required (\"vxlan\", \"host-gw\" or \"udp\")");
 	r = get_string(&keys[B_TYPE], "Backend.Type", &s, ret_error);
 	if (r < 0)
 		return r;
 	if (network_backend_type_from_string(s, &b->type) < 0)
-		return config_error(ret_error, "Backend.Type \"%s\": unknown backend type (expected \"vxlan\" or \"host-gw\")", s);
+		return config_error(ret_error, "Backend.Type \"%s\": unknown backend type (expected \"vxlan\", \"host-gw\" or \"udp\")", s);
 
 	if (keys[B_VNI].value) {
 		r = get_int(&keys[B_VNI], "Backend.VNI", 0, 16777215, &v, ret_error);
@@ -230,7 +230,8 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 		if (r < 0)
 			return r;
 		b->port = (uint16_t) v;
-	}
+	} else if (b->type == NETWORK_BACKEND_UDP)
+		b->port = 8285; /* Flannel's udp default */
 	if (keys[B_DIRECT_ROUTING].value) {
 		r = get_bool(&keys[B_DIRECT_ROUTING], "Backend.DirectRouting", &b->direct_routing, ret_error);
 		if (r < 0)
@@ -445,6 +446,8 @@ const char *network_backend_type_to_string(NetworkBackendType t) {
 		return "vxlan";
 	case NETWORK_BACKEND_HOST_GW:
 		return "host-gw";
+	case NETWORK_BACKEND_UDP:
+		return "udp";
 	}
 	return NULL;
 }
@@ -454,6 +457,8 @@ int network_backend_type_from_string(const char *s, NetworkBackendType *ret) {
 		*ret = NETWORK_BACKEND_VXLAN;
 	else if (streq_ptr(s, "host-gw"))
 		*ret = NETWORK_BACKEND_HOST_GW;
+	else if (streq_ptr(s, "udp"))
+		*ret = NETWORK_BACKEND_UDP;
 	else
 		return -EINVAL;
 	return 0;

@@ -24,12 +24,13 @@
 typedef enum NetworkBackendType {
 	NETWORK_BACKEND_VXLAN,
 	NETWORK_BACKEND_HOST_GW,
+	NETWORK_BACKEND_UDP,            /* Flannel's first backend: TUN + userspace UDP (backend-udp.c) */
 } NetworkBackendType;
 
 typedef struct NetworkBackendConfig {
 	NetworkBackendType type;
 	uint32_t vni;           /* 0..16777215, default 1 (vxlan) */
-	uint16_t port;          /* UDP port, default 4789 (vxlan) */
+	uint16_t port;          /* UDP port, default 4789 (vxlan), 8285 (udp) */
 	bool direct_routing;    /* vxlan: use host-gw style routes to nodes on the same L2 */
 	uint32_t mtu;           /* 0 = derive from the underlay */
 } NetworkBackendConfig;
@@ -65,7 +66,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(NetworkConfig *, network_config_free);
 int network_config_check_overlap(const NetworkConfig *cfg, const IpPrefix *other, const char *what,
 				 char **ret_error);
 
-/* "vxlan" | "host-gw"; NULL for an unknown value. */
+/* "vxlan" | "host-gw" | "udp"; NULL for an unknown value. */
 const char *network_backend_type_to_string(NetworkBackendType t);
 /* -EINVAL for an unknown name. */
 int network_backend_type_from_string(const char *s, NetworkBackendType *ret);

@@ -778,6 +778,8 @@ static int render_all(Reconciler *r, NodeObjects **ret, DesiredNode ***ret_from,
 		d->refused = false;
 		from[n++] = d;
 	}
+	if (r->backend->ops->commit)
+		r->backend->ops->commit(r->backend);
 	*ret = TAKE_PTR(objs);
 	*ret_from = TAKE_PTR(from);
 	*ret_n = n;

@@ -30,6 +30,7 @@ static int render_metrics(Manager *m, char **ret) {
 	if (!f)
 		return -ENOMEM;
 	fputs(base, f);
+	backend_udp_render_metrics(&m->backend, f);
 	(void) manager_objects_render_metrics(m, f);
 	if (fclose(f) != 0 || !buf)
 		return -ENOMEM;

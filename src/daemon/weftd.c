@@ -319,6 +319,7 @@ static int run_daemon(Manager *m) {
 	r = event_loop_new(&m->loop);
 	if (r < 0)
 		return log_error_errno(r, "Failed to create event loop: %m");
+	m->backend.loop = m->loop; /* the udp backend watches its TUN and socket in it */
 	r = event_loop_add_signals(m->loop, sigs, on_signal, m, NULL);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up signals: %m");

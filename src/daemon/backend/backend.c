@@ -16,6 +16,8 @@ const BackendOps *backend_ops_find(NetworkBackendType type) {
 		return &backend_hostgw_ops;
 	case NETWORK_BACKEND_VXLAN:
 		return &backend_vxlan_ops;
+	case NETWORK_BACKEND_UDP:
+		return &backend_udp_ops;
 	}
 	return NULL;
 }
@@ -88,6 +90,7 @@ static int refresh_local(Backend *b) {
 void backend_done(Backend *b) {
 	b->local = mfree(b->local);
 	b->n_local = 0;
+	backend_udp_done(b);
 	node_lease_done(&b->self);
 }
 

@@ -8,6 +8,7 @@
  *
  *   host-gw (backend-hostgw.c)  route <remote subnet> via <remote public IP> dev <underlay>
  *   vxlan   (backend-vxlan.c)   VTEP weft.<VNI>; per remote: neighbour + FDB + onlink route
+ *   udp     (backend-udp.c)     TUN weft0, weftd carries each packet in UDP; per remote: a route
  *
  * Everything installed is stamped: routes carry protocol WEFT_RTPROT; neighbours and FDB
  * entries live on our own VTEP. backend.c holds what both share: underlay discovery and the
@@ -18,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "daemon/datastore/datastore.h"
 #include "daemon/network-config.h"
@@ -59,6 +61,12 @@ typedef struct BackendOps {
 	 * node that is not directly connected); -EINVAL: the lease lacks what we need (no VTEP MAC).
 	 */
 	int (*render)(Backend *b, const NodeLease *remote, NodeObjects *ret);
+	/*
+	 * Optional: called after every render() of a pass, with exactly the leases rendered
+	 * successfully in that pass (the accepted ones). A backend that forwards packets itself (udp)
+	 * takes its peer table from here; the others have no per-node state.
+	 */
+	void (*commit)(Backend *b);
 } BackendOps;
 
 struct Backend {
@@ -87,10 +95,20 @@ struct Backend {
 	NodeLease self;
 
 	unsigned mtu;                   /* pod MTU */
+
+	/* udp: the loop the TUN and socket are watched in (not owned; set by weftd before ensure()) */
+	struct EventLoop *loop;
+	struct UdpTunnel *udp;          /* owned; backend_done() frees it */
 };
 
 extern const BackendOps backend_hostgw_ops;
 extern const BackendOps backend_vxlan_ops;
+extern const BackendOps backend_udp_ops;
+
+/* backend-udp.c: closes the TUN and the socket (the kernel then removes weft0 and its routes). */
+void backend_udp_done(Backend *b);
+/* backend-udp.c: weft_udp_* lines for /metrics (nothing unless the udp backend runs). */
+void backend_udp_render_metrics(const Backend *b, FILE *f);
 
 const BackendOps *backend_ops_find(NetworkBackendType type);
 
