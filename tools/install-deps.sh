@@ -23,6 +23,8 @@ PKGS=(
 	golang-go golang-github-appc-cni-dev containernetworking-plugins containerd podman
 	# weftd datastore
 	etcd-server etcd-client
+	# weftd bgp backend: BIRD on the nodes, FRR as the router in the path (tests start their own instances)
+	bird2 frr
 	# bench
 	iperf3 gnuplot-nox hyperfine time
 )

@@ -212,12 +212,12 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 		return r;
 
 	if (!keys[B_TYPE].value)
-		return config_error(ret_error, "Backend.Type: required (\"vxlan\", \"host-gw\" or \"udp\")");
+		return config_error(ret_error, "Backend.Type: required (\"vxlan\", \"host-gw\", \"udp\" or \"ipip\")");
 	r = get_string(&keys[B_TYPE], "Backend.Type", &s, ret_error);
 	if (r < 0)
 		return r;
 	if (network_backend_type_from_string(s, &b->type) < 0)
-		return config_error(ret_error, "Backend.Type \"%s\": unknown backend type (expected \"vxlan\", \"host-gw\" or \"udp\")", s);
+		return config_error(ret_error, "Backend.Type \"%s\": unknown backend type (expected \"vxlan\", \"host-gw\", \"udp\" or \"ipip\")", s);
 
 	if (keys[B_VNI].value) {
 		r = get_int(&keys[B_VNI], "Backend.VNI", 0, 16777215, &v, ret_error);
@@ -448,6 +448,8 @@ const char *network_backend_type_to_string(NetworkBackendType t) {
 		return "host-gw";
 	case NETWORK_BACKEND_UDP:
 		return "udp";
+	case NETWORK_BACKEND_IPIP:
+		return "ipip";
 	}
 	return NULL;
 }
@@ -459,6 +461,8 @@ int network_backend_type_from_string(const char *s, NetworkBackendType *ret) {
 		*ret = NETWORK_BACKEND_HOST_GW;
 	else if (streq_ptr(s, "udp"))
 		*ret = NETWORK_BACKEND_UDP;
+	else if (streq_ptr(s, "ipip"))
+		*ret = NETWORK_BACKEND_IPIP;
 	else
 		return -EINVAL;
 	return 0;

@@ -25,6 +25,7 @@ typedef enum NetworkBackendType {
 	NETWORK_BACKEND_VXLAN,
 	NETWORK_BACKEND_HOST_GW,
 	NETWORK_BACKEND_UDP,            /* Flannel's first backend: TUN + userspace UDP (backend-udp.c) */
+	NETWORK_BACKEND_IPIP,           /* Calico's ipipMode (backend-ipip.c); DirectRouting = CrossSubnet */
 } NetworkBackendType;
 
 typedef struct NetworkBackendConfig {
@@ -66,7 +67,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(NetworkConfig *, network_config_free);
 int network_config_check_overlap(const NetworkConfig *cfg, const IpPrefix *other, const char *what,
 				 char **ret_error);
 
-/* "vxlan" | "host-gw" | "udp"; NULL for an unknown value. */
+/* "vxlan" | "host-gw" | "udp" | "ipip"; NULL for an unknown value. */
 const char *network_backend_type_to_string(NetworkBackendType t);
 /* -EINVAL for an unknown name. */
 int network_backend_type_from_string(const char *s, NetworkBackendType *ret);

@@ -136,8 +136,8 @@ static const InvalidCase invalid[] = {
 	  "SubnetMin 10.244.9.0 is above SubnetMax 10.244.8.0" },
 	{ "{\"Network6\": \"fd00::/64\", \"SubnetMin\": \"10.0.0.0\"}", "SubnetMin: given without Network" },
 	/* backend */
-	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"udp\"}}",
-	  "Backend.Type \"udp\": unknown backend type (expected \"vxlan\" or \"host-gw\")" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"alloc\"}}",
+	  "Backend.Type \"alloc\": unknown backend type (expected \"vxlan\", \"host-gw\", \"udp\" or \"ipip\")" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {}}", "Backend.Type: required" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": \"vxlan\"}", "Backend: expected an object, got a string" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"vxlan\", \"VNI\": 16777216}}",

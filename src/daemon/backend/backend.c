@@ -18,6 +18,8 @@ const BackendOps *backend_ops_find(NetworkBackendType type) {
 		return &backend_vxlan_ops;
 	case NETWORK_BACKEND_UDP:
 		return &backend_udp_ops;
+	case NETWORK_BACKEND_IPIP:
+		return &backend_ipip_ops;
 	}
 	return NULL;
 }
@@ -248,7 +250,7 @@ typedef struct VtepScan {
 static int vtep_scan_cb(const NlLink *l, void *userdata) {
 	VtepScan *s = userdata;
 
-	if (streq(l->kind, "vxlan") && startswith(l->name, BACKEND_VTEP_PREFIX) && s->n < ELEMENTSOF(s->ifindex))
+	if ((streq(l->kind, "vxlan") || streq(l->kind, "ipip")) && startswith(l->name, BACKEND_VTEP_PREFIX) && s->n < ELEMENTSOF(s->ifindex))
 		s->ifindex[s->n++] = l->ifindex;
 	return 0;
 }

@@ -9,6 +9,7 @@
  *   host-gw (backend-hostgw.c)  route <remote subnet> via <remote public IP> dev <underlay>
  *   vxlan   (backend-vxlan.c)   VTEP weft.<VNI>; per remote: neighbour + FDB + onlink route
  *   udp     (backend-udp.c)     TUN weft0, weftd carries each packet in UDP; per remote: a route
+ *   ipip    (backend-ipip.c)    tunnel weft.ipip; per remote: route via its public IP, onlink
  *
  * Everything installed is stamped: routes carry protocol WEFT_RTPROT; neighbours and FDB
  * entries live on our own VTEP. backend.c holds what both share: underlay discovery and the
@@ -96,6 +97,9 @@ struct Backend {
 
 	unsigned mtu;                   /* pod MTU */
 
+	/* ipip: the tunnel (not vtep_ifindex: that one means "publish a VTEP MAC") */
+	int tunnel_ifindex;
+
 	/* udp: the loop the TUN and socket are watched in (not owned; set by weftd before ensure()) */
 	struct EventLoop *loop;
 	struct UdpTunnel *udp;          /* owned; backend_done() frees it */
@@ -104,6 +108,7 @@ struct Backend {
 extern const BackendOps backend_hostgw_ops;
 extern const BackendOps backend_vxlan_ops;
 extern const BackendOps backend_udp_ops;
+extern const BackendOps backend_ipip_ops;
 
 /* backend-udp.c: closes the TUN and the socket (the kernel then removes weft0 and its routes). */
 void backend_udp_done(Backend *b);
@@ -132,5 +137,5 @@ int backend_render_direct_routes(Backend *b, const NodeLease *remote, NodeObject
  * and reinstalls, so a restarted node need not republish it and peers' FDB stays valid. */
 void backend_vtep_mac(const char *node_name, uint32_t vni, uint8_t ret[6]);
 
-/* weftd uninstall: deletes every vxlan link named weft.* (ENODEV ignored). */
+/* weftd uninstall: deletes every vxlan and ipip link named weft.* (ENODEV ignored). */
 int backend_uninstall_links(NlSock *nl);
