@@ -12,6 +12,7 @@ under PREFIX/objects/RESOURCE/NS/NAME, txn batches) or into the fake API server 
     policies create FROM TO             NetworkPolicy np<i> in ns<i % 10>
     services create FROM TO             Service s<i> in ns<i % 10> (and an EndpointSlice s<i>-x)
     raw-etcd KEY VALUE                  one put as is (for malformed values)
+    rv advance-to N                     (fake API server) its resourceVersion moves on to at least N
 --retry: a failed batch is retried until it goes through (for writes while the store restarts).
 Prints the CLOCK_REALTIME seconds just before the last batch was sent (for latency measurement).
 """
@@ -157,6 +158,12 @@ def main():
     if a.what == "raw-etcd":
         b64 = lambda x: base64.b64encode(x.encode()).decode()
         s.request("POST", "/v3/kv/put", {"key": b64(a.op), "value": b64(a.args[0])})
+        return
+    if a.what == "rv":
+        stats = json.loads(s.request("GET", "/fixture/stats"))
+        for _ in range(int(stats["resourceVersion"]), int(a.args[0])):
+            s.request("POST", "/fixture/advance", {})
+        print(json.loads(s.request("GET", "/fixture/stats"))["resourceVersion"])
         return
     make = {"pods": pod, "namespaces": namespace, "policies": policy, "services": service}[a.what]
     lo, hi = int(a.args[0]), int(a.args[1])

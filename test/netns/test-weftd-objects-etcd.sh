@@ -89,6 +89,7 @@ failures0=$(metric 'weft_cache_failures_total{kind="pods"}')
 ip netns exec "$ETCD_NS" python3 "$FEED" --etcd "$ETCD_URL" --prefix "$ETCD_PREFIX" --retry --batch 20 --pause 0.02 \
 	pods create 1000 1999 >/dev/null &
 feeder=$!
+on_exit "kill $feeder 2>/dev/null"
 sleep 0.4
 cluster_etcd_stop
 sleep 0.5
