@@ -86,6 +86,7 @@ typedef struct ObjectsState {
 	double started;                 /* CLOCK_MONOTONIC seconds */
 	double last_delta[_KUBE_KIND_MAX]; /* unix seconds of each kind's last delta (0 = none yet) */
 	char **rejected_seen;           /* "kind/ns/name: reason" already logged */
+	struct PolicyAgent *policy;     /* NetworkPolicy enforcement (policy/policy-agent.h) */
 	size_t n_rejected_seen;
 } ObjectsState;
 

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * weftd's NetworkPolicy enforcement: a consumer of the object cache that, once the cache has
+ * synced, compiles the cluster's Pods, Namespaces and NetworkPolicies for this node
+ * (policy-compile.h) and programs the result into table inet weft. The first program is one batch
+ * (which also removes np-* objects a previous run left behind); after that every change of a pod,
+ * namespace or policy schedules a recompile POLICY_AGENT_DEBOUNCE_USEC later, and the difference
+ * against what is programmed goes in as one batch. A failed batch is retried from scratch (the
+ * kernel's np-* objects listed as stale) after a second.
+ *
+ * Same-node traffic: pods of one node talk across the node's bridge at layer 2, which the inet
+ * forward hook does not see. With any policy programmed, the agent sets
+ * net.bridge.bridge-nf-call-iptables and -ip6tables in weftd's namespace, so br_netfilter passes
+ * bridged IP frames through the inet hooks (and conntrack) as well: the same chains police
+ * same-node and cross-node traffic, without changing how pods are wired. The module must be loaded
+ * (weftd loads no modules); without it, a warning says same-node traffic is not policed.
+ */
+
+#include <stdio.h>
+
+#include "daemon/cache/object-cache.h"
+#include "shared/event/event-loop.h"
+
+#define POLICY_AGENT_DEBOUNCE_USEC 2000
+
+typedef struct PolicyAgent PolicyAgent;
+
+/* 0, -ENOMEM or nftables' error (opens its own NftCtx in the current namespace). `node` is
+ * borrowed and must outlive the agent. */
+int policy_agent_new(ObjectCache *cache, EventLoop *loop, const char *node, bool log_drops, PolicyAgent **ret);
+PolicyAgent *policy_agent_free(PolicyAgent *a);
+/* What to register with the cache (userdata: the agent). */
+extern const ObjectCacheHandlers policy_agent_handlers;
+/* weft_policy_* lines for /metrics: syncs, failures, objects, last sync duration, and per policy
+ * and direction the packets its rules accepted (named counters, from the kernel). */
+int policy_agent_render_metrics(PolicyAgent *a, FILE *f);
