@@ -190,6 +190,7 @@ enum {
 	B_PORT,
 	B_DIRECT_ROUTING,
 	B_MTU,
+	B_AS_NUMBER,
 	_B_MAX,
 };
 
@@ -200,6 +201,7 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 		[B_PORT] = { "Port", "port" },
 		[B_DIRECT_ROUTING] = { "DirectRouting", "directRouting" },
 		[B_MTU] = { "MTU", "mtu" },
+		[B_AS_NUMBER] = { "ASNumber", "asNumber" },
 	};
 	const char *s = NULL;
 	long long v;
@@ -212,12 +214,12 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 		return r;
 
 	if (!keys[B_TYPE].value)
-		return config_error(ret_error, "Backend.Type: required (\"vxlan\", \"host-gw\", \"udp\" or \"ipip\")");
+		return config_error(ret_error, "Backend.Type: required (\"vxlan\", \"host-gw\", \"udp\", \"ipip\" or \"bgp\")");
 	r = get_string(&keys[B_TYPE], "Backend.Type", &s, ret_error);
 	if (r < 0)
 		return r;
 	if (network_backend_type_from_string(s, &b->type) < 0)
-		return config_error(ret_error, "Backend.Type \"%s\": unknown backend type (expected \"vxlan\", \"host-gw\", \"udp\" or \"ipip\")", s);
+		return config_error(ret_error, "Backend.Type \"%s\": unknown backend type (expected \"vxlan\", \"host-gw\", \"udp\", \"ipip\" or \"bgp\")", s);
 
 	if (keys[B_VNI].value) {
 		r = get_int(&keys[B_VNI], "Backend.VNI", 0, 16777215, &v, ret_error);
@@ -237,6 +239,14 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 		if (r < 0)
 			return r;
 	}
+	if (keys[B_AS_NUMBER].value) {
+		/* 0 and 4294967295 (AS_TRANS 23456 is allowed by BIRD but confusing) are reserved */
+		r = get_int(&keys[B_AS_NUMBER], "Backend.ASNumber", 1, 4294967294LL, &v, ret_error);
+		if (r < 0)
+			return r;
+		b->asn = (uint32_t) v;
+	} else if (b->type == NETWORK_BACKEND_BGP)
+		b->asn = 64512; /* Calico's default, first private AS */
 	if (keys[B_MTU].value) {
 		/* IPv6 needs 1280 on every link; IPv4 68. */
 		long long min = cfg->network6.addr.family == AF_INET6 ? 1280 : 68;
@@ -450,6 +460,8 @@ const char *network_backend_type_to_string(NetworkBackendType t) {
 		return "udp";
 	case NETWORK_BACKEND_IPIP:
 		return "ipip";
+	case NETWORK_BACKEND_BGP:
+		return "bgp";
 	}
 	return NULL;
 }
@@ -463,6 +475,8 @@ int network_backend_type_from_string(const char *s, NetworkBackendType *ret) {
 		*ret = NETWORK_BACKEND_UDP;
 	else if (streq_ptr(s, "ipip"))
 		*ret = NETWORK_BACKEND_IPIP;
+	else if (streq_ptr(s, "bgp"))
+		*ret = NETWORK_BACKEND_BGP;
 	else
 		return -EINVAL;
 	return 0;

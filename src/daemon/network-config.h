@@ -25,6 +25,7 @@ typedef enum NetworkBackendType {
 	NETWORK_BACKEND_VXLAN,
 	NETWORK_BACKEND_HOST_GW,
 	NETWORK_BACKEND_UDP,            /* Flannel's first backend: TUN + userspace UDP (backend-udp.c) */
+	NETWORK_BACKEND_BGP,            /* Calico's BGP through BIRD (backend-bgp.c) */
 	NETWORK_BACKEND_IPIP,           /* Calico's ipipMode (backend-ipip.c); DirectRouting = CrossSubnet */
 } NetworkBackendType;
 
@@ -34,6 +35,7 @@ typedef struct NetworkBackendConfig {
 	uint16_t port;          /* UDP port, default 4789 (vxlan), 8285 (udp) */
 	bool direct_routing;    /* vxlan: use host-gw style routes to nodes on the same L2 */
 	uint32_t mtu;           /* 0 = derive from the underlay */
+	uint32_t asn;           /* bgp: the cluster's AS number ("ASNumber"), default 64512 */
 } NetworkBackendConfig;
 
 typedef struct NetworkConfig {
@@ -67,7 +69,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(NetworkConfig *, network_config_free);
 int network_config_check_overlap(const NetworkConfig *cfg, const IpPrefix *other, const char *what,
 				 char **ret_error);
 
-/* "vxlan" | "host-gw" | "udp" | "ipip"; NULL for an unknown value. */
+/* "vxlan" | "host-gw" | "udp" | "ipip" | "bgp"; NULL for an unknown value. */
 const char *network_backend_type_to_string(NetworkBackendType t);
 /* -EINVAL for an unknown name. */
 int network_backend_type_from_string(const char *s, NetworkBackendType *ret);

@@ -9,6 +9,7 @@
 
 #include "basic/string-util.h"
 #include "daemon/cni-conf.h"
+#include "daemon/policy/policy-agent.h"
 #include "daemon/weftd.h"
 
 static bool healthy(Manager *m) {
@@ -31,6 +32,7 @@ static int render_metrics(Manager *m, char **ret) {
 		return -ENOMEM;
 	fputs(base, f);
 	backend_udp_render_metrics(&m->backend, f);
+	backend_bgp_render_metrics(&m->backend, f);
 	(void) manager_objects_render_metrics(m, f);
 	if (fclose(f) != 0 || !buf)
 		return -ENOMEM;
@@ -60,6 +62,10 @@ int manager_status_handler(const char *method, const char *path, const char *que
 	}
 	if (streq(path, "/debug/objects"))
 		return manager_objects_debug(m, query, resp);
+	if (streq(path, "/debug/policy/explain") && m->objects.policy) {
+		resp->content_type = "text/plain; charset=utf-8";
+		return policy_agent_explain(m->objects.policy, query, &resp->status, &resp->body);
+	}
 	resp->status = 404;
 	return 0;
 }

@@ -320,6 +320,7 @@ static int run_daemon(Manager *m) {
 	if (r < 0)
 		return log_error_errno(r, "Failed to create event loop: %m");
 	m->backend.loop = m->loop; /* the udp backend watches its TUN and socket in it */
+	m->backend.run_dir = m->args.run_dir; /* the bgp backend's bird.conf and bird.ctl */
 	r = event_loop_add_signals(m->loop, sigs, on_signal, m, NULL);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up signals: %m");

@@ -99,6 +99,8 @@ u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind((bind, 0))
 u.sendto(hdr + udp, (sys.argv[5], 8285))' "$2" "$3" "$4" "$5" "$(node_ip 2)"
 }
 metric() { http_get "$1" /metrics; sed -n "s/^$2 //p" <<<"$HTTP_BODY"; }
+# is VALUE CMD...: CMD's output equals VALUE (evaluated anew on every call: for wait_for)
+is() { [ "$("${@:2}")" = "$1" ]; }
 spoofed0=$(metric 2 'weft_udp_dropped_total{reason="spoofed"}')
 notforus0=$(metric 2 'weft_udp_dropped_total{reason="not_for_us"}')
 assert_eq "$spoofed0" 0 "no spoofed drops before the injection"
@@ -117,7 +119,7 @@ wait "$RECV_PID"
 assert_eq "$(cat "$T/u3")" "$(pod_ip 1) from-node1" "the right node's datagram is delivered (control)"
 # a destination outside node2's subnet (node2 would be a relay)
 inject "$(node_ns 1)" "$(node_ip 1)" "$(pod_ip 1)" "$(pod_ip 3)" relay
-wait_for 3 test "$(metric 2 'weft_udp_dropped_total{reason="not_for_us"}')" = $((notforus0 + 1)) ||
+wait_for 3 is $((notforus0 + 1)) metric 2 'weft_udp_dropped_total{reason="not_for_us"}' ||
 	check_fail "relay attempt not counted as not_for_us"
 
 # ---- a node joins, then leaves
@@ -126,14 +128,14 @@ weftd_start 4
 weftd_wait_ready 4
 s4=$(node_subnet 4)
 for i in 1 2 3; do
-	wait_for 5 test "$(route_to "$i" "$s4")" = "- weft0 " || check_fail "node$i has no route to node4's $s4"
+	wait_for 5 is "- weft0 " route_to "$i" "$s4" || check_fail "node$i has no route to node4's $s4"
 done
 pod_create 4
 assert_ping "$(pod_ns 4)" "$(pod_ip 1)"
 weftd_stop 4 # releases its lease
 t0=$(date +%s%N)
 for i in 1 2 3; do
-	wait_for 10 test -z "$(route_to "$i" "$s4")" || check_fail "node$i still routes node4's $s4 10 s after it left"
+	wait_for 10 is "" route_to "$i" "$s4" || check_fail "node$i still routes node4's $s4 10 s after it left"
 done
 info "node4 left: routes withdrawn on nodes 1-3 in $((($(date +%s%N) - t0) / 1000000)) ms"
 

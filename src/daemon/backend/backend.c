@@ -20,6 +20,8 @@ const BackendOps *backend_ops_find(NetworkBackendType type) {
 		return &backend_udp_ops;
 	case NETWORK_BACKEND_IPIP:
 		return &backend_ipip_ops;
+	case NETWORK_BACKEND_BGP:
+		return &backend_bgp_ops;
 	}
 	return NULL;
 }

@@ -97,6 +97,9 @@ struct Backend {
 
 	unsigned mtu;                   /* pod MTU */
 
+	/* bgp: bird.conf and BIRD's control socket live here (not owned: weftd's --run-dir) */
+	const char *run_dir;
+
 	/* ipip: the tunnel (not vtep_ifindex: that one means "publish a VTEP MAC") */
 	int tunnel_ifindex;
 
@@ -109,6 +112,10 @@ extern const BackendOps backend_hostgw_ops;
 extern const BackendOps backend_vxlan_ops;
 extern const BackendOps backend_udp_ops;
 extern const BackendOps backend_ipip_ops;
+extern const BackendOps backend_bgp_ops;
+
+/* backend-bgp.c: weft_bird_up and weft_bgp_sessions for /metrics (asks BIRD; bgp backend only). */
+void backend_bgp_render_metrics(const Backend *b, FILE *f);
 
 /* backend-udp.c: closes the TUN and the socket (the kernel then removes weft0 and its routes). */
 void backend_udp_done(Backend *b);

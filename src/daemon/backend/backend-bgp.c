@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bgp: Calico's pure layer 3. Every node announces its pod subnet over BGP and installs what it
+ * learns; no encapsulation. The routing daemon is BIRD 2 (as in Calico), which weftd drives:
+ *
+ *   weftd   renders <run-dir>/bird.conf from the accepted leases (bird_conf_render()), and asks
+ *           BIRD over its control socket <run-dir>/bird.ctl to "configure check" it, then to
+ *           "configure" it; /metrics says whether BIRD answers and how many sessions are up.
+ *   BIRD    runs next to weftd (a container of the DaemonSet, a process the test starts) with
+ *           -c <run-dir>/bird.conf -s <run-dir>/bird.ctl, speaks BGP and writes the routes it
+ *           learns into the kernel (protocol "bird"). weftd never edits those routes: the kernel
+ *           protocol exports only BGP routes, and the reconciler only ever touches protocol 0xfc.
+ *
+ * weftd does not start BIRD: a supervisor restarting BIRD independently of weftd is what makes
+ * graceful restart meaningful (either can restart while the other keeps the datapath), and a
+ * BIRD that is down only delays the next configure, which every pass retries.
+ *
+ * The trust boundary is the import filter: a session per peer node (full mesh), and from that
+ * peer exactly the subnet its accepted lease holds, with that peer as next hop. A prefix outside
+ * the cluster network, one overlapping another node's subnet, or our own subnet never reaches
+ * the kernel; the lease import filter (lease-filter.h) already decided which leases count.
+ *
+ * The control socket is spoken synchronously with a 2 s timeout: BIRD answers on a local unix
+ * socket in milliseconds, and a configure happens only when the set of peers changes.
+ * IPv4 only for now (an IPv6 pod subnet would need an ipv6 channel and next hops).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "basic/fileio.h"
+#include "basic/log.h"
+#include "basic/macro.h"
+#include "basic/string-util.h"
+#include "daemon/backend/backend-bgp.h"
+#include "daemon/backend/backend.h"
+
+/* ---- pure parts ---- */
+
+static void proto_name(const IpAddr *ip, char buf[static 32]) {
+	snprintf(buf, 32, "node_%u_%u_%u_%u", ip->bytes[0], ip->bytes[1], ip->bytes[2], ip->bytes[3]);
+}
+
+int bird_conf_render(const BirdConfInput *in, char **ret) {
+	char a[IP_ADDR_STRLEN], p[IP_PREFIX_STRLEN], name[32];
+	_cleanup_free_ char *buf = NULL;
+	size_t size = 0;
+	FILE *f;
+
+	if (in->router_id.family != AF_INET || in->local_ip.family != AF_INET)
+		return -EINVAL;
+	f = open_memstream(&buf, &size);
+	if (!f)
+		return -ENOMEM;
+	fprintf(f,
+		"# Written by weftd from the cluster's leases; changes are overwritten.\n"
+		"router id %s;\n\n"
+		"protocol device {\n\tscan time 10;\n}\n\n"
+		"# Only what BGP learned goes into the kernel (as protocol \"bird\"); nothing is read back.\n"
+		"protocol kernel weft_kernel {\n"
+		"\tipv4 {\n\t\timport none;\n\t\texport where source = RTS_BGP;\n\t};\n"
+		"\tgraceful restart on;\n"
+		"}\n\n"
+		"# This node's pod subnet: announced, never installed by BIRD (the bridge holds it).\n"
+		"protocol static weft_self {\n\tipv4;\n",
+		ip_addr_to_string(&in->router_id, a));
+	for (size_t i = 0; i < in->n_self; i++)
+		if (in->self[i].addr.family == AF_INET)
+			fprintf(f, "\troute %s blackhole;\n", ip_prefix_to_string(&in->self[i], p));
+	fputs("}\n", f);
+
+	for (size_t i = 0; i < in->n_peers; i++) {
+		const BgpPeer *peer = &in->peers[i];
+		bool first = true;
+
+		if (peer->ip.family != AF_INET)
+			continue;
+		proto_name(&peer->ip, name);
+		fprintf(f, "\nprotocol bgp %s {\n", name);
+		fprintf(f, "\tlocal %s as %" PRIu32 ";\n", ip_addr_to_string(&in->local_ip, a), in->asn);
+		fprintf(f, "\tneighbor %s as %" PRIu32 ";\n", ip_addr_to_string(&peer->ip, a), in->asn);
+		/* connect retry 5 s: a peer whose BIRD starts later is picked up soon (default 120 s) */
+		fputs("\tdirect;\n\tconnect retry time 5;\n\tgraceful restart on;\n"
+		      "\tipv4 {\n\t\timport keep filtered on;\n\t\timport filter {\n\t\t\tif (",
+		      f);
+		for (size_t j = 0; j < peer->n_subnets; j++) {
+			if (peer->subnets[j].addr.family != AF_INET)
+				continue;
+			fprintf(f, "%snet = %s", first ? "" : " || ", ip_prefix_to_string(&peer->subnets[j], p));
+			first = false;
+		}
+		if (first)
+			fputs("false", f);
+		fprintf(f, ") && bgp_next_hop = %s then accept;\n\t\t\treject;\n\t\t};\n",
+			ip_addr_to_string(&peer->ip, a));
+		fputs("\t\texport where proto = \"weft_self\";\n\t\tnext hop self;\n\t};\n}\n", f);
+	}
+	if (fclose(f) != 0 || !buf)
+		return -ENOMEM;
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int bird_reply_line(const char *line, int *ret_code, bool *ret_last, const char **ret_text) {
+	if (line[0] == ' ') {
+		*ret_code = 0;
+		*ret_last = false;
+		*ret_text = line + 1;
+		return 0;
+	}
+	for (int i = 0; i < 4; i++)
+		if (line[i] < '0' || line[i] > '9')
+			return -EBADMSG;
+	if (line[4] != ' ' && line[4] != '-')
+		return -EBADMSG;
+	*ret_code = (line[0] - '0') * 1000 + (line[1] - '0') * 100 + (line[2] - '0') * 10 + (line[3] - '0');
+	*ret_last = line[4] == ' ';
+	*ret_text = line + 5;
+	return 0;
+}
+
+void bird_count_bgp(const char *reply, unsigned *ret_total, unsigned *ret_established) {
+	unsigned total = 0, est = 0;
+
+	for (const char *l = reply; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t len = nl ? (size_t) (nl - l) : strlen(l);
+		char line[512], name[128], proto[32];
+
+		snprintf(line, sizeof(line), "%.*s", (int) MIN(len, sizeof(line) - 1), l);
+		/* "1002-node_10_99_0_12 BGP  ---  up  22:40:01.123  Established" (code stripped or not) */
+		const char *s = line;
+		if (strlen(s) > 5 && s[4] == '-' && s[0] >= '0' && s[0] <= '9')
+			s += 5;
+		if (sscanf(s, "%127s %31s", name, proto) == 2 && streq(proto, "BGP")) {
+			total++;
+			if (strstr(s, "Established"))
+				est++;
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	*ret_total = total;
+	*ret_established = est;
+}
+
+/* ---- BIRD's control socket ---- */
+
+/* Sends one command and reads the reply to its last line. Returns the last line's code (BIRD:
+ * 0xxx success, 8xxx/9xxx errors) and, if ret_text, the reply's lines; -errno on I/O errors. */
+static int bird_command(const char *socket_path, const char *cmd, char **ret_text) {
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 2 };
+	_cleanup_free_ char *text = NULL;
+	char buf[4096], line[1024];
+	size_t ll = 0, tl = 0;
+	bool hello = true;
+	int fd, code = -EIO;
+
+	if (strlen(socket_path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, socket_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	(void) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	(void) setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+		code = -errno;
+		goto out;
+	}
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n <= 0) {
+			code = n < 0 ? -errno : -ECONNRESET;
+			goto out;
+		}
+		for (ssize_t i = 0; i < n; i++) {
+			int c;
+			bool last;
+			const char *t;
+
+			if (buf[i] != '\n') {
+				if (ll < sizeof(line) - 1)
+					line[ll++] = buf[i];
+				continue;
+			}
+			line[ll] = 0;
+			ll = 0;
+			if (bird_reply_line(line, &c, &last, &t) < 0)
+				continue;
+			if (!hello && ret_text) {
+				char *nt = realloc(text, tl + strlen(line) + 2);
+				if (!nt) {
+					code = -ENOMEM;
+					goto out;
+				}
+				text = nt;
+				tl += (size_t) sprintf(text + tl, "%s\n", line);
+			}
+			if (!last)
+				continue;
+			if (hello) {
+				/* "0001 BIRD 2.0.12 ready." */
+				hello = false;
+				if (dprintf(fd, "%s\n", cmd) < 0) {
+					code = -errno;
+					goto out;
+				}
+				continue;
+			}
+			code = c;
+			if (ret_text)
+				*ret_text = TAKE_PTR(text) ?: strdup("");
+			goto out;
+		}
+	}
+out:
+	close(fd);
+	return code;
+}
+
+/* ---- the backend ---- */
+
+typedef struct BgpState {
+	BgpPeer *pending;
+	size_t n_pending, alloc;
+	char *applied; /* the config BIRD last accepted; NULL = none yet */
+	bool logged_down;
+} BgpState;
+
+static BgpState bgp_state; /* one backend per weftd */
+
+static void bgp_paths(const Backend *b, char conf[static 512], char sock[static 512]) {
+	snprintf(conf, 512, "%s/%s", b->run_dir ?: "/run/weft", BIRD_CONF_NAME);
+	snprintf(sock, 512, "%s/%s", b->run_dir ?: "/run/weft", BIRD_SOCKET_NAME);
+}
+
+static int bgp_ensure(Backend *b) {
+	int r;
+
+	r = backend_refresh_underlay(b);
+	if (r < 0)
+		return r;
+	if (b->public_ip.family != AF_INET)
+		return -EAFNOSUPPORT;
+	b->mtu = b->config.mtu ?: b->underlay_mtu; /* no encapsulation */
+	return 0;
+}
+
+static int bgp_render(Backend *b, const NodeLease *remote, NodeObjects *ret) {
+	BgpState *s = &bgp_state;
+	BgpPeer *p = NULL;
+
+	if (remote->public_ip.family != AF_INET || !ip_addr_is_set(&remote->subnet.addr))
+		return -EINVAL;
+	/* two leases behind one IP (a node re-registered under another name): one session */
+	for (size_t i = 0; i < s->n_pending; i++)
+		if (ip_addr_equal(&s->pending[i].ip, &remote->public_ip))
+			p = &s->pending[i];
+	if (!p) {
+		if (s->n_pending == s->alloc) {
+			size_t na = s->alloc ? s->alloc * 2 : 16;
+			BgpPeer *np = reallocarray(s->pending, na, sizeof(BgpPeer));
+			if (!np)
+				return -ENOMEM;
+			s->pending = np;
+			s->alloc = na;
+		}
+		p = &s->pending[s->n_pending++];
+		*p = (BgpPeer) { .ip = remote->public_ip };
+	}
+	if (p->n_subnets < ELEMENTSOF(p->subnets))
+		p->subnets[p->n_subnets++] = ip_prefix_mask(&remote->subnet);
+	*ret = (NodeObjects) { .node_name = remote->node_name }; /* BIRD installs the routes */
+	return 0;
+}
+
+static int peer_cmp(const void *x, const void *y) {
+	return ip_addr_cmp(&((const BgpPeer *) x)->ip, &((const BgpPeer *) y)->ip);
+}
+
+static int write_atomic(const char *path, const char *text) {
+	char tmp[600];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	fputs(text, f);
+	if (fclose(f) != 0 || rename(tmp, path) < 0) {
+		int r = -errno;
+		(void) unlink(tmp);
+		return r;
+	}
+	return 0;
+}
+
+static void bgp_commit(Backend *b) {
+	BgpState *s = &bgp_state;
+	_cleanup_free_ char *conf = NULL, *reply = NULL;
+	char conf_path[512], sock_path[512], cmd[600];
+	BirdConfInput in = {
+		.router_id = b->public_ip,
+		.local_ip = b->public_ip,
+		.asn = b->config.asn ?: BGP_DEFAULT_ASN,
+	};
+	int r;
+
+	if (!b->have_lease)
+		goto done;
+	in.self[in.n_self++] = ip_prefix_mask(&b->self.subnet);
+	if (s->n_pending > 1)
+		qsort(s->pending, s->n_pending, sizeof(BgpPeer), peer_cmp);
+	in.peers = s->pending;
+	in.n_peers = s->n_pending;
+	r = bird_conf_render(&in, &conf);
+	if (r < 0) {
+		log_error_errno(r, "bgp: failed to render bird.conf: %m");
+		goto done;
+	}
+	if (s->applied && streq(s->applied, conf))
+		goto done;
+
+	bgp_paths(b, conf_path, sock_path);
+	(void) mkdir_p(b->run_dir ?: "/run/weft", 0755);
+	r = write_atomic(conf_path, conf);
+	if (r < 0) {
+		log_error_errno(r, "bgp: failed to write %s: %m", conf_path);
+		goto done;
+	}
+	snprintf(cmd, sizeof(cmd), "configure check \"%s\"", conf_path);
+	r = bird_command(sock_path, cmd, &reply);
+	if (r < 0) {
+		if (!s->logged_down)
+			log_warning_errno(
+					r,
+					"bgp: BIRD is not answering on %s (%m); %s is written, retrying on every pass",
+					sock_path, conf_path);
+		s->logged_down = true;
+		goto done;
+	}
+	s->logged_down = false;
+	if (r >= 8000) {
+		log_error("bgp: BIRD refuses the rendered %s (code %d): %s", conf_path, r, reply ?: "");
+		goto done;
+	}
+	reply = mfree(reply);
+	snprintf(cmd, sizeof(cmd), "configure \"%s\"", conf_path);
+	r = bird_command(sock_path, cmd, &reply);
+	if (r < 0 || r >= 8000) {
+		log_error("bgp: BIRD did not apply %s (%d): %s", conf_path, r, reply ?: "");
+		goto done;
+	}
+	log_info("bgp: BIRD configured with %zu peers", in.n_peers);
+	free(s->applied);
+	s->applied = TAKE_PTR(conf);
+done:
+	s->n_pending = 0;
+}
+
+void backend_bgp_render_metrics(const Backend *b, FILE *f) {
+	_cleanup_free_ char *reply = NULL;
+	char conf_path[512], sock_path[512];
+	unsigned total = 0, est = 0;
+	int r;
+
+	if (b->ops != &backend_bgp_ops)
+		return;
+	bgp_paths(b, conf_path, sock_path);
+	r = bird_command(sock_path, "show protocols", &reply);
+	if (r >= 0)
+		bird_count_bgp(reply, &total, &est);
+	fprintf(f,
+		"# HELP weft_bird_up Whether BIRD answers on its control socket.\n"
+		"# TYPE weft_bird_up gauge\n"
+		"weft_bird_up %d\n"
+		"# HELP weft_bgp_sessions BGP sessions configured in BIRD, by state.\n"
+		"# TYPE weft_bgp_sessions gauge\n"
+		"weft_bgp_sessions{state=\"established\"} %u\n"
+		"weft_bgp_sessions{state=\"down\"} %u\n",
+		r >= 0 && r < 8000, est, total - est);
+}
+
+const BackendOps backend_bgp_ops = {
+	.name = "bgp",
+	.ensure = bgp_ensure,
+	.render = bgp_render,
+	.commit = bgp_commit,
+};

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The bgp backend's pure parts, unit-tested without BIRD: the bird.conf weftd renders from the
+ * accepted leases, and the parsing of BIRD's control-socket replies (birdc's protocol: lines
+ * "DDDD-text" continue a reply, "DDDD text" ends it, " text" continues the previous line).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shared/ip/ip-addr.h"
+
+#define BGP_DEFAULT_ASN 64512
+#define BIRD_CONF_NAME "bird.conf"
+#define BIRD_SOCKET_NAME "bird.ctl"
+
+typedef struct BgpPeer {
+	IpAddr ip;           /* its public IP: the session's neighbour and the next hop we accept */
+	IpPrefix subnets[2]; /* the only prefixes accepted from it: its leased subnet(s) */
+	size_t n_subnets;
+} BgpPeer;
+
+typedef struct BirdConfInput {
+	IpAddr router_id; /* IPv4 (BIRD's router id is a 32-bit value) */
+	IpAddr local_ip;
+	uint32_t asn;
+	IpPrefix self[2]; /* our subnet(s): announced, never accepted */
+	size_t n_self;
+	const BgpPeer *peers;
+	size_t n_peers;
+} BirdConfInput;
+
+/*
+ * Renders bird.conf: the kernel protocol exporting only BGP-learned routes (so BIRD never touches
+ * a route it did not learn), our subnets as static blackholes announced to every peer, and one
+ * iBGP session per peer (full mesh) whose import filter accepts exactly that peer's leased
+ * subnet(s) with that peer as next hop, with graceful restart. What the import filters refuse (a
+ * prefix outside the cluster network, a prefix overlapping another node's subnet, our own subnet)
+ * is never installed. *ret is malloc'ed. 0, -EINVAL (no IPv4 router id) or -ENOMEM.
+ */
+int bird_conf_render(const BirdConfInput *in, char **ret);
+
+/* One reply line: its code (0 for a " text" continuation), whether it ends the reply, and its text.
+ * 0, or -EBADMSG. */
+int bird_reply_line(const char *line, int *ret_code, bool *ret_last, const char **ret_text);
+
+/* From a "show protocols" reply: how many BGP protocols there are, and how many are Established. */
+void bird_count_bgp(const char *reply, unsigned *ret_total, unsigned *ret_established);

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The bgp backend's pure parts (backend-bgp.h): the bird.conf weftd renders (that BIRD accepts
+ * it, and what it installs, is test/netns/test-weftd-bgp.sh), BIRD's control-socket reply lines,
+ * and counting sessions from "show protocols"; plus Backend.ASNumber in the net-conf.
+ */
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "daemon/backend/backend-bgp.h"
+#include "daemon/network-config.h"
+
+static IpAddr A(const char *s) {
+	IpAddr a;
+	assert_int_equal(ip_addr_parse(s, &a), 0);
+	return a;
+}
+
+static IpPrefix P(const char *s) {
+	IpPrefix p;
+	assert_int_equal(ip_prefix_parse(s, &p), 0);
+	return p;
+}
+
+static void assert_contains(const char *hay, const char *needle) {
+	if (!strstr(hay, needle))
+		fail_msg("missing \"%s\" in:\n%s", needle, hay);
+}
+
+static void test_render(void **state) {
+	BgpPeer peers[2] = {
+		{ .ip = A("10.99.0.12"), .subnets = { P("10.244.2.0/24") }, .n_subnets = 1 },
+		{ .ip = A("10.99.0.13"), .subnets = { P("10.244.3.0/24"), P("10.244.9.0/24") }, .n_subnets = 2 },
+	};
+	BirdConfInput in = {
+		.router_id = A("10.99.0.11"),
+		.local_ip = A("10.99.0.11"),
+		.asn = 64600,
+		.self = { P("10.244.1.0/24") },
+		.n_self = 1,
+		.peers = peers,
+		.n_peers = 2,
+	};
+	char *c = NULL;
+
+	assert_int_equal(bird_conf_render(&in, &c), 0);
+	assert_contains(c, "router id 10.99.0.11;\n");
+	/* the kernel gets BGP routes only, and BIRD reads nothing back from it */
+	assert_contains(c, "import none;\n\t\texport where source = RTS_BGP;");
+	assert_contains(c, "route 10.244.1.0/24 blackhole;");
+	assert_contains(c,
+			"protocol bgp node_10_99_0_12 {\n\tlocal 10.99.0.11 as 64600;\n\tneighbor 10.99.0.12 as 64600;");
+	/* from each peer: exactly its leased subnet(s), with it as next hop */
+	assert_contains(c, "if (net = 10.244.2.0/24) && bgp_next_hop = 10.99.0.12 then accept;\n\t\t\treject;");
+	assert_contains(c, "if (net = 10.244.3.0/24 || net = 10.244.9.0/24) && bgp_next_hop = 10.99.0.13 then accept;");
+	assert_contains(c, "graceful restart on;");
+	assert_contains(c, "export where proto = \"weft_self\";");
+	/* our own subnet is never accepted from anyone */
+	assert_null(strstr(c, "net = 10.244.1.0/24"));
+	free(c);
+
+	/* a peer with no IPv4 subnet accepts nothing */
+	peers[0].n_subnets = 0;
+	in.n_peers = 1;
+	assert_int_equal(bird_conf_render(&in, &c), 0);
+	assert_contains(c, "if (false) && bgp_next_hop = 10.99.0.12 then accept;");
+	free(c);
+
+	/* no peers: still a valid config announcing our subnet */
+	in.n_peers = 0;
+	assert_int_equal(bird_conf_render(&in, &c), 0);
+	assert_null(strstr(c, "protocol bgp"));
+	free(c);
+
+	in.router_id = A("2001:db8::1");
+	assert_int_equal(bird_conf_render(&in, &c), -EINVAL);
+}
+
+static void test_reply_line(void **state) {
+	static const struct {
+		const char *line;
+		int r, code;
+		bool last;
+		const char *text;
+	} cases[] = {
+		{ "0001 BIRD 2.0.12 ready.", 0, 1, true, "BIRD 2.0.12 ready." },
+		{ "0002-Reading configuration from /run/weft/bird.conf", 0, 2, false,
+		  "Reading configuration from /run/weft/bird.conf" },
+		{ "0020 Configuration OK", 0, 20, true, "Configuration OK" },
+		{ "8002 /x/bird.conf:3:1 syntax error", 0, 8002, true, "/x/bird.conf:3:1 syntax error" },
+		{ " continued", 0, 0, false, "continued" },
+		{ "002 short", -EBADMSG, 0, false, NULL },
+		{ "00a2 x", -EBADMSG, 0, false, NULL },
+		{ "0002:x", -EBADMSG, 0, false, NULL },
+		{ "", -EBADMSG, 0, false, NULL },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int code = -1;
+		bool last = false;
+		const char *text = NULL;
+		int r = bird_reply_line(cases[i].line, &code, &last, &text);
+		assert_int_equal(r, cases[i].r);
+		if (r < 0)
+			continue;
+		assert_int_equal(code, cases[i].code);
+		assert_int_equal(last, cases[i].last);
+		assert_string_equal(text, cases[i].text);
+	}
+}
+
+static void test_count(void **state) {
+	const char *reply =
+			"2002-Name       Proto      Table      State  Since         Info\n"
+			"1002-device1    Device     ---        up     22:40:01.123  \n"
+			" weft_kernel Kernel     master4    up     22:40:01.123  \n"
+			" weft_self  Static     master4    up     22:40:01.123  \n"
+			" node_10_99_0_12 BGP        ---        up     22:40:03.456  Established   \n"
+			" node_10_99_0_13 BGP        ---        start  22:40:03.456  Active        Socket: Connection refused\n"
+			" node_10_99_0_14 BGP        ---        up     22:40:03.456  Established   \n"
+			"0000 \n";
+	unsigned total = 99, est = 99;
+
+	bird_count_bgp(reply, &total, &est);
+	assert_int_equal(total, 3);
+	assert_int_equal(est, 2);
+	bird_count_bgp("", &total, &est);
+	assert_int_equal(total, 0);
+	assert_int_equal(est, 0);
+}
+
+static void test_config(void **state) {
+	NetworkConfig *c = NULL;
+	char *err = NULL;
+
+	assert_int_equal(network_config_parse("{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"bgp\"}}", &c,
+					      &err),
+			 0);
+	assert_int_equal(c->backend.type, NETWORK_BACKEND_BGP);
+	assert_int_equal(c->backend.asn, 64512);
+	network_config_free(c);
+	assert_int_equal(
+			network_config_parse(
+					"{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"bgp\", \"ASNumber\": 4200000000}}",
+					&c, &err),
+			0);
+	assert_int_equal(c->backend.asn, 4200000000u);
+	network_config_free(c);
+	assert_int_equal(
+			network_config_parse(
+					"{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"bgp\", \"ASNumber\": 0}}",
+					&c, &err),
+			-EINVAL);
+	assert_non_null(strstr(err, "Backend.ASNumber 0"));
+	free(err);
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_reply_line),
+		cmocka_unit_test(test_count),
+		cmocka_unit_test(test_config),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
