@@ -137,7 +137,7 @@ static const InvalidCase invalid[] = {
 	{ "{\"Network6\": \"fd00::/64\", \"SubnetMin\": \"10.0.0.0\"}", "SubnetMin: given without Network" },
 	/* backend */
 	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"alloc\"}}",
-	  "Backend.Type \"alloc\": unknown backend type (expected \"vxlan\", \"host-gw\", \"udp\" or \"ipip\")" },
+	  "Backend.Type \"alloc\": unknown backend type (expected \"vxlan\", \"host-gw\", \"udp\", \"ipip\" or \"bgp\")" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {}}", "Backend.Type: required" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": \"vxlan\"}", "Backend: expected an object, got a string" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"vxlan\", \"VNI\": 16777216}}",
