@@ -25,6 +25,7 @@
 #include "daemon/cache/object-source-kube.h"
 #include "daemon/client/kubeconfig.h"
 #include "daemon/policy/policy-agent.h"
+#include "daemon/service/service-agent.h"
 #include "daemon/weftd.h"
 
 /* The kinds weftd caches (Nodes come from the lease datastore). */
@@ -243,6 +244,11 @@ int manager_objects_start(Manager *m) {
 		r = manager_objects_add_consumer(m, &policy_agent_handlers, s->policy);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up NetworkPolicy enforcement: %m");
+	r = service_agent_new(s->cache, m->loop, m->args.node_name, &m->config, &s->services);
+	if (r >= 0)
+		r = manager_objects_add_consumer(m, &service_agent_handlers, s->services);
+	if (r < 0)
+		return log_error_errno(r, "Failed to set up Services: %m");
 	r = object_cache_attach(s->cache, m->loop);
 	if (r < 0)
 		return log_error_errno(r, "Failed to attach the object cache: %m");
@@ -272,6 +278,7 @@ void manager_objects_done(Manager *m) {
 	/* The cache first: it cancels its requests on the clients. */
 	s->cache = object_cache_free(s->cache);
 	policy_agent_free(s->policy);
+	service_agent_free(s->services);
 	event_source_free(s->client_io);
 	event_source_free(s->relist_timer);
 	kube_object_source_free(s->kube_source);
@@ -323,6 +330,8 @@ int manager_objects_render_metrics(Manager *m, FILE *f) {
 		return 0;
 	if (m->objects.policy)
 		policy_agent_render_metrics(m->objects.policy, f);
+	if (m->objects.services)
+		service_agent_render_metrics(m->objects.services, f);
 	metric_per_kind(f, c, "weft_cache_synced", "gauge", "1 once the kind's first list is in the object cache.",
 			get_synced);
 	metric_per_kind(f, c, "weft_cache_objects", "gauge", "Objects of the kind in the object cache.", get_objects);

@@ -87,6 +87,7 @@ typedef struct ObjectsState {
 	double last_delta[_KUBE_KIND_MAX]; /* unix seconds of each kind's last delta (0 = none yet) */
 	char **rejected_seen;           /* "kind/ns/name: reason" already logged */
 	struct PolicyAgent *policy;     /* NetworkPolicy enforcement (policy/policy-agent.h) */
+	struct ServiceAgent *services;  /* Services, kube-proxy's job (service/service-agent.h) */
 	size_t n_rejected_seen;
 } ObjectsState;
 

@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "basic/log.h"
+#include "basic/macro.h"
+#include "basic/string-util.h"
+#include "daemon/service/service-agent.h"
+#include "daemon/service/service-model.h"
+#include "shared/nft/nft-table.h"
+#include "shared/nft/nft.h"
+
+#define RETRY_USEC (1000 * 1000)
+
+struct ServiceAgent {
+	ObjectCache *cache;
+	EventLoop *loop;
+	EventSource *timer;
+	NftCtx *nft;
+	const char *node;
+	NetworkConfig *const *config;
+	bool scheduled;
+	bool programmed_once; /* else: the next sync is a full one */
+	ServiceUnit **units;  /* sorted by key */
+	size_t n_units, cap_units;
+	char **dirty; /* "ns/name" */
+	size_t n_dirty, cap_dirty;
+	bool dirty_oom; /* a key could not be remembered: sync everything */
+	uint64_t syncs, full_syncs, failures, noops;
+	double last_sync_ms, max_sync_ms, last_full_ms;
+	size_t last_batch_bytes;
+};
+
+static double now_ms(void) {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
+}
+
+/* Index of key in units, or where it would go (*found false). */
+static size_t unit_find(ServiceAgent *a, const char *key, bool *found) {
+	size_t lo = 0, hi = a->n_units;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(key, a->units[mid]->key);
+
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	*found = false;
+	return lo;
+}
+
+/* Puts u (may be NULL: removes) in place of key's unit; frees the old one. */
+static int unit_replace(ServiceAgent *a, const char *key, ServiceUnit *u) {
+	bool found;
+	size_t i = unit_find(a, key, &found);
+
+	if (found) {
+		service_unit_free(a->units[i]);
+		if (u)
+			a->units[i] = u;
+		else {
+			memmove(a->units + i, a->units + i + 1, (a->n_units - i - 1) * sizeof(ServiceUnit *));
+			a->n_units--;
+		}
+		return 0;
+	}
+	if (!u)
+		return 0;
+	if (a->n_units == a->cap_units) {
+		size_t cap = a->cap_units ? a->cap_units * 2 : 64;
+		ServiceUnit **v = reallocarray(a->units, cap, sizeof(ServiceUnit *));
+
+		if (!v)
+			return -ENOMEM;
+		a->units = v;
+		a->cap_units = cap;
+	}
+	memmove(a->units + i + 1, a->units + i, (a->n_units - i) * sizeof(ServiceUnit *));
+	a->units[i] = u;
+	a->n_units++;
+	return 0;
+}
+
+typedef struct Slices {
+	const KubeEndpointSlice **v;
+	size_t n, cap;
+	bool oom;
+} Slices;
+
+static int collect_slice(const KubeObject *o, void *userdata) {
+	Slices *s = userdata;
+
+	if (!KUBE_ENDPOINT_SLICE(o))
+		return 0;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 4;
+		const KubeEndpointSlice **v = reallocarray(s->v, cap, sizeof(*v));
+
+		if (!v) {
+			s->oom = true;
+			return -ENOMEM;
+		}
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = KUBE_ENDPOINT_SLICE(o);
+	return 0;
+}
+
+/* The unit the cache's Service ns/name should have now (NULL if the Service is gone). */
+static int build(ServiceAgent *a, const KubeService *svc, ServiceUnit **ret) {
+	const NetworkConfig *cfg = a->config ? *a->config : NULL;
+	IpPrefix nets[2];
+	size_t n_nets = 0;
+	Slices s = {};
+	int r;
+
+	if (cfg && cfg->network.addr.family != AF_UNSPEC)
+		nets[n_nets++] = cfg->network;
+	if (cfg && cfg->network6.addr.family != AF_UNSPEC)
+		nets[n_nets++] = cfg->network6;
+	object_cache_foreach_slice_of_service(a->cache, svc->meta.namespace, svc->meta.name, collect_slice, &s);
+	if (s.oom) {
+		free(s.v);
+		return -ENOMEM;
+	}
+	r = service_unit_build(&(ServiceModelInput) { .node = a->node,
+						      .svc = svc,
+						      .slices = (const KubeEndpointSlice *const *) s.v,
+						      .n_slices = s.n,
+						      .pod_networks = nets,
+						      .n_pod_networks = n_nets },
+			       ret);
+	free(s.v);
+	return r;
+}
+
+/* Per-service chains of table inet weft (they all hold a '/'; the fixed ones do not). */
+static int list_kernel_chains(NftCtx *nft, char ***ret) {
+	json_t *j = NULL, *it;
+	char **l = NULL;
+	size_t i, n = 0;
+	int r = 0;
+
+	r = nft_list_json(nft, "list chains inet", &j);
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
+	json_array_foreach(json_object_get(j, "nftables"), i, it) {
+		json_t *o = json_object_get(it, "chain");
+		const char *table = json_string_value(json_object_get(o, "table"));
+		const char *name = json_string_value(json_object_get(o, "name"));
+		char **nl;
+
+		if (!o || !streq_ptr(table, "weft") || !name || !startswith(name, SVC_PREFIX) || !strchr(name, '/'))
+			continue;
+		nl = reallocarray(l, n + 2, sizeof(char *));
+		if (!nl || !(nl[n] = strdup(name))) {
+			l = nl ?: l;
+			if (l)
+				l[n] = NULL;
+			r = -ENOMEM;
+			break;
+		}
+		l = nl;
+		l[++n] = NULL;
+	}
+	json_decref(j);
+	if (r < 0) {
+		strv_free(l);
+		return r;
+	}
+	*ret = l;
+	return 0;
+}
+
+typedef struct Full {
+	ServiceAgent *a;
+	ServiceUnit **v;
+	size_t n, cap;
+	int r;
+} Full;
+
+static int collect_unit(const KubeObject *o, void *userdata) {
+	Full *f = userdata;
+	ServiceUnit *u = NULL;
+
+	if (!KUBE_SERVICE(o))
+		return 0;
+	f->r = build(f->a, KUBE_SERVICE(o), &u);
+	if (f->r < 0)
+		return f->r;
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 64;
+		ServiceUnit **v = reallocarray(f->v, cap, sizeof(ServiceUnit *));
+
+		if (!v) {
+			service_unit_free(u);
+			return f->r = -ENOMEM;
+		}
+		f->v = v;
+		f->cap = cap;
+	}
+	f->v[f->n++] = u;
+	return 0;
+}
+
+static int unit_ptr_cmp(const void *x, const void *y) {
+	return strcmp((*(ServiceUnit *const *) x)->key, (*(ServiceUnit *const *) y)->key);
+}
+
+static void clear_dirty(ServiceAgent *a) {
+	for (size_t i = 0; i < a->n_dirty; i++)
+		free(a->dirty[i]);
+	a->n_dirty = 0;
+	a->dirty_oom = false;
+}
+
+static int sync_full(ServiceAgent *a) {
+	Full f = { .a = a };
+	_cleanup_strv_free_ char **kernel = NULL;
+	char *buf = NULL, *err = NULL;
+	size_t len = 0;
+	FILE *out;
+	int r;
+
+	object_cache_foreach(a->cache, KUBE_KIND_SERVICE, collect_unit, &f);
+	r = f.r;
+	if (r >= 0)
+		r = list_kernel_chains(a->nft, &kernel);
+	if (r < 0)
+		goto out;
+	qsort(f.v, f.n, sizeof(ServiceUnit *), unit_ptr_cmp);
+	out = open_memstream(&buf, &len);
+	if (!out) {
+		r = -ENOMEM;
+		goto out;
+	}
+	service_render_base(out);
+	service_render_flush_maps(out);
+	for (size_t i = 0; kernel && kernel[i]; i++)
+		fprintf(out, "flush chain " NFT_TABLE_INET " %s\n", kernel[i]);
+	for (size_t i = 0; i < f.n; i++)
+		service_render_unit_diff(out, NULL, f.v[i], true);
+	for (size_t i = 0; kernel && kernel[i]; i++) {
+		bool wanted = false;
+		SvcChain key = { .name = kernel[i] };
+
+		for (size_t k = 0; k < f.n && !wanted; k++)
+			wanted = service_unit_chain(f.v[k], key.name) != NULL;
+		if (!wanted)
+			fprintf(out, "delete chain " NFT_TABLE_INET " %s\n", kernel[i]);
+	}
+	if (fclose(out) != 0) {
+		free(buf);
+		buf = NULL;
+		r = -ENOMEM;
+		goto out;
+	}
+	r = nft_apply(a->nft, buf, &err);
+	if (r < 0) {
+		log_error_errno(r, "Services: nftables refused the full batch: %s", err ?: "");
+		goto out;
+	}
+	a->last_batch_bytes = len;
+	for (size_t i = 0; i < a->n_units; i++)
+		service_unit_free(a->units[i]);
+	free(a->units);
+	a->units = TAKE_PTR(f.v);
+	a->n_units = f.n;
+	a->cap_units = f.cap;
+	f.n = 0;
+	clear_dirty(a);
+	a->full_syncs++;
+out:
+	for (size_t i = 0; i < f.n; i++)
+		service_unit_free(f.v[i]);
+	free(f.v);
+	free(buf);
+	free(err);
+	return r;
+}
+
+static int sync_dirty(ServiceAgent *a) {
+	_cleanup_free_ ServiceUnit **next = NULL;
+	char *buf = NULL, *err = NULL;
+	size_t len = 0, n = a->n_dirty;
+	FILE *out;
+	int r = 0;
+
+	next = calloc(n + 1, sizeof(ServiceUnit *));
+	if (!next)
+		return -ENOMEM;
+	out = open_memstream(&buf, &len);
+	if (!out)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		char *slash = strchr(a->dirty[i], '/');
+		const KubeService *svc;
+		bool found, dup = false;
+		size_t at;
+
+		for (size_t k = 0; k < i && !dup; k++)
+			dup = streq(a->dirty[k], a->dirty[i]);
+		if (dup || !slash)
+			continue;
+		*slash = '\0';
+		svc = KUBE_SERVICE(object_cache_get(a->cache, KUBE_KIND_SERVICE, a->dirty[i], slash + 1));
+		*slash = '/';
+		if (svc)
+			r = build(a, svc, &next[i]);
+		if (r < 0)
+			break;
+		at = unit_find(a, a->dirty[i], &found);
+		if (!service_unit_equal(found ? a->units[at] : NULL, next[i]))
+			service_render_unit_diff(out, found ? a->units[at] : NULL, next[i], false);
+	}
+	if (fclose(out) != 0) {
+		free(buf);
+		buf = NULL;
+		r = r < 0 ? r : -ENOMEM;
+	}
+	if (r >= 0 && len > 0) {
+		r = nft_apply(a->nft, buf, &err);
+		if (r < 0) {
+			log_error_errno(r, "Services: nftables refused the batch: %s", err ?: "");
+			log_debug("Services batch:\n%s", buf);
+		}
+	} else if (r >= 0)
+		a->noops++;
+	if (r >= 0) {
+		for (size_t i = 0; i < n; i++) {
+			bool dup = false;
+
+			for (size_t k = 0; k < i && !dup; k++)
+				dup = streq(a->dirty[k], a->dirty[i]);
+			if (dup)
+				continue;
+			if (unit_replace(a, a->dirty[i], next[i]) < 0) {
+				r = -ENOMEM; /* the next (full) sync repairs it */
+				continue;
+			}
+			next[i] = NULL;
+		}
+		a->last_batch_bytes = len;
+		clear_dirty(a);
+	}
+	for (size_t i = 0; i < n; i++)
+		service_unit_free(next[i]);
+	free(buf);
+	free(err);
+	return r;
+}
+
+static int agent_sync(ServiceAgent *a) {
+	double t0 = now_ms();
+	bool full = !a->programmed_once || a->dirty_oom;
+	int r;
+
+	r = full ? sync_full(a) : sync_dirty(a);
+	if (r < 0) {
+		a->failures++;
+		a->programmed_once = false;
+		(void) event_source_arm_once(a->timer, RETRY_USEC);
+		a->scheduled = true;
+		return r;
+	}
+	a->programmed_once = true;
+	a->syncs++;
+	a->last_sync_ms = now_ms() - t0;
+	if (full)
+		a->last_full_ms = a->last_sync_ms;
+	if (a->last_sync_ms > a->max_sync_ms)
+		a->max_sync_ms = a->last_sync_ms;
+	log_debug("Services: %s sync of %zu services in %.2f ms (batch %zu bytes)", full ? "full" : "partial",
+		  a->n_units, a->last_sync_ms, a->last_batch_bytes);
+	return 0;
+}
+
+static int on_timer(EventSource *s, void *userdata) {
+	ServiceAgent *a = userdata;
+
+	a->scheduled = false;
+	(void) agent_sync(a);
+	return 0;
+}
+
+static void schedule(ServiceAgent *a) {
+	if (a->scheduled || !object_cache_all_synced(a->cache))
+		return;
+	if (event_source_arm_once(a->timer, SERVICE_AGENT_DEBOUNCE_USEC) >= 0)
+		a->scheduled = true;
+}
+
+static void mark_dirty(ServiceAgent *a, const char *ns, const char *name) {
+	char *k;
+
+	if (!ns || !name)
+		return;
+	if (a->n_dirty == a->cap_dirty) {
+		size_t cap = a->cap_dirty ? a->cap_dirty * 2 : 16;
+		char **v = reallocarray(a->dirty, cap, sizeof(char *));
+
+		if (!v) {
+			a->dirty_oom = true;
+			return;
+		}
+		a->dirty = v;
+		a->cap_dirty = cap;
+	}
+	k = strdup_printf("%s/%s", ns, name);
+	if (!k) {
+		a->dirty_oom = true;
+		return;
+	}
+	a->dirty[a->n_dirty++] = k;
+}
+
+static void on_object(ServiceAgent *a, const KubeObject *o) {
+	if (o->kind == KUBE_KIND_SERVICE)
+		mark_dirty(a, o->namespace, o->name);
+	else if (o->kind == KUBE_KIND_ENDPOINT_SLICE)
+		mark_dirty(a, o->namespace, KUBE_ENDPOINT_SLICE(o)->service_name);
+	else
+		return;
+	schedule(a);
+}
+
+static void on_added(ObjectCache *c, const KubeObject *o, void *userdata) {
+	on_object(userdata, o);
+}
+
+static void on_updated(ObjectCache *c, const KubeObject *old, const KubeObject *o, void *userdata) {
+	on_object(userdata, old);
+	on_object(userdata, o);
+}
+
+static void on_deleted(ObjectCache *c, const KubeObject *old, void *userdata) {
+	on_object(userdata, old);
+}
+
+static void on_synced(ObjectCache *c, KubeKind kind, void *userdata) {
+	schedule(userdata);
+}
+
+const ObjectCacheHandlers service_agent_handlers = {
+	.added = on_added,
+	.updated = on_updated,
+	.deleted = on_deleted,
+	.synced = on_synced,
+};
+
+int service_agent_new(ObjectCache *cache, EventLoop *loop, const char *node, NetworkConfig *const *config,
+		      ServiceAgent **ret) {
+	ServiceAgent *a = calloc(1, sizeof(ServiceAgent));
+	int r;
+
+	if (!a)
+		return -ENOMEM;
+	*a = (ServiceAgent) { .cache = cache, .loop = loop, .node = node, .config = config };
+	r = nft_ctx_open(&a->nft);
+	if (r >= 0)
+		r = event_loop_add_timer(loop, on_timer, a, &a->timer);
+	if (r < 0) {
+		service_agent_free(a);
+		return r;
+	}
+	*ret = a;
+	return 0;
+}
+
+ServiceAgent *service_agent_free(ServiceAgent *a) {
+	if (!a)
+		return NULL;
+	event_source_free(a->timer);
+	nft_ctx_free(a->nft);
+	for (size_t i = 0; i < a->n_units; i++)
+		service_unit_free(a->units[i]);
+	free(a->units);
+	clear_dirty(a);
+	free(a->dirty);
+	free(a);
+	return NULL;
+}
+
+int service_agent_render_metrics(ServiceAgent *a, FILE *f) {
+	fprintf(f,
+		"# HELP weft_service_syncs_total Service programs of this node (full and partial batches, no-ops).\n"
+		"# TYPE weft_service_syncs_total counter\nweft_service_syncs_total %" PRIu64 "\n"
+		"# TYPE weft_service_full_syncs_total counter\nweft_service_full_syncs_total %" PRIu64 "\n"
+		"# TYPE weft_service_sync_failures_total counter\nweft_service_sync_failures_total %" PRIu64 "\n"
+		"# TYPE weft_service_last_sync_seconds gauge\nweft_service_last_sync_seconds %.6f\n"
+		"# TYPE weft_service_last_full_sync_seconds gauge\nweft_service_last_full_sync_seconds %.6f\n"
+		"# TYPE weft_service_max_sync_seconds gauge\nweft_service_max_sync_seconds %.6f\n"
+		"# HELP weft_services Services programmed (headless and ExternalName ones hold no objects).\n"
+		"# TYPE weft_services gauge\nweft_services %zu\n",
+		a->syncs, a->full_syncs, a->failures, a->last_sync_ms / 1e3, a->last_full_ms / 1e3,
+		a->max_sync_ms / 1e3, a->n_units);
+	return 0;
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * weftd's Services (kube-proxy's job): a consumer of the object cache that programs every Service
+ * of the cluster into table inet weft as service-model.h describes. Once the cache has synced, the
+ * first program is one full batch (which also removes svc-* chains a previous run left behind and
+ * empties the svc-* maps before filling them). After that every delta of a Service or of an
+ * EndpointSlice marks that Service dirty; SERVICE_AGENT_DEBOUNCE_USEC later the dirty Services are
+ * rebuilt and the difference goes in as one batch touching only their objects. A failed batch is
+ * retried as a full sync after a second.
+ */
+
+#include <stdio.h>
+
+#include "daemon/cache/object-cache.h"
+#include "daemon/network-config.h"
+#include "shared/event/event-loop.h"
+
+#define SERVICE_AGENT_DEBOUNCE_USEC 2000
+
+typedef struct ServiceAgent ServiceAgent;
+
+/* 0, -ENOMEM or nftables' error (opens its own NftCtx in the current namespace). `node` and
+ * `*config` (read at each sync: the pod networks; may be NULL until known) are borrowed. */
+int service_agent_new(ObjectCache *cache, EventLoop *loop, const char *node, NetworkConfig *const *config,
+		      ServiceAgent **ret);
+ServiceAgent *service_agent_free(ServiceAgent *a);
+extern const ObjectCacheHandlers service_agent_handlers;
+/* weft_service_* lines for /metrics. */
+int service_agent_render_metrics(ServiceAgent *a, FILE *f);

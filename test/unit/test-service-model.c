@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Services + EndpointSlices in, nftables objects out (service-model.h): ClusterIP for TCP, UDP and
+ * SCTP, several ports, targetPort by name resolved per endpoint from the slice's ports, endpoint
+ * conditions (terminating only without a ready one), headless and ExternalName get nothing, no
+ * endpoints reject, NodePort / externalIPs / LB IPs, traffic policies, dual-stack, and that a change
+ * renders as a batch touching only what changed. As root, the batches are applied to a private
+ * network namespace's nftables (full, then each diff) and the kernel's chains are compared.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "basic/string-util.h"
+#include "daemon/service/service-model.h"
+#include "shared/nft/nft.h"
+
+static StringPool *pool;
+
+static KubeObject *decode(KubeKind kind, const char *fmt, ...) _printf_(2, 3);
+static KubeObject *decode(KubeKind kind, const char *fmt, ...) {
+	char buf[8192];
+	json_error_t jerr;
+	DecodeError err = {};
+	KubeObject *o = NULL;
+	va_list ap;
+	json_t *j;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	j = json_loads(buf, 0, &jerr);
+	if (!j)
+		fail_msg("bad test JSON: %s: %s", jerr.text, buf);
+	if (kube_object_decode(kind, j, pool, &o, &err) < 0)
+		fail_msg("refused: %s: %s", err.text, buf);
+	json_decref(j);
+	return o;
+}
+
+/* spec: the Service's spec members (JSON, without braces) */
+static KubeObject *svc(const char *name, const char *spec, const char *status) {
+	return decode(KUBE_KIND_SERVICE,
+		      "{\"metadata\":{\"namespace\":\"shop\",\"name\":\"%s\"},\"spec\":{%s},\"status\":{%s}}", name,
+		      spec, status ?: "");
+}
+
+/* endpoints: JSON array members; ports: JSON array members */
+static KubeObject *slice(const char *name, const char *service, const char *type, const char *endpoints,
+			 const char *ports) {
+	return decode(KUBE_KIND_ENDPOINT_SLICE,
+		      "{\"metadata\":{\"namespace\":\"shop\",\"name\":\"%s\",\"labels\":{\"kubernetes.io/service-name\":"
+		      "\"%s\"}},\"addressType\":\"%s\",\"endpoints\":[%s],\"ports\":[%s]}",
+		      name, service, type, endpoints, ports);
+}
+
+#define EP(ip, node, ready, serving, term)                                                                             \
+	"{\"addresses\":[\"" ip "\"],\"nodeName\":\"" node "\",\"conditions\":{\"ready\":" #ready                      \
+	",\"serving\":" #serving ",\"terminating\":" #term "}}"
+
+static ServiceUnit *build(const char *node, KubeObject *s, KubeObject **slices, size_t n) {
+	ServiceUnit *u = NULL;
+	IpPrefix nets[1];
+
+	assert_int_equal(ip_prefix_parse("10.244.0.0/16", &nets[0]), 0);
+	assert_int_equal(service_unit_build(&(ServiceModelInput) { .node = node,
+								   .svc = KUBE_SERVICE(s),
+								   .slices = (const KubeEndpointSlice *const *) slices,
+								   .n_slices = n,
+								   .pod_networks = nets,
+								   .n_pod_networks = 1 },
+					    &u),
+			 0);
+	return u;
+}
+
+static const SvcElem *elem(const ServiceUnit *u, const char *map, const char *key) {
+	for (size_t i = 0; i < u->n_elems; i++)
+		if (streq(u->elems[i].map, map) && streq(u->elems[i].key, key))
+			return &u->elems[i];
+	return NULL;
+}
+
+static const char *rules(const ServiceUnit *u, const char *chain) {
+	const SvcChain *c = service_unit_chain(u, chain);
+
+	if (!c)
+		fail_msg("no chain %s", chain);
+	return c->rules;
+}
+
+static void free_all(KubeObject **v, size_t n) {
+	for (size_t i = 0; i < n; i++)
+		kube_object_free(v[i], pool);
+}
+
+/* ---- the kernel: apply batches in a private netns ---- */
+
+static NftCtx *nft;
+
+static void apply(const char *what, void (*render)(FILE *f, const void *arg), const void *arg) {
+	char *buf = NULL, *err = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int r;
+
+	render(f, arg);
+	fclose(f);
+	if (!nft) {
+		free(buf);
+		return;
+	}
+	r = nft_apply(nft, buf, &err);
+	if (r < 0)
+		fail_msg("%s: nft refused (%d): %s\n%s", what, r, err ?: "", buf);
+	free(buf);
+	free(err);
+}
+
+typedef struct Diff {
+	const ServiceUnit *old, *new;
+	bool full;
+} Diff;
+
+static void render_diff(FILE *f, const void *arg) {
+	const Diff *d = arg;
+
+	if (d->full) {
+		service_render_base(f);
+		service_render_flush_maps(f);
+	}
+	service_render_unit_diff(f, d->old, d->new, d->full);
+}
+
+static char *diff_text(const ServiceUnit *old, const ServiceUnit *new) {
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	service_render_unit_diff(f, old, new, false);
+	fclose(f);
+	return buf;
+}
+
+/* The kernel's svc-* chains with a '/' (per-Service ones), sorted, newline separated. */
+static char *kernel_chains(void) {
+	json_t *j = NULL, *it;
+	size_t i;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_int_equal(nft_list_json(nft, "list chains inet", &j), 0);
+	json_array_foreach(json_object_get(j, "nftables"), i, it) {
+		const char *name = json_string_value(json_object_get(json_object_get(it, "chain"), "name"));
+
+		if (name && startswith(name, "svc-") && strchr(name, '/'))
+			fprintf(f, "%s\n", name);
+	}
+	json_decref(j);
+	fclose(f);
+	return buf;
+}
+
+static void assert_kernel_matches(const ServiceUnit *u) {
+	_cleanup_free_ char *k = NULL;
+	size_t n = 0;
+
+	if (!nft)
+		return;
+	k = kernel_chains();
+	for (const char *p = k; *p; p = strchr(p, '\n') + 1)
+		n++;
+	assert_int_equal(n, u ? u->n_chains : 0);
+	for (size_t i = 0; u && i < u->n_chains; i++) {
+		_cleanup_free_ char *line = strdup_printf("%s\n", u->chains[i].name);
+
+		if (!strstr(k, line))
+			fail_msg("kernel lacks %s; has:\n%s", u->chains[i].name, k);
+	}
+}
+
+/* ---- cases ---- */
+
+static void test_cluster_ip_protocols_and_named_ports(void **state) {
+	KubeObject *o[3];
+	ServiceUnit *u;
+
+	o[0] = svc("web",
+		   "\"type\":\"ClusterIP\",\"clusterIP\":\"10.96.0.10\",\"ports\":["
+		   "{\"name\":\"http\",\"port\":80,\"targetPort\":\"web\"},"
+		   "{\"name\":\"dns\",\"port\":53,\"protocol\":\"UDP\",\"targetPort\":5353},"
+		   "{\"name\":\"sig\",\"port\":9,\"protocol\":\"SCTP\"}]",
+		   NULL);
+	/* the named targetPort "web" resolved per pod: 8080 on one, 8081 on the other */
+	o[1] = slice("web-a", "web", "IPv4", EP("10.244.1.10", "node1", true, true, false),
+		     "{\"name\":\"http\",\"port\":8080,\"protocol\":\"TCP\"},"
+		     "{\"name\":\"dns\",\"port\":5353,\"protocol\":\"UDP\"},"
+		     "{\"name\":\"sig\",\"port\":9,\"protocol\":\"SCTP\"}");
+	o[2] = slice("web-b", "web", "IPv4", EP("10.244.2.10", "node2", true, true, false),
+		     "{\"name\":\"http\",\"port\":8081,\"protocol\":\"TCP\"},"
+		     "{\"name\":\"dns\",\"port\":5353,\"protocol\":\"UDP\"}");
+	u = build("node1", o[0], o + 1, 2);
+	assert_string_equal(u->key, "shop/web");
+	assert_string_equal(elem(u, "svc-ips4", "10.96.0.10 . tcp . 80")->value, "goto svc-shop/web/tcp/80/ip4");
+	assert_string_equal(elem(u, "svc-ips4", "10.96.0.10 . udp . 53")->value, "goto svc-shop/web/udp/53/ip4");
+	assert_string_equal(elem(u, "svc-ips4", "10.96.0.10 . sctp . 9")->value, "goto svc-shop/web/sctp/9/ip4");
+	assert_non_null(strstr(rules(u, "svc-shop/web/tcp/80/ip4"),
+			       "numgen random mod 2 vmap { 0 : goto svc-shop/web/tcp/80/ip4/ep/10.244.1.10/8080, "
+			       "1 : goto svc-shop/web/tcp/80/ip4/ep/10.244.2.10/8081 }"));
+	assert_non_null(strstr(rules(u, "svc-shop/web/tcp/80/ip4/ep/10.244.2.10/8081"),
+			       "meta l4proto tcp dnat ip to 10.244.2.10:8081"));
+	assert_non_null(strstr(rules(u, "svc-shop/web/tcp/80/ip4/ep/10.244.2.10/8081"),
+			       "ip saddr 10.244.2.10 meta mark set meta mark or 0x4000"));
+	/* SCTP only in slice web-a */
+	assert_non_null(strstr(rules(u, "svc-shop/web/sctp/9/ip4"), "numgen random mod 1 vmap"));
+	assert_non_null(strstr(rules(u, "svc-shop/web/sctp/9/ip4/ep/10.244.1.10/9"), "meta l4proto sctp dnat ip to"));
+	assert_null(elem(u, "svc-nodeports4", "tcp . 80"));
+	assert_int_equal(u->n_elems, 3);
+	/* 3 service chains + 2 + 2 + 1 endpoint chains */
+	assert_int_equal(u->n_chains, 8);
+	apply("cluster ip", render_diff, &(Diff) { .new = u, .full = true });
+	assert_kernel_matches(u);
+	apply("cleanup", render_diff, &(Diff) { .old = u });
+	assert_kernel_matches(NULL);
+	service_unit_free(u);
+	free_all(o, 3);
+}
+
+static void test_conditions(void **state) {
+	KubeObject *o[2];
+	ServiceUnit *u;
+	const char *spec = "\"clusterIP\":\"10.96.0.11\",\"ports\":[{\"port\":80}]";
+
+	/* ready one + terminating one: only the ready one; not-ready non-terminating: never */
+	o[0] = svc("api", spec, NULL);
+	o[1] = slice("api-1", "api", "IPv4",
+		     EP("10.244.1.20", "node1", true, true, false) "," EP("10.244.1.21", "node1", false, true,
+									  true) "," EP("10.244.1.22", "node1", false,
+										       false, false),
+		     "{\"port\":80}");
+	u = build("node1", o[0], o + 1, 1);
+	assert_non_null(strstr(rules(u, "svc-shop/api/tcp/80/ip4"), "numgen random mod 1 vmap { 0 : goto "
+								    "svc-shop/api/tcp/80/ip4/ep/10.244.1.20/80 }"));
+	assert_null(service_unit_chain(u, "svc-shop/api/tcp/80/ip4/ep/10.244.1.21/80"));
+	service_unit_free(u);
+	kube_object_free(o[1], pool);
+
+	/* no ready one: the serving terminating one is used (not the non-serving one) */
+	o[1] = slice("api-1", "api", "IPv4",
+		     EP("10.244.1.21", "node1", false, true, true) "," EP("10.244.1.23", "node1", false, false, true),
+		     "{\"port\":80}");
+	u = build("node1", o[0], o + 1, 1);
+	assert_non_null(strstr(rules(u, "svc-shop/api/tcp/80/ip4"), "mod 1 vmap { 0 : goto "
+								    "svc-shop/api/tcp/80/ip4/ep/10.244.1.21/80 }"));
+	service_unit_free(u);
+	kube_object_free(o[1], pool);
+
+	/* none usable: reject */
+	o[1] = slice("api-1", "api", "IPv4", EP("10.244.1.22", "node1", false, false, false), "{\"port\":80}");
+	u = build("node1", o[0], o + 1, 1);
+	assert_int_equal(u->n_chains, 0);
+	assert_string_equal(elem(u, "svc-noep4", "10.96.0.11 . tcp . 80")->value, "goto svc-reject");
+	assert_null(elem(u, "svc-ips4", "10.96.0.11 . tcp . 80"));
+	apply("no endpoints", render_diff, &(Diff) { .new = u, .full = true });
+	apply("cleanup", render_diff, &(Diff) { .old = u });
+	service_unit_free(u);
+	/* and without any slice */
+	u = build("node1", o[0], NULL, 0);
+	assert_string_equal(elem(u, "svc-noep4", "10.96.0.11 . tcp . 80")->value, "goto svc-reject");
+	service_unit_free(u);
+	free_all(o, 2);
+}
+
+static void test_headless_external_name(void **state) {
+	KubeObject *o[3];
+	ServiceUnit *u;
+
+	o[0] = svc("db", "\"clusterIP\":\"None\",\"ports\":[{\"port\":5432}]", NULL);
+	o[1] = slice("db-1", "db", "IPv4", EP("10.244.1.30", "node1", true, true, false), "{\"port\":5432}");
+	o[2] = svc("ext", "\"type\":\"ExternalName\",\"externalName\":\"example.com\"", NULL);
+	u = build("node1", o[0], o + 1, 1);
+	assert_int_equal(u->n_chains + u->n_elems, 0);
+	service_unit_free(u);
+	u = build("node1", o[2], NULL, 0);
+	assert_int_equal(u->n_chains + u->n_elems, 0);
+	service_unit_free(u);
+	free_all(o, 3);
+}
+
+static void test_external_entries(void **state) {
+	KubeObject *o[2];
+	ServiceUnit *u;
+
+	o[0] = svc("lb",
+		   "\"type\":\"LoadBalancer\",\"clusterIP\":\"10.96.0.12\",\"externalIPs\":[\"192.0.2.7\"],"
+		   "\"ports\":[{\"port\":80,\"nodePort\":30080,\"targetPort\":8080}]",
+		   "\"loadBalancer\":{\"ingress\":[{\"ip\":\"198.51.100.9\"}]}");
+	o[1] = slice("lb-1", "lb", "IPv4",
+		     EP("10.244.1.40", "node1", true, true, false) "," EP("10.244.2.40", "node2", true, true, false),
+		     "{\"port\":8080}");
+	/* Cluster: masquerade mark, every endpoint */
+	u = build("node1", o[0], o + 1, 1);
+	assert_string_equal(elem(u, "svc-nodeports4", "tcp . 30080")->value, "goto svc-shop/lb/tcp/80/ip4/ext");
+	assert_string_equal(elem(u, "svc-ips4", "192.0.2.7 . tcp . 80")->value, "goto svc-shop/lb/tcp/80/ip4/ext");
+	assert_string_equal(elem(u, "svc-ips4", "198.51.100.9 . tcp . 80")->value, "goto svc-shop/lb/tcp/80/ip4/ext");
+	assert_non_null(strstr(rules(u, "svc-shop/lb/tcp/80/ip4/ext"),
+			       "meta mark set meta mark or 0x4000 goto svc-shop/lb/tcp/80/ip4 "));
+	apply("lb cluster", render_diff, &(Diff) { .new = u, .full = true });
+	assert_kernel_matches(u);
+	service_unit_free(u);
+	kube_object_free(o[0], pool);
+
+	/* Local: pods and the node short-circuit, the rest only this node's endpoint, no mark */
+	o[0] = svc("lb",
+		   "\"type\":\"LoadBalancer\",\"clusterIP\":\"10.96.0.12\",\"externalTrafficPolicy\":\"Local\","
+		   "\"healthCheckNodePort\":31000,\"ports\":[{\"port\":80,\"nodePort\":30080,\"targetPort\":8080}]",
+		   NULL);
+	u = build("node1", o[0], o + 1, 1);
+	assert_non_null(strstr(rules(u, "svc-shop/lb/tcp/80/ip4/ext"),
+			       "ip saddr 10.244.0.0/16 goto svc-shop/lb/tcp/80/ip4 "));
+	assert_non_null(strstr(rules(u, "svc-shop/lb/tcp/80/ip4/ext"), "goto svc-shop/lb/tcp/80/ip4/local "));
+	assert_non_null(strstr(rules(u, "svc-shop/lb/tcp/80/ip4/local"),
+			       "numgen random mod 1 vmap { 0 : goto svc-shop/lb/tcp/80/ip4/ep/10.244.1.40/8080 }"));
+	{
+		ServiceUnit *u3 = build("node3", o[0], o + 1, 1);
+		_cleanup_free_ char *d = diff_text(u, u3);
+
+		/* a node without a local endpoint drops external traffic, and only the ext chain changed */
+		assert_non_null(strstr(rules(u3, "svc-shop/lb/tcp/80/ip4/ext"), "drop comment"));
+		assert_null(service_unit_chain(u3, "svc-shop/lb/tcp/80/ip4/local"));
+		assert_null(strstr(d, "svc-ips4"));
+		assert_non_null(strstr(d, "flush chain inet weft svc-shop/lb/tcp/80/ip4/ext\n"));
+		assert_non_null(strstr(d, "delete chain inet weft svc-shop/lb/tcp/80/ip4/local\n"));
+		assert_null(strstr(d, "flush chain inet weft svc-shop/lb/tcp/80/ip4\n"));
+		apply("lb local", render_diff, &(Diff) { .new = u, .full = true });
+		assert_kernel_matches(u);
+		apply("lb local -> node3", render_diff, &(Diff) { .old = u, .new = u3 });
+		assert_kernel_matches(u3);
+		apply("cleanup", render_diff, &(Diff) { .old = u3 });
+		service_unit_free(u3);
+	}
+	service_unit_free(u);
+	free_all(o, 2);
+}
+
+static void test_internal_local_and_dual_stack(void **state) {
+	KubeObject *o[3];
+	ServiceUnit *u;
+
+	o[0] = svc("ds",
+		   "\"clusterIPs\":[\"10.96.0.13\",\"fd00:96::13\"],\"ipFamilies\":[\"IPv4\",\"IPv6\"],"
+		   "\"internalTrafficPolicy\":\"Local\",\"ports\":[{\"port\":80}]",
+		   NULL);
+	o[1] = slice("ds-4", "ds", "IPv4", EP("10.244.2.50", "node2", true, true, false), "{\"port\":80}");
+	o[2] = slice("ds-6", "ds", "IPv6",
+		     EP("fd00:10:244:1::50", "node1", true, true, false) "," EP("fd00:10:244:2::50", "node2", true,
+										true, false),
+		     "{\"port\":80}");
+	u = build("node1", o[0], o + 1, 2);
+	/* IPv4: its only endpoint is on node2: drop (not reject) on node1 */
+	assert_string_equal(elem(u, "svc-noep4", "10.96.0.13 . tcp . 80")->value, "drop");
+	/* IPv6: the local one only */
+	assert_string_equal(elem(u, "svc-ips6", "fd00:96::13 . tcp . 80")->value, "goto svc-shop/ds/tcp/80/ip6");
+	assert_non_null(strstr(rules(u, "svc-shop/ds/tcp/80/ip6"),
+			       "mod 1 vmap { 0 : goto svc-shop/ds/tcp/80/ip6/ep/fd00_10_244_1__50/80 }"));
+	assert_non_null(strstr(rules(u, "svc-shop/ds/tcp/80/ip6/ep/fd00_10_244_1__50/80"),
+			       "dnat ip6 to [fd00:10:244:1::50]:80"));
+	assert_int_equal(u->n_chains, 2);
+	apply("dual stack", render_diff, &(Diff) { .new = u, .full = true });
+	assert_kernel_matches(u);
+	apply("cleanup", render_diff, &(Diff) { .old = u });
+	service_unit_free(u);
+	free_all(o, 3);
+}
+
+static void test_incremental(void **state) {
+	KubeObject *o[3];
+	ServiceUnit *u1, *u2;
+	char *d;
+
+	o[0] = svc("inc", "\"clusterIP\":\"10.96.0.14\",\"ports\":[{\"port\":80},{\"port\":81,\"name\":\"b\"}]", NULL);
+	o[1] = slice("inc-1", "inc", "IPv4",
+		     EP("10.244.1.60", "node1", true, true, false) "," EP("10.244.1.61", "node1", true, true, false),
+		     "{\"port\":80}");
+	u1 = build("node1", o[0], o + 1, 1);
+	/* port "b" has no slice port: reject for it, service for the other */
+	assert_string_equal(elem(u1, "svc-noep4", "10.96.0.14 . tcp . 81")->value, "goto svc-reject");
+	kube_object_free(o[1], pool);
+	o[1] = slice("inc-1", "inc", "IPv4", EP("10.244.1.60", "node1", true, true, false), "{\"port\":80}");
+	u2 = build("node1", o[0], o + 1, 1);
+	assert_false(service_unit_equal(u1, u2));
+	d = diff_text(u1, u2);
+	/* one endpoint gone: the service chain rewritten, its endpoint chain deleted, nothing else */
+	assert_string_equal(d, "flush chain inet weft svc-shop/inc/tcp/80/ip4\n"
+			       "add rule inet weft svc-shop/inc/tcp/80/ip4 numgen random mod 1 vmap { 0 : goto "
+			       "svc-shop/inc/tcp/80/ip4/ep/10.244.1.60/80 } comment \"shop/inc TCP/80\"\n"
+			       "flush chain inet weft svc-shop/inc/tcp/80/ip4/ep/10.244.1.61/80\n"
+			       "delete chain inet weft svc-shop/inc/tcp/80/ip4/ep/10.244.1.61/80\n");
+	free(d);
+	apply("inc full", render_diff, &(Diff) { .new = u1, .full = true });
+	apply("inc diff", render_diff, &(Diff) { .old = u1, .new = u2 });
+	assert_kernel_matches(u2);
+	/* an equal rebuild renders nothing */
+	{
+		ServiceUnit *u3 = build("node1", o[0], o + 1, 1);
+
+		assert_true(service_unit_equal(u2, u3));
+		d = diff_text(u2, u3);
+		assert_string_equal(d, "");
+		free(d);
+		service_unit_free(u3);
+	}
+	/* ClusterIP changed: the old element goes, the new one comes */
+	kube_object_free(o[0], pool);
+	o[0] = svc("inc", "\"clusterIP\":\"10.96.0.15\",\"ports\":[{\"port\":80}]", NULL);
+	service_unit_free(u1);
+	u1 = build("node1", o[0], o + 1, 1);
+	d = diff_text(u2, u1);
+	assert_non_null(strstr(d, "delete element inet weft svc-ips4 { 10.96.0.14 . tcp . 80 }\n"));
+	assert_non_null(strstr(d, "add element inet weft svc-ips4 { 10.96.0.15 . tcp . 80 : goto "));
+	assert_non_null(strstr(d, "delete element inet weft svc-noep4 { 10.96.0.14 . tcp . 81 }\n"));
+	free(d);
+	apply("ip change", render_diff, &(Diff) { .old = u2, .new = u1 });
+	assert_kernel_matches(u1);
+	apply("cleanup", render_diff, &(Diff) { .old = u1 });
+	assert_kernel_matches(NULL);
+	service_unit_free(u1);
+	service_unit_free(u2);
+	free_all(o, 2);
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cluster_ip_protocols_and_named_ports),
+		cmocka_unit_test(test_conditions),
+		cmocka_unit_test(test_headless_external_name),
+		cmocka_unit_test(test_external_entries),
+		cmocka_unit_test(test_internal_local_and_dual_stack),
+		cmocka_unit_test(test_incremental),
+	};
+	int r;
+
+	if (string_pool_new(&pool) < 0)
+		return 1;
+	if (geteuid() == 0 && unshare(CLONE_NEWNET) == 0) {
+		if (nft_ctx_open(&nft) < 0)
+			nft = NULL;
+	} else
+		fprintf(stderr, "not root: the batches are not applied to a kernel\n");
+	r = cmocka_run_group_tests(tests, NULL, NULL);
+	nft_ctx_free(nft);
+	string_pool_free(pool);
+	return r;
+}
