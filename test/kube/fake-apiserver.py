@@ -63,7 +63,7 @@ Test control (no auth):
                                  the kubelet/controllers had written it). {"applied": [...]}
   GET    /fixture/objects        every object: {"RESOURCE": [object with kind/apiVersion, ...]}
   POST   /fixture/advance        the resourceVersion moves on with no event (as writes to other
-                                 resources move etcd's global revision)
+                                 resources move etcd's global revision); body {"by": N}: N steps
   POST   /fixture/compact        advance (unless body {"advance": false}), then every resourceVersion
                                  up to now is gone: watches from an older one get 410
   POST   /fixture/end-watches    every open watch ends normally (final chunk), as at timeoutSeconds
@@ -1245,7 +1245,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 code, obj = upsert_node(body)
                 return self.send_json(code, with_kind(BY_GV_RES[("", "nodes")], obj) if code < 300 else obj)
             if parts == ["fixture", "advance"]:
-                RV[0] += 1
+                RV[0] += max(1, int(body.get("by", 1))) if isinstance(body, dict) else 1
                 return self.send_json(200, {"resourceVersion": str(RV[0])})
             if parts == ["fixture", "compact"]:
                 if body.get("advance", True):

@@ -142,10 +142,14 @@ fixture_stop
 kill -CONT "$feeder"
 sleep 0.3
 kill -STOP "$feeder"
+info "restart: API server down at $(date +%T.%N)"
 fixture_start --objects "$T/objects.json"
+info "restart: up again at $(date +%T.%N)"
 feed rv advance-to "$old_rv"
 kill -CONT "$feeder"
+info "restart: resourceVersion moved on to $old_rv at $(date +%T.%N)"
 wait $feeder || fail "the writer failed"
+info "restart: burst written at $(date +%T.%N)"
 converge "API server restarted mid-burst" 20
 [ "$(metric 'weft_cache_failures_total{kind="pods"}')" -gt "$failures0" ] || fail "weftd never saw the API server go away"
 
