@@ -133,7 +133,7 @@ static void on_rejected(ObjectCache *c, KubeKind kind, const char *ns, const cha
 
 static void on_failed(ObjectCache *c, KubeKind kind, int error, bool listing, void *userdata) {
 	Manager *m = userdata;
-	const char *detail = m->objects.kube ? kube_client_last_error(m->objects.kube)
+	const char *detail = m->objects.kube   ? kube_client_last_error(m->objects.kube)
 			     : m->objects.etcd ? etcd_client_last_error(m->objects.etcd)
 					       : "";
 
@@ -183,7 +183,8 @@ static int open_kube_client(Manager *m) {
 	_cleanup_free_ char *err = NULL;
 	int r;
 
-	r = m->args.kubeconfig ? kubeconfig_load(m->args.kubeconfig, &k, &err) : kubeconfig_load_in_cluster(NULL, &k, &err);
+	r = m->args.kubeconfig ? kubeconfig_load(m->args.kubeconfig, &k, &err)
+			       : kubeconfig_load_in_cluster(NULL, &k, &err);
 	if (r < 0) {
 		log_error("--objects-datastore kubernetes: cannot load %s: %s",
 			  m->args.kubeconfig ?: "the in-cluster service account", err ?: strerror(-r));
@@ -335,8 +336,8 @@ int manager_objects_render_metrics(Manager *m, FILE *f) {
 	metric_per_kind(f, c, "weft_cache_synced", "gauge", "1 once the kind's first list is in the object cache.",
 			get_synced);
 	metric_per_kind(f, c, "weft_cache_objects", "gauge", "Objects of the kind in the object cache.", get_objects);
-	metric_per_kind(f, c, "weft_cache_lists_total", "counter", "Complete LISTs of the kind (first list and relists).",
-			get_lists);
+	metric_per_kind(f, c, "weft_cache_lists_total", "counter",
+			"Complete LISTs of the kind (first list and relists).", get_lists);
 	metric_per_kind(f, c, "weft_cache_watches_total", "counter", "WATCHes of the kind started.", get_watches);
 	metric_per_kind(f, c, "weft_cache_expired_total", "counter",
 			"Watches ended by 410 Gone (resourceVersion compacted away): the kind was listed again.",
@@ -346,7 +347,8 @@ int manager_objects_render_metrics(Manager *m, FILE *f) {
 	metric_per_kind(f, c, "weft_cache_rejected_objects_total", "counter",
 			"Objects refused at the boundary (never cached).", get_rejected);
 	fputs("# HELP weft_cache_deltas_total Deltas the object cache delivered, by kind and type.\n"
-	      "# TYPE weft_cache_deltas_total counter\n", f);
+	      "# TYPE weft_cache_deltas_total counter\n",
+	      f);
 	for (size_t i = 0; i < ELEMENTSOF(object_kinds); i++) {
 		ObjectCacheStats st = object_cache_stats(c, object_kinds[i]);
 		const char *k = kube_kind_info(object_kinds[i])->resource;
@@ -356,7 +358,8 @@ int manager_objects_render_metrics(Manager *m, FILE *f) {
 		fprintf(f, "weft_cache_deltas_total{kind=\"%s\",type=\"deleted\"} %" PRIu64 "\n", k, st.deleted);
 	}
 	fputs("# HELP weft_cache_last_delta_timestamp_seconds When the kind's last delta was delivered (unix time).\n"
-	      "# TYPE weft_cache_last_delta_timestamp_seconds gauge\n", f);
+	      "# TYPE weft_cache_last_delta_timestamp_seconds gauge\n",
+	      f);
 	for (size_t i = 0; i < ELEMENTSOF(object_kinds); i++)
 		fprintf(f, "weft_cache_last_delta_timestamp_seconds{kind=\"%s\"} %.6f\n",
 			kube_kind_info(object_kinds[i])->resource, m->objects.last_delta[object_kinds[i]]);

@@ -7,7 +7,8 @@
  * signals); weftd-options.c the command line; weftd-startup.c the start-up states (connect,
  * acquire, wait for the first list); weftd-files.c what weftd writes on the node besides routes
  * (lease file, conflist, remembered subnet, nftables chains); weftd-status.c /healthz and /metrics;
- * weftd-monitor.c the rtnetlink monitor; weftd-objects.c the object cache and /debug/objects; weftd-uninstall.c `weftd uninstall`.
+ * weftd-monitor.c the rtnetlink monitor; weftd-objects.c the object cache and /debug/objects;
+ * weftd-uninstall.c `weftd uninstall`.
  */
 
 #include <limits.h>

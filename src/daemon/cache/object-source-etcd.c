@@ -26,9 +26,9 @@ struct ObjectSourceRequest {
 	ObjectSourceEventFn on_event;
 	ObjectSourceDoneFn done;
 	void *userdata;
-	json_t *items;   /* list: pages so far */
-	int64_t rev;     /* list: the snapshot's revision (0 before the first page) */
-	bool busy;       /* inside on_event: cancel() only marks */
+	json_t *items; /* list: pages so far */
+	int64_t rev;   /* list: the snapshot's revision (0 before the first page) */
+	bool busy;     /* inside on_event: cancel() only marks */
 	bool cancelled;
 };
 
@@ -271,7 +271,8 @@ static int list_page(ObjectSourceRequest *r, const char *start, size_t start_len
 	int k;
 
 	req = json_pack("{s:o, s:o, s:o}", "key", etcd_json_bytes(start, start_len), "range_end",
-			etcd_json_bytes(r->range_end, strlen(r->range_end)), "limit", etcd_json_int64_new(LIST_PAGE_SIZE));
+			etcd_json_bytes(r->range_end, strlen(r->range_end)), "limit",
+			etcd_json_int64_new(LIST_PAGE_SIZE));
 	if (!req)
 		return -ENOMEM;
 	/* Every page after the first reads the first one's snapshot. */
@@ -359,7 +360,7 @@ static int on_watch_message(EtcdClient *c, json_t *msg, void *userdata) {
 		if (!o)
 			return -ENOMEM;
 		if (!deliver(r,
-			     del                                  ? OBJECT_EVENT_DELETED
+			     del                                     ? OBJECT_EVENT_DELETED
 			     : kv.create_revision == kv.mod_revision ? OBJECT_EVENT_ADDED
 								     : OBJECT_EVENT_MODIFIED,
 			     o))
