@@ -29,6 +29,7 @@
 #include "tool/object-cmd.h"
 #include "tool/object-store.h"
 #include "tool/pod-record.h"
+#include "tool/policy-cmd.h"
 
 #define NETCONFPATH_DEFAULT "/etc/cni/net.d"
 #define CNI_PATH_DEFAULT    "/opt/cni/bin"
@@ -57,6 +58,7 @@ static void usage(FILE *f) {
 		"         (WEFT_ETCD_ENDPOINTS), --etcd-prefix P (WEFT_ETCD_PREFIX), --node-name N (WEFT_NODE_NAME),\n"
 		"         --label K=V... (WEFT_POD_LABELS=K=V,K=V)\n"
 		"       weft apply|delete|get ...: see weft get --help\n"
+		"       weft policy explain FROM TO PORT[/PROTO] [--weftd URL]\n"
 		"Environment: CNI_PATH, CNI_IFNAME, CNI_ARGS, CAP_ARGS, as cnitool.\n");
 }
 
@@ -487,6 +489,8 @@ int main(int argc, char *argv[]) {
 		return cni_main(argc - 1, argv + 1);
 	if (argc >= 2 && streq(argv[1], "install-cni"))
 		return install_cni_main(argc - 1, argv + 1);
+	if (argc >= 2 && streq(argv[1], "policy"))
+		return policy_cmd_main(argc - 1, argv + 1);
 	if (argc >= 2 && streq(argv[1], "apply"))
 		return object_apply_main(argc - 1, argv + 1);
 	if (argc >= 2 && streq(argv[1], "delete"))

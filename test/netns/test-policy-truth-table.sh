@@ -13,6 +13,8 @@
 cluster_require
 BACKEND=${POLICY_BACKEND:-host-gw}
 NETPOL=$TOP/test/netns/policy/netpol.py
+WEFT=$WEFT_BUILD/tool/weft
+require_built "$WEFT"
 [ -d /proc/sys/net/bridge ] || skip "br_netfilter is not loaded (same-node traffic would not be policed)"
 
 cluster_init 2 "$BACKEND"
@@ -122,6 +124,20 @@ case_() {
 		check_fail "case '$name': the table differs from the model"
 		return 0
 	fi
+	# weft policy explain (weftd's model, asked on node 1) agrees with the model on every cell of
+	# x/b to every other pod, 80/TCP and 81/UDP
+	local cell from to port rc mism=0
+	for cell in $(jq -r 'keys[] | select(startswith("x/b>")) | select(endswith("80/TCP") or endswith("81/UDP")) | gsub(" "; "_")' <<<"$want"); do
+		from=${cell%%>*} to=${cell#*>} port=${to#*_} to=${to%%_*}
+		rc=0
+		ip netns exec "$(node_ns 1)" "$WEFT" policy explain "$from" "$to" "$port" >"$T/explain.out" 2>&1 || rc=$?
+		[ $rc = 1 ] && { echo "(case '$name')"; cat "$T/explain.out"; } >"$T/explain-denied.txt"
+		if [ "$rc" -gt 1 ] || [ "$([ $rc = 0 ] && echo true || echo false)" != "$(jq -r --arg k "${cell/_/ }" '.[$k]' <<<"$want")" ]; then
+			mism=$((mism + 1))
+			[ $mism -le 2 ] && sed 's/^/    /' "$T/explain.out" >&2
+		fi
+	done
+	[ $mism = 0 ] || check_fail "case '$name': weft policy explain disagrees with the model on $mism cells"
 	info "case '$name': $(jq '[.[] | select(. == true)] | length' <<<"$want")/$(jq length <<<"$want") cells allowed, as the model says ($(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)") s)"
 }
 
@@ -169,6 +185,8 @@ jq -c '.namespaces.y.ns = "z"' "$T/cluster.json" >"$T/c.json" && mv "$T/c.json" 
 case_ "after namespace y is relabelled ns=z" "$ZA"
 case_ "cleanup" '[]'
 
+info "the last denied cell weft policy explain was asked about:"
+sed 's/^/#   /' "$T/explain-denied.txt"
 for i in 1 2; do
 	http_get "$i" /metrics
 	info "node $i: $(grep -E '^weft_policy_(syncs_total|sync_failures_total|max_sync_seconds) ' <<<"$HTTP_BODY" | tr '\n' ' ')"

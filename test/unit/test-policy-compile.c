@@ -557,7 +557,32 @@ static void test_kernel(void **state) {
 		   "\"egress\":[{\"to\":[{\"namespaceSelector\":{}}]}]}");
 	policy_add(c, "x", "deny", "{\"podSelector\":{}}");
 	a = compile(c, "n1");
-	apply(nft, NULL, a, NULL, NULL); /* start-up: one batch */
+	{
+		/* the drop log, off by default, names the namespace and the policies isolating the pod */
+		PolicyRuleset *l;
+		const KubePod *pods[64];
+		const KubeNamespace *nss[64];
+		const KubeNetworkPolicy *pols[64];
+		PolicyInput in = { .node = "n1", .pods = pods, .namespaces = nss, .policies = pols, .log_drops = true };
+
+		for (size_t i = 0; i < c->n; i++) {
+			if (KUBE_POD(c->objs[i]))
+				pods[in.n_pods++] = KUBE_POD(c->objs[i]);
+			else if (KUBE_NAMESPACE(c->objs[i]))
+				nss[in.n_namespaces++] = KUBE_NAMESPACE(c->objs[i]);
+			else if (KUBE_NETWORK_POLICY(c->objs[i]))
+				pols[in.n_policies++] = KUBE_NETWORK_POLICY(c->objs[i]);
+		}
+		assert_int_equal(policy_compile(&in, &l), 0);
+		assert_non_null(strstr(
+				items(l, obj_of(l, "isolated ingress by allow deny", "-in")),
+				"limit rate 50/second burst 20 packets log prefix \"weft-np x ingress deny by allow deny: \" | "
+				"counter drop"));
+		assert_null(strstr(items(a, obj_of(a, "isolated ingress by allow deny", "-in")), "log"));
+		apply(nft, NULL, l, NULL, NULL); /* start-up: one batch; the kernel takes the log rule */
+		apply(nft, l, a, NULL, NULL);    /* and a change of that option is a diff like any other */
+		policy_ruleset_free(l);
+	}
 
 	/* churn: pods, labels, policies; every diff applies and leaves what was compiled */
 	pod_add(c, "x", "d", "n1", "10.0.1.20", "{\"pod\":\"a\"}");

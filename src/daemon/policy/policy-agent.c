@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "basic/log.h"
@@ -10,6 +11,7 @@
 #include "basic/string-util.h"
 #include "daemon/policy/policy-agent.h"
 #include "daemon/policy/policy-compile.h"
+#include "daemon/policy/policy-explain.h"
 #include "shared/netns/netns.h"
 #include "shared/nft/nft.h"
 
@@ -329,6 +331,83 @@ static void render_counters(PolicyAgent *a, FILE *f) {
 		}
 		json_decref(j);
 	}
+}
+
+static char *query_get(const char *query, const char *key) {
+	size_t n = strlen(key);
+
+	for (const char *p = query; p && *p;) {
+		const char *end = strchrnul(p, '&');
+
+		if (strncmp(p, key, n) == 0 && p[n] == '=') {
+			char *v = strndup(p + n + 1, (size_t) (end - p - n - 1)), *o = v;
+
+			/* %XX and + decoding: enough for ns/pod and IPv6 addresses */
+			for (char *i = v; v && *i; i++, o++) {
+				unsigned x;
+
+				if (*i == '%' && sscanf(i + 1, "%2x", &x) == 1) {
+					*o = (char) x;
+					i += 2;
+				} else
+					*o = *i == '+' ? ' ' : *i;
+			}
+			if (v)
+				*o = 0;
+			return v;
+		}
+		p = *end ? end + 1 : end;
+	}
+	return NULL;
+}
+
+int policy_agent_explain(PolicyAgent *a, const char *query, int *ret_status, char **ret_body) {
+	_cleanup_free_ char *from = query_get(query, "from"), *to = query_get(query, "to"),
+			    *port_s = query_get(query, "port"), *proto_s = query_get(query, "proto");
+	Collect pods = {}, nss = {}, pols = {};
+	KubeProtocol proto;
+	unsigned port;
+	bool allowed;
+	int r;
+
+	if (!from || !to || !port_s || sscanf(port_s, "%u", &port) != 1 || port == 0 || port > 65535) {
+		*ret_status = 400;
+		*ret_body = strdup(
+				"usage: /debug/policy/explain?from=NS/POD|IP&to=NS/POD|IP&port=N&proto=TCP|UDP|SCTP\n");
+		return *ret_body ? 0 : -ENOMEM;
+	}
+	if (!proto_s || (strcasecmp(proto_s, "tcp") == 0))
+		proto = KUBE_PROTO_TCP;
+	else if ((strcasecmp(proto_s, "udp") == 0))
+		proto = KUBE_PROTO_UDP;
+	else if ((strcasecmp(proto_s, "sctp") == 0))
+		proto = KUBE_PROTO_SCTP;
+	else {
+		*ret_status = 400;
+		*ret_body = strdup("proto: TCP, UDP or SCTP\n");
+		return *ret_body ? 0 : -ENOMEM;
+	}
+	object_cache_foreach(a->cache, KUBE_KIND_POD, collect, &pods);
+	object_cache_foreach(a->cache, KUBE_KIND_NAMESPACE, collect, &nss);
+	object_cache_foreach(a->cache, KUBE_KIND_NETWORK_POLICY, collect, &pols);
+	if (pods.oom || nss.oom || pols.oom)
+		r = -ENOMEM;
+	else
+		r = policy_explain(&(PolicyInput) { .node = a->node,
+						    .pods = (const KubePod *const *) pods.v,
+						    .n_pods = pods.n,
+						    .namespaces = (const KubeNamespace *const *) nss.v,
+						    .n_namespaces = nss.n,
+						    .policies = (const KubeNetworkPolicy *const *) pols.v,
+						    .n_policies = pols.n },
+				   from, to, (uint16_t) port, proto, ret_body, &allowed);
+	free(pods.v);
+	free(nss.v);
+	free(pols.v);
+	if (r == -ENOMEM)
+		return r;
+	*ret_status = r < 0 ? 404 : 200;
+	return 0;
 }
 
 int policy_agent_render_metrics(PolicyAgent *a, FILE *f) {

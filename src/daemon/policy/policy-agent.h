@@ -33,6 +33,9 @@ int policy_agent_new(ObjectCache *cache, EventLoop *loop, const char *node, bool
 PolicyAgent *policy_agent_free(PolicyAgent *a);
 /* What to register with the cache (userdata: the agent). */
 extern const ObjectCacheHandlers policy_agent_handlers;
+/* /debug/policy/explain?from=&to=&port=&proto=: policy_explain() on the cache's objects. 0 with
+ * *ret_status (200, 400 bad query, 404 unknown endpoint) and *ret_body (text), or -ENOMEM. */
+int policy_agent_explain(PolicyAgent *a, const char *query, int *ret_status, char **ret_body);
 /* weft_policy_* lines for /metrics: syncs, failures, objects, last sync duration, and per policy
  * and direction the packets its rules accepted (named counters, from the kernel). */
 int policy_agent_render_metrics(PolicyAgent *a, FILE *f);

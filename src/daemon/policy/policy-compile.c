@@ -148,31 +148,31 @@ static void b_add(Builder *b, PolicyObjectKind kind, StrVec *items, const char *
 
 /* ---- model helpers ---- */
 
-static bool pod_active(const KubePod *p) {
+bool policy_pod_active(const KubePod *p) {
 	return p && !p->host_network && p->n_ips > 0 && p->phase != KUBE_POD_SUCCEEDED && p->phase != KUBE_POD_FAILED;
 }
 
-static LabelSet ns_labels(const PolicyInput *in, const char *ns) {
+LabelSet policy_ns_labels(const PolicyInput *in, const char *ns) {
 	for (size_t i = 0; i < in->n_namespaces; i++)
 		if (streq(in->namespaces[i]->meta.name, ns))
 			return kube_object_labels(&in->namespaces[i]->meta);
 	return (LabelSet) {};
 }
 
-static bool policy_selects(const KubeNetworkPolicy *pol, const KubePod *p) {
+bool policy_selects(const KubeNetworkPolicy *pol, const KubePod *p) {
 	LabelSet l = kube_object_labels(&p->meta);
 
 	return streq(pol->meta.namespace, p->meta.namespace) && label_selector_matches(pol->pod_selector, &l);
 }
 
 /* A pod peer (not ipBlock) of a policy in pol_ns matches pod p. */
-static bool peer_matches_pod(const PolicyInput *in, const char *pol_ns, const KubePolicyPeer *peer, const KubePod *p) {
+bool policy_peer_matches_pod(const PolicyInput *in, const char *pol_ns, const KubePolicyPeer *peer, const KubePod *p) {
 	LabelSet pl = kube_object_labels(&p->meta);
 
 	if (peer->has_ip_block)
 		return false;
 	if (peer->namespace_selector) {
-		LabelSet nl = ns_labels(in, p->meta.namespace);
+		LabelSet nl = policy_ns_labels(in, p->meta.namespace);
 
 		if (!label_selector_matches(peer->namespace_selector, &nl))
 			return false;
@@ -423,10 +423,11 @@ static void compile_policy_dir(Builder *b, const PolicyInput *in, const KubeNetw
 				for (size_t i = 0; i < in->n_pods; i++) {
 					const KubePod *p = in->pods[i];
 
-					if (!pod_active(p))
+					if (!policy_pod_active(p))
 						continue;
 					for (size_t k = 0; k < rule->n_peers; k++)
-						if (peer_matches_pod(in, pol->meta.namespace, &rule->peers[k], p)) {
+						if (policy_peer_matches_pod(in, pol->meta.namespace, &rule->peers[k],
+									    p)) {
 							for (size_t a = 0; a < p->n_ips; a++)
 								if (p->ips[a].family == families[f])
 									rv_add(&ranges, &p->ips[a], &p->ips[a]);
@@ -456,7 +457,7 @@ static void compile_policy_dir(Builder *b, const PolicyInput *in, const KubeNetw
 				for (size_t i = 0; i < in->n_pods; i++) {
 					const KubePod *p = in->pods[i];
 
-					if (!pod_active(p))
+					if (!policy_pod_active(p))
 						continue;
 					if (ingress && (!streq_ptr(p->node_name, in->node) || !policy_selects(pol, p)))
 						continue;
@@ -486,6 +487,7 @@ typedef struct Class {
 	char *key; /* tags of the policies, in input order */
 	StrVec jumps;
 	char names[NFT_COMMENT_MAX + 1];
+	const char *ns; /* of its pods (a policy selects pods of its own namespace) */
 } Class;
 
 static int cmp_policy(const void *a, const void *b) {
@@ -512,7 +514,7 @@ static void compile_direction(Builder *b, const PolicyInput *in, const KubeNetwo
 		char names[NFT_COMMENT_MAX + 1] = "";
 		size_t klen = 0, c;
 
-		if (!pod_active(p) || !streq_ptr(p->node_name, in->node))
+		if (!policy_pod_active(p) || !streq_ptr(p->node_name, in->node))
 			continue;
 		for (size_t k = 0; k < in->n_policies; k++) {
 			const KubeNetworkPolicy *pol = pols[k];
@@ -548,6 +550,7 @@ static void compile_direction(Builder *b, const PolicyInput *in, const KubeNetwo
 				b->oom = true;
 			n_classes++;
 			snprintf(classes[c].names, sizeof(classes[c].names), "%s", names);
+			classes[c].ns = p->meta.namespace;
 			for (size_t k = 0; k < in->n_policies; k++) {
 				char tag[13];
 
@@ -572,7 +575,11 @@ static void compile_direction(Builder *b, const PolicyInput *in, const KubeNetwo
 		unsigned long long h = fnv64(classes[c].key, d) >> 16;
 
 		if (in->log_drops)
-			sv_add(&classes[c].jumps, "log prefix \"weft-np %s deny %012llx: \" group 0", d, h);
+			/* kernel log (nf_log): "weft-np x ingress deny by a-from-y deny: IN=... SRC=..."; rate
+			 * limited so a flood costs nothing more than the drop */
+			sv_add(&classes[c].jumps,
+			       "limit rate 50/second burst 20 packets log prefix \"weft-np %.20s %s deny by %.60s: \"",
+			       classes[c].ns, ingress ? "ingress" : "egress", classes[c].names);
 		sv_add(&classes[c].jumps, "counter drop comment \"%s deny, isolated by %s\"",
 		       ingress ? "ingress" : "egress", classes[c].names);
 		snprintf(decl, sizeof(decl), "{ comment \"isolated %s by %s\"; }", ingress ? "ingress" : "egress",

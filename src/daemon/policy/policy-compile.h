@@ -72,6 +72,15 @@ typedef struct PolicyRuleset {
 	size_t n;
 } PolicyRuleset;
 
+/* The model the compiler and policy_explain() share. A pod takes part (isolated, or as a peer)
+ * only while it has an IP, is not hostNetwork and has not terminated (Succeeded/Failed): its IP
+ * may already be another pod's. */
+bool policy_pod_active(const KubePod *p);
+LabelSet policy_ns_labels(const PolicyInput *in, const char *ns);
+bool policy_selects(const KubeNetworkPolicy *pol, const KubePod *p);
+/* A podSelector/namespaceSelector peer of a policy in pol_ns matches p (ipBlock peers: false). */
+bool policy_peer_matches_pod(const PolicyInput *in, const char *pol_ns, const KubePolicyPeer *peer, const KubePod *p);
+
 /* 0, -ENOMEM. *ret owned by the caller (policy_ruleset_free()). */
 int policy_compile(const PolicyInput *in, PolicyRuleset **ret);
 PolicyRuleset *policy_ruleset_free(PolicyRuleset *r);
