@@ -70,8 +70,10 @@ feed --batch 50 pods create 500 999 tier=db
 converge "500 relabelled"
 [ "$(cache_pods | jq '[.[] | select(.labels.tier == "db")] | length')" = 500 ] || fail "relabel not seen"
 http_get 1 "/debug/objects?kind=pods&namespace=ns3"
-[ "$(jq '[.items[] | select(.metadata.namespace != "ns3")] | length' <<<"$HTTP_BODY")" = 0 ] &&
-	[ "$(jq '.items | length' <<<"$HTTP_BODY")" = 50 ] || fail "namespace filter: $(jq -c '.items | length' <<<"$HTTP_BODY")"
+if [ "$(jq '[.items[] | select(.metadata.namespace != "ns3")] | length' <<<"$HTTP_BODY")" != 0 ] ||
+	[ "$(jq '.items | length' <<<"$HTTP_BODY")" != 50 ]; then
+	fail "namespace filter: $(jq -c '.items | length' <<<"$HTTP_BODY") items"
+fi
 
 # ---- malformed objects
 P=$ETCD_PREFIX/objects/pods
