@@ -115,5 +115,13 @@ converge "after a compaction" 20
 n=$(grep -c "refused Pod ns0/bad-json" "$(node_dir 1)/weftd.log")
 assert_eq "$n" 1 "log lines for one refused object"
 
+# The cache's metrics pass Prometheus' own linter (names, types, _total counters).
+if command -v promtool >/dev/null; then
+	http_get 1 /metrics
+	grep -q '^weft_cache_synced{kind="pods"} 1$' <<<"$HTTP_BODY" || fail "no weft_cache_synced in /metrics"
+	lint=$(grep -E '^(# (HELP|TYPE) )?weft_cache_' <<<"$HTTP_BODY" | promtool check metrics 2>&1) ||
+		fail "promtool check metrics (weft_cache_*): $lint"
+fi
+
 weftd_alive 1 || fail "weftd exited"
 finish
