@@ -10,7 +10,9 @@
 #     once, never cached;
 #   etcd restarted while a burst of 1,000 more is being written (the writer retries);
 #   a compaction while weftd is cut off (stopped, etcd restarted): its watch gets "compacted", the
-#     cache lists again (weft_cache_expired_total) and the deletes made meanwhile reach it.
+#     cache lists again (weft_cache_expired_total) and the deletes made meanwhile reach it;
+#   --relist-interval lists every kind again, with no deltas for an unchanged store; the weft_cache_*
+#   metrics pass promtool; unsupported --objects-datastore combinations exit 2.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/weft-cluster-lib.sh"
 
@@ -40,6 +42,7 @@ metric() { # metric NAME{LABELS}: its value on node 1
 	http_get 1 /metrics
 	awk -v m="$1" '$1 == m { print $2 }' <<<"$HTTP_BODY"
 }
+metric_ge() { local v; v=$(metric "$1"); [ -n "$v" ] && [ "$v" -ge "$2" ]; } # for wait_for
 # converge WHAT [SECONDS]: the cache equals etcd within the time
 converge() {
 	local what=$1 t src cache
@@ -56,7 +59,7 @@ converge() {
 
 weftd_start 1 --objects-datastore etcd --relist-interval 0
 weftd_wait_ready 1
-wait_for 10 test "$(metric 'weft_cache_synced{kind="pods"}')" = 1 || fail "pods never synced"
+wait_for 10 metric_ge 'weft_cache_synced{kind="pods"}' 1 || fail "pods never synced"
 http_get 1 /debug/objects
 assert_eq "$(jq -r .source <<<"$HTTP_BODY")" etcd "/debug/objects source"
 
@@ -81,7 +84,7 @@ rejected0=$(metric 'weft_cache_rejected_objects_total{kind="pods"}')
 feed raw-etcd "$P/ns0/bad-json" 'not json {'
 feed raw-etcd "$P/ns0/bad-ip" '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bad-ip","namespace":"ns0"},"status":{"podIPs":[{"ip":"10.1.2.300"}]}}'
 feed raw-etcd "$P/ns0/bad-name" '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bad-other","namespace":"ns0"}}'
-wait_for 5 test "$(metric 'weft_cache_rejected_objects_total{kind="pods"}')" -ge $((rejected0 + 3)) ||
+wait_for 5 metric_ge 'weft_cache_rejected_objects_total{kind="pods"}' $((rejected0 + 3)) ||
 	fail "malformed pods not counted: $(metric 'weft_cache_rejected_objects_total{kind="pods"}') (was $rejected0)"
 [ "$(cache_pods | jq '[.[] | select(.name | startswith("bad"))] | length')" = 0 ] || fail "a malformed pod was cached"
 converge "malformed values refused"
@@ -114,6 +117,25 @@ converge "after a compaction" 20
 # The relist met the malformed values again; the log names each once.
 n=$(grep -c "refused Pod ns0/bad-json" "$(node_dir 1)/weftd.log")
 assert_eq "$n" 1 "log lines for one refused object"
+
+# ---- the periodic relist (--relist-interval) lists every kind again; what it finds changes nothing
+weftd_stop 1
+weftd_start 1 --objects-datastore etcd --relist-interval 1s
+wait_for 10 metric_ge 'weft_cache_lists_total{kind="pods"}' 3 ||
+	fail "no periodic relist: weft_cache_lists_total{pods} = $(metric 'weft_cache_lists_total{kind="pods"}')"
+[ "$(metric 'weft_cache_lists_total{kind="namespaces"}')" -ge 2 ] || fail "namespaces not relisted"
+converge "after periodic relists"
+deltas=$(metric 'weft_cache_deltas_total{kind="pods",type="updated"}')
+assert_eq "$deltas" 0 "updates fired by relists of an unchanged store"
+
+# ---- options: Kubernetes leases with objects in etcd is refused, as is an unknown source
+for bad in "--datastore kubernetes --objects-datastore etcd" "--objects-datastore consul"; do
+	rc=0
+	# shellcheck disable=SC2086 # word splitting wanted
+	_weftd_argv 1 --node-name node1 --iface eth0 --listen 127.0.0.1:9877 $bad
+	out=$(timeout 10 "${WEFTD_ARGV[@]}" 2>&1) || rc=$?
+	assert_eq "$rc" 2 "weftd $bad: exit code ($out)"
+done
 
 # The cache's metrics pass Prometheus' own linter (names, types, _total counters).
 if command -v promtool >/dev/null; then

@@ -87,6 +87,7 @@ metric() {
 	http_get 1 /metrics
 	awk -v m="$1" '$1 == m { print $2 }' <<<"$HTTP_BODY"
 }
+metric_ge() { local v; v=$(metric "$1"); [ -n "$v" ] && [ "$v" -ge "$2" ]; } # for wait_for
 converge() {
 	local what=$1 t src cache
 	for ((t = 0; t < ${2:-15} * 5; t++)); do
@@ -102,7 +103,7 @@ converge() {
 
 weftd_start 1 --datastore kubernetes --kubeconfig "$KUBECONFIG_FILE" --net-config "$NET_CONF" --relist-interval 0
 weftd_wait_ready 1
-wait_for 10 test "$(metric 'weft_cache_synced{kind="pods"}')" = 1 || fail "pods never synced"
+wait_for 10 metric_ge 'weft_cache_synced{kind="pods"}' 1 || fail "pods never synced"
 http_get 1 /debug/objects
 assert_eq "$(jq -r .source <<<"$HTTP_BODY")" kubernetes "/debug/objects source (the default with --datastore kubernetes)"
 assert_eq "$(jq -r .kinds.namespaces.objects <<<"$HTTP_BODY")" 14 "namespaces cached (4 built in + 10)"
@@ -123,7 +124,7 @@ api POST /fixture/apply -H 'Content-Type: application/json' -d '{"apiVersion":"v
 	{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bad-ip","namespace":"ns0"},"spec":{"nodeName":"node1"},
 	 "status":{"podIP":"10.1.2.300","podIPs":[{"ip":"10.1.2.300"}]}},
 	{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bad-label","namespace":"ns0","labels":{"no spaces please":"x"}}}]}' >/dev/null
-wait_for 5 test "$(metric 'weft_cache_rejected_objects_total{kind="pods"}')" -ge $((rejected0 + 2)) ||
+wait_for 5 metric_ge 'weft_cache_rejected_objects_total{kind="pods"}' $((rejected0 + 2)) ||
 	fail "malformed pods not counted: $(metric 'weft_cache_rejected_objects_total{kind="pods"}') (was $rejected0)"
 [ "$(cache_pods | jq '[.[] | select(.name | startswith("bad"))] | length')" = 0 ] || fail "a malformed pod was cached"
 converge "malformed pods refused"
