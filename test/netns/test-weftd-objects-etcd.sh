@@ -42,6 +42,7 @@ metric() { # metric NAME{LABELS}: its value on node 1
 	http_get 1 /metrics
 	awk -v m="$1" '$1 == m { print $2 }' <<<"$HTTP_BODY"
 }
+test_cached_eq() { [ "$(http_get 1 "/debug/objects?kind=$1" && jq -c "$KEYS" <<<"$HTTP_BODY")" = "$2" ]; }
 metric_ge() { local v; v=$(metric "$1"); [ -n "$v" ] && [ "$v" -ge "$2" ]; } # for wait_for
 # converge WHAT [SECONDS]: the cache equals etcd within the time
 converge() {
@@ -117,6 +118,23 @@ converge "after a compaction" 20
 # The relist met the malformed values again; the log names each once.
 n=$(grep -c "refused Pod ns0/bad-json" "$(node_dir 1)/weftd.log")
 assert_eq "$n" 1 "log lines for one refused object"
+
+# ---- every kind, written by `weft apply -f` (the same YAML a user gives kubectl): each one cached
+WEFT_TOOL=$WEFT_BUILD/tool/weft
+if [ -x "$WEFT_TOOL" ]; then
+	wt() { ip netns exec "$ETCD_NS" env WEFT_ETCD_ENDPOINTS="$ETCD_URL" WEFT_ETCD_PREFIX="$ETCD_PREFIX" "$WEFT_TOOL" "$@"; }
+	wt apply -f "$TOP/test/kube/objects/cluster.yaml" >/dev/null || fail "weft apply -f cluster.yaml"
+	KEYS='[.items[] | "\(.metadata.namespace // "")/\(.metadata.name)"] | sort'
+	for kind in namespaces networkpolicies services endpointslices; do
+		src=$(wt get "$kind" -A -o json | jq -c "$KEYS")
+		[ "$(jq length <<<"$src")" -gt 0 ] || fail "weft get $kind: nothing applied"
+		cached_kind() { http_get 1 "/debug/objects?kind=$1" && jq -c "$KEYS" <<<"$HTTP_BODY"; }
+		wait_for 5 test_cached_eq "$kind" "$src" || fail "$kind: cache $(cached_kind "$kind") != weft get $src"
+	done
+	info "weft apply -f cluster.yaml: every kind cached"
+else
+	info "no $WEFT_TOOL: weft apply step skipped"
+fi
 
 # ---- the periodic relist (--relist-interval) lists every kind again; what it finds changes nothing
 weftd_stop 1
