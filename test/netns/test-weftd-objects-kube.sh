@@ -12,7 +12,8 @@
 #     fixture keeps its objects across the restart (dumped and reloaded) and is moved on to the
 #     resourceVersion it had, as a real API server over etcd would be;
 #   a compaction while weftd's watches are cut: the resumed watch gets 410 Gone, the cache lists
-#     again (weft_cache_expired_total) and the deletes made meanwhile reach it.
+#     again (weft_cache_expired_total) and the deletes made meanwhile reach it;
+#   test/kube/objects/cluster.yaml applied: every kind's cache holds what the API server lists.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/weft-cluster-lib.sh"
 
@@ -163,6 +164,19 @@ api POST /fixture/drop-watches >/dev/null
 kill -CONT "${WEFTD_PID[1]}"
 converge "after a compaction" 20
 [ "$(metric 'weft_cache_expired_total{kind="pods"}')" -gt "$expired0" ] || fail "no 410 Gone was seen"
+
+# ---- every kind, from the YAML a user gives kubectl: the cache holds what the API server lists
+api POST /fixture/apply -H 'Content-Type: application/yaml' --data-binary @"$TOP/test/kube/objects/cluster.yaml" >/dev/null ||
+	fail "fixture apply of cluster.yaml"
+KEYS='[.items[] | "\(.metadata.namespace // "")/\(.metadata.name)"] | sort'
+test_cached_eq() { [ "$(http_get 1 "/debug/objects?kind=$1" && jq -c "$KEYS" <<<"$HTTP_BODY")" = "$2" ]; }
+for kind in namespaces:/api/v1/namespaces networkpolicies:/apis/networking.k8s.io/v1/networkpolicies \
+	services:/api/v1/services endpointslices:/apis/discovery.k8s.io/v1/endpointslices; do
+	src=$(api GET "${kind#*:}" | jq -c "$KEYS")
+	[ "$(jq length <<<"$src")" -gt 0 ] || fail "${kind%%:*}: nothing listed"
+	wait_for 5 test_cached_eq "${kind%%:*}" "$src" || fail "${kind%%:*}: the cache differs from the API server ($src)"
+done
+info "cluster.yaml: every kind cached"
 
 weftd_alive 1 || fail "weftd exited"
 finish
