@@ -32,7 +32,7 @@ for i in 1 2 3; do
 	# what a node needs to reach a Service IP itself (the route lookup comes before the output hook)
 	ip -n "$(node_ns "$i")" route add 10.96.0.0/12 dev eth0
 done
-P1=$(pod_ip 1) P2=$(pod_ip 2) P3=$(pod_ip 3)
+P1=$(pod_ip 1) P2=$(pod_ip 2)
 N1=$(node_ip 1) N2=$(node_ip 2)
 SERVERS=()
 kill_servers() { local p; for p in "${SERVERS[@]}"; do kill "$p" 2>/dev/null; done; return 0; }
@@ -70,13 +70,15 @@ service local '{"type":"NodePort","clusterIP":"10.96.0.13","externalTrafficPolic
 slice local-1 local "$(endpoint "$P2" node2)" '{"port":8080}'
 service itl '{"clusterIP":"10.96.0.14","internalTrafficPolicy":"Local","ports":[{"port":80,"targetPort":8080}]}'
 slice itl-1 itl "$(endpoint "$P2" node2)" '{"port":8080}'
+service dns '{"clusterIP":"10.96.0.15","ports":[{"port":53,"protocol":"UDP","targetPort":5353}]}'
+slice dns-1 dns "$(endpoint "$P1" node1)" '{"port":5353,"protocol":"UDP"}'
 service headless '{"clusterIP":"None","ports":[{"port":80,"targetPort":8080}]}'
 slice headless-1 headless "$(endpoint "$P1" node1)" '{"port":8080}'
 
 nft_in() { ip netns exec "$(node_ns "$1")" nft "${@:2}"; }
 for i in 1 2 3; do
-	wait_for 10 sh -c "ip netns exec $(node_ns "$i") nft list map inet weft svc-ips4 | grep -q '10.96.0.14 . tcp . 80'" ||
-		wait_for 1 sh -c "ip netns exec $(node_ns "$i") nft list map inet weft svc-noep4 | grep -q '10.96.0.14 . tcp . 80'" ||
+	wait_for 10 sh -c "ip netns exec $(node_ns "$i") nft list map inet weft svc-ips4 | grep -q '10.96.0.15 . udp . 53'" ||
+		wait_for 1 sh -c "ip netns exec $(node_ns "$i") nft list map inet weft svc-noep4 | grep -q '10.96.0.15 . udp . 53'" ||
 		fail "node$i: Services not programmed: $(tail -5 "$(node_dir "$i")/weftd.log")"
 done
 in_pod() { ip netns exec "$(pod_ns "$1")" python3 "$SVC" "${@:2}"; }
@@ -178,6 +180,23 @@ info "  $total connections; to p2 before the sync: $before, after: $after; faile
 [ "$before" -gt 0 ] || check_fail "churn: the client never reached p2 before the change"
 assert_eq "$after" 0 "churn: connections to the removed endpoint after the sync"
 assert_eq "$failed" 0 "churn: failed connections"
+
+case_ "UDP conntrack: a flow keeping its source port moves off a removed endpoint within one sync"
+in_pod 3 uloop 10.96.0.15 53 5 >"$T/uloop" &
+LOOP=$!
+sleep 1.5
+slice dns-1 dns "$(endpoint "$P2" node2)" '{"port":5353,"protocol":"UDP"}'
+wait_for 5 sh -c "! ip netns exec $(node_ns 3) nft list chains inet | grep -q 'svc-shop/dns/udp/53/ip4/ep/$P1/'" ||
+	fail "node3 did not drop the removed UDP endpoint"
+synced=$(python3 -c 'import time; print(f"{time.monotonic():.4f}")')
+wait "$LOOP"
+before=$(awk -v t="$synced" '$1 < t && $2 == "p1"' "$T/uloop" | wc -l)
+late=$(awk -v t="$synced" '$1 >= t + 0.5 && $2 == "p1"' "$T/uloop" | wc -l)
+moved=$(awk -v t="$synced" '$1 >= t && $2 == "p2"' "$T/uloop" | wc -l)
+info "  datagrams answered by p1 before the sync: $before, by p1 0.5 s after it: $late, by p2 after it: $moved"
+[ "$before" -gt 0 ] || check_fail "UDP flow never reached p1"
+assert_eq "$late" 0 "UDP flow still on the removed endpoint (stale conntrack entry)"
+[ "$moved" -gt 0 ] || check_fail "UDP flow did not move to p2"
 
 case_ "restart: the full sync removes what was deleted meanwhile and keeps the rest"
 weftd_stop 3

@@ -32,6 +32,7 @@ struct ServiceAgent {
 	uint64_t syncs, full_syncs, failures, noops;
 	double last_sync_ms, max_sync_ms, last_full_ms;
 	size_t last_batch_bytes;
+	uint64_t conntrack_deleted;
 };
 
 static double now_ms(void) {
@@ -293,6 +294,27 @@ out:
 	return r;
 }
 
+/* After the batch: UDP entries the change made stale (service-model.h), so a client keeping its
+ * source port is not held on a deleted endpoint until the entry times out. */
+static void clear_conntrack(ServiceAgent *a, const char *key, const ServiceUnit *next) {
+	_cleanup_free_ ServiceCtFilter *f = NULL;
+	bool found;
+	size_t at = unit_find(a, key, &found), n = 0;
+	int r;
+
+	if (!found || service_unit_stale_udp(a->units[at], next, &f, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		r = service_conntrack_clear_udp(&f[i]);
+		if (r < 0)
+			log_warning_errno(r, "Services: cannot delete stale UDP conntrack entries of %s: %m", key);
+		else if (r > 0) {
+			a->conntrack_deleted += (uint64_t) r;
+			log_debug("Services: %s: deleted %d stale UDP conntrack entries", key, r);
+		}
+	}
+}
+
 static int sync_dirty(ServiceAgent *a) {
 	_cleanup_free_ ServiceUnit **next = NULL;
 	char *buf = NULL, *err = NULL;
@@ -348,6 +370,7 @@ static int sync_dirty(ServiceAgent *a) {
 				dup = streq(a->dirty[k], a->dirty[i]);
 			if (dup)
 				continue;
+			clear_conntrack(a, a->dirty[i], next[i]);
 			if (unit_replace(a, a->dirty[i], next[i]) < 0) {
 				r = -ENOMEM; /* the next (full) sync repairs it */
 				continue;
@@ -504,9 +527,12 @@ int service_agent_render_metrics(ServiceAgent *a, FILE *f) {
 		"# TYPE weft_service_last_sync_seconds gauge\nweft_service_last_sync_seconds %.6f\n"
 		"# TYPE weft_service_last_full_sync_seconds gauge\nweft_service_last_full_sync_seconds %.6f\n"
 		"# TYPE weft_service_max_sync_seconds gauge\nweft_service_max_sync_seconds %.6f\n"
+		"# HELP weft_service_conntrack_deleted_total Stale UDP conntrack entries deleted.\n"
+		"# TYPE weft_service_conntrack_deleted_total counter\nweft_service_conntrack_deleted_total %" PRIu64
+		"\n"
 		"# HELP weft_services Services programmed (headless and ExternalName ones hold no objects).\n"
 		"# TYPE weft_services gauge\nweft_services %zu\n",
 		a->syncs, a->full_syncs, a->failures, a->last_sync_ms / 1e3, a->last_full_ms / 1e3,
-		a->max_sync_ms / 1e3, a->n_units);
+		a->max_sync_ms / 1e3, a->conntrack_deleted, a->n_units);
 	return 0;
 }

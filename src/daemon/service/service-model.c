@@ -578,3 +578,62 @@ void service_render_unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit
 		if (!service_unit_chain(new, old->chains[i].name))
 			fprintf(f, "delete chain " T " %s\n", old->chains[i].name);
 }
+
+static int push_filter(ServiceCtFilter **v, size_t *n, const ServiceCtFilter *f) {
+	ServiceCtFilter *nv = reallocarray(*v, *n + 1, sizeof(ServiceCtFilter));
+
+	if (!nv)
+		return -ENOMEM;
+	nv[(*n)++] = *f;
+	*v = nv;
+	return 0;
+}
+
+int service_unit_stale_udp(const ServiceUnit *old, const ServiceUnit *new, ServiceCtFilter **ret, size_t *ret_n) {
+	_cleanup_free_ ServiceCtFilter *v = NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; old && i < old->n_elems; i++) {
+		const SvcElem *e = &old->elems[i], *ne = unit_elem(new, e);
+		char ip[IP_ADDR_STRLEN + 1];
+		unsigned port;
+		ServiceCtFilter f = { .nat_only = true };
+
+		if (ne && streq(ne->value, e->value))
+			continue;
+		if (!startswith(e->value, "goto " SVC_PREFIX) || streq(e->value, "goto svc-reject"))
+			continue; /* entries to a rejecting/dropping key: none were DNATed */
+		if (sscanf(e->key, "%46s . udp . %u", ip, &port) == 2 && ip_addr_parse(ip, &f.orig_dst) >= 0)
+			f.family = f.orig_dst.family;
+		else if (sscanf(e->key, "udp . %u", &port) == 1)
+			f.family = endswith(e->map, "6") ? AF_INET6 : AF_INET;
+		else
+			continue;
+		f.orig_dport = (uint16_t) port;
+		if (push_filter(&v, &n, &f) < 0)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; old && i < old->n_chains; i++) {
+		const char *name = old->chains[i].name, *ep = strstr(name, "/ep/");
+		char ip[IP_ADDR_STRLEN + 1];
+		unsigned port;
+		ServiceCtFilter f = { .nat_only = true };
+
+		if (!ep || !strstr(name, "/udp/") || service_unit_chain(new, name))
+			continue;
+		if (sscanf(ep + 4, "%46[^/]/%u", ip, &port) != 2)
+			continue;
+		for (char *p = ip; *p; p++)
+			if (*p == '_')
+				*p = ':';
+		if (ip_addr_parse(ip, &f.reply_src) < 0)
+			continue;
+		f.family = f.reply_src.family;
+		f.reply_sport = (uint16_t) port;
+		if (push_filter(&v, &n, &f) < 0)
+			return -ENOMEM;
+	}
+	*ret = TAKE_PTR(v);
+	*ret_n = n;
+	return 0;
+}

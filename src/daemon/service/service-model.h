@@ -84,3 +84,12 @@ void service_render_flush_maps(FILE *f);
  * flushed before its rules (the kernel may hold it from an earlier run).
  */
 void service_render_unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit *new, bool full);
+
+#include "daemon/service/service-conntrack.h"
+
+/*
+ * The UDP conntrack entries old -> new makes stale (kube-proxy's rules): a Service IP . port or a
+ * NodePort that is gone or lost its endpoints (entries to it), and an endpoint no longer chosen
+ * (DNATed entries whose reply comes from it). *ret (caller frees) holds *ret_n filters. 0 or -ENOMEM.
+ */
+int service_unit_stale_udp(const ServiceUnit *old, const ServiceUnit *new, ServiceCtFilter **ret, size_t *ret_n);

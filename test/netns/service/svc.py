@@ -4,6 +4,7 @@
 #   svc.py tcp IP PORT [TIMEOUT] one connection: prints the answer, "refused" or "timeout"
 #   svc.py udp IP PORT [TIMEOUT] one datagram: prints the answer, "refused" or "timeout"
 #   svc.py loop IP PORT SECONDS  a connection every 20 ms for SECONDS: "<monotonic start> <answer>" per line
+#   svc.py uloop IP PORT SECONDS a datagram every 50 ms from ONE source port (a resolver's flow)
 import socket
 import sys
 import threading
@@ -71,6 +72,22 @@ def main():
     elif cmd in ("tcp", "udp"):
         timeout = float(sys.argv[4]) if len(sys.argv) > 4 else 2.0
         print((tcp if cmd == "tcp" else udp)(sys.argv[2], int(sys.argv[3]), timeout))
+    elif cmd == "uloop":
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.settimeout(0.3)
+        s.connect((sys.argv[2], int(sys.argv[3])))
+        end = time.monotonic() + float(sys.argv[4])
+        while time.monotonic() < end:
+            t0 = time.monotonic()
+            try:
+                s.send(b"x")
+                r = s.recv(200).decode().split()[0]
+            except (socket.timeout, TimeoutError):
+                r = "timeout"
+            except ConnectionRefusedError:
+                r = "refused"
+            print(f"{t0:.4f} {r}", flush=True)
+            time.sleep(0.05)
     elif cmd == "loop":
         end = time.monotonic() + float(sys.argv[4])
         while time.monotonic() < end:

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <net/if.h>
+#include <libmnl/libmnl.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_conntrack.h>
+
+#include "basic/macro.h"
+#include "daemon/service/service-conntrack.h"
+
+/* MNL_SOCKET_BUFFER_SIZE is a sysconf() expression (a VLA); a dump message fits in 16 KiB */
+#define CT_BUF_SIZE 16384
+
+typedef struct Tuple {
+	IpAddr src, dst;
+	uint8_t proto;
+	uint16_t sport, dport;
+} Tuple;
+
+typedef struct Dump {
+	const ServiceCtFilter *f;
+	char **del; /* the matching entries' CTA_TUPLE_ORIG attributes, raw */
+	size_t n, cap;
+	bool oom;
+} Dump;
+
+static int parse_ip(const struct nlattr *nest, Tuple *t) {
+	const struct nlattr *a;
+
+	mnl_attr_for_each_nested(a, nest) {
+		switch (mnl_attr_get_type(a)) {
+		case CTA_IP_V4_SRC:
+		case CTA_IP_V4_DST:
+			if (mnl_attr_get_payload_len(a) != 4)
+				return -EINVAL;
+			*(mnl_attr_get_type(a) == CTA_IP_V4_SRC ? &t->src : &t->dst) = (IpAddr) { .family = AF_INET };
+			memcpy(mnl_attr_get_type(a) == CTA_IP_V4_SRC ? t->src.bytes : t->dst.bytes,
+			       mnl_attr_get_payload(a), 4);
+			break;
+		case CTA_IP_V6_SRC:
+		case CTA_IP_V6_DST:
+			if (mnl_attr_get_payload_len(a) != 16)
+				return -EINVAL;
+			*(mnl_attr_get_type(a) == CTA_IP_V6_SRC ? &t->src : &t->dst) = (IpAddr) { .family = AF_INET6 };
+			memcpy(mnl_attr_get_type(a) == CTA_IP_V6_SRC ? t->src.bytes : t->dst.bytes,
+			       mnl_attr_get_payload(a), 16);
+			break;
+		default: break;
+		}
+	}
+	return 0;
+}
+
+static int parse_tuple(const struct nlattr *nest, Tuple *t) {
+	const struct nlattr *a, *p;
+
+	*t = (Tuple) {};
+	mnl_attr_for_each_nested(a, nest) {
+		if (mnl_attr_get_type(a) == CTA_TUPLE_IP) {
+			if (parse_ip(a, t) < 0)
+				return -EINVAL;
+		} else if (mnl_attr_get_type(a) == CTA_TUPLE_PROTO)
+			mnl_attr_for_each_nested(p, a) {
+				if (mnl_attr_get_type(p) == CTA_PROTO_NUM && mnl_attr_get_payload_len(p) == 1)
+					t->proto = mnl_attr_get_u8(p);
+				else if (mnl_attr_get_type(p) == CTA_PROTO_SRC_PORT && mnl_attr_get_payload_len(p) == 2)
+					t->sport = ntohs(mnl_attr_get_u16(p));
+				else if (mnl_attr_get_type(p) == CTA_PROTO_DST_PORT && mnl_attr_get_payload_len(p) == 2)
+					t->dport = ntohs(mnl_attr_get_u16(p));
+			}
+	}
+	return 0;
+}
+
+static bool matches(const ServiceCtFilter *f, const Tuple *o, const Tuple *r) {
+	if (o->proto != IPPROTO_UDP)
+		return false;
+	if (f->orig_dst.family != AF_UNSPEC && !ip_addr_equal(&f->orig_dst, &o->dst))
+		return false;
+	if (f->orig_dport && f->orig_dport != o->dport)
+		return false;
+	if (f->reply_src.family != AF_UNSPEC && !ip_addr_equal(&f->reply_src, &r->src))
+		return false;
+	if (f->reply_sport && f->reply_sport != r->sport)
+		return false;
+	if (f->nat_only && ip_addr_equal(&o->dst, &r->src))
+		return false;
+	return true;
+}
+
+static int on_entry(const struct nlmsghdr *nlh, void *userdata) {
+	Dump *d = userdata;
+	const struct nlattr *a, *orig = NULL, *reply = NULL;
+	Tuple o, r;
+
+	mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
+		if (mnl_attr_get_type(a) == CTA_TUPLE_ORIG)
+			orig = a;
+		else if (mnl_attr_get_type(a) == CTA_TUPLE_REPLY)
+			reply = a;
+	}
+	if (!orig || !reply || parse_tuple(orig, &o) < 0 || parse_tuple(reply, &r) < 0 || !matches(d->f, &o, &r))
+		return MNL_CB_OK;
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 16;
+		char **v = reallocarray(d->del, cap, sizeof(char *));
+
+		if (!v) {
+			d->oom = true;
+			return MNL_CB_OK;
+		}
+		d->del = v;
+		d->cap = cap;
+	}
+	d->del[d->n] = malloc(orig->nla_len);
+	if (!d->del[d->n]) {
+		d->oom = true;
+		return MNL_CB_OK;
+	}
+	memcpy(d->del[d->n++], orig, orig->nla_len);
+	return MNL_CB_OK;
+}
+
+static struct nlmsghdr *ct_msg(char *buf, uint16_t type, uint16_t flags, int family, uint32_t seq) {
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct nfgenmsg *g;
+
+	nlh->nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | type;
+	nlh->nlmsg_flags = NLM_F_REQUEST | flags;
+	nlh->nlmsg_seq = seq;
+	g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
+	g->nfgen_family = (uint8_t) family;
+	g->version = NFNETLINK_V0;
+	g->res_id = 0;
+	return nlh;
+}
+
+/* Sends nlh and runs the replies through cb until done/ACK. */
+static int call(struct mnl_socket *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *userdata) {
+	char buf[CT_BUF_SIZE];
+	uint32_t seq = nlh->nlmsg_seq, portid = mnl_socket_get_portid(nl);
+	ssize_t n;
+	int r;
+
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		return -errno;
+	for (;;) {
+		n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+		if (n < 0)
+			return -errno;
+		r = mnl_cb_run(buf, (size_t) n, seq, portid, cb, userdata);
+		if (r < 0)
+			return -errno;
+		if (r == MNL_CB_STOP)
+			return 0;
+	}
+}
+
+/* conntrack -L -p udp -f FAMILY ; conntrack -D <each matching entry's original tuple> */
+int service_conntrack_clear_udp(const ServiceCtFilter *f) {
+	char buf[CT_BUF_SIZE];
+	struct mnl_socket *nl;
+	Dump d = { .f = f };
+	uint32_t seq = (uint32_t) time(NULL);
+	int r, deleted = 0;
+
+	nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+	if (!nl)
+		return -errno;
+	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		r = -errno;
+		goto out;
+	}
+	r = call(nl, ct_msg(buf, IPCTNL_MSG_CT_GET, NLM_F_DUMP, f->family, seq), on_entry, &d);
+	if (r < 0)
+		goto out;
+	if (d.oom) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < d.n; i++) {
+		struct nlmsghdr *nlh = ct_msg(buf, IPCTNL_MSG_CT_DELETE, NLM_F_ACK, f->family, ++seq);
+		const struct nlattr *orig = (const struct nlattr *) d.del[i];
+		void *p = mnl_nlmsg_get_payload_tail(nlh);
+
+		memcpy(p, orig, orig->nla_len);
+		nlh->nlmsg_len += MNL_ALIGN(orig->nla_len);
+		r = call(nl, nlh, NULL, NULL);
+		if (r == -ENOENT) /* gone meanwhile */
+			r = 0;
+		if (r < 0)
+			goto out;
+		deleted++;
+	}
+	r = deleted;
+out:
+	for (size_t i = 0; i < d.n; i++)
+		free(d.del[i]);
+	free(d.del);
+	mnl_socket_close(nl);
+	return r;
+}
