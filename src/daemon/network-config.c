@@ -191,6 +191,7 @@ enum {
 	B_DIRECT_ROUTING,
 	B_MTU,
 	B_AS_NUMBER,
+	B_PEERS,
 	_B_MAX,
 };
 
@@ -202,6 +203,7 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 		[B_DIRECT_ROUTING] = { "DirectRouting", "directRouting" },
 		[B_MTU] = { "MTU", "mtu" },
 		[B_AS_NUMBER] = { "ASNumber", "asNumber" },
+		[B_PEERS] = { "Peers", "peers" },
 	};
 	const char *s = NULL;
 	long long v;
@@ -247,6 +249,38 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 		b->asn = (uint32_t) v;
 	} else if (b->type == NETWORK_BACKEND_BGP)
 		b->asn = 64512; /* Calico's default, first private AS */
+	if (keys[B_PEERS].value) {
+		/* bgp: external peers (a top-of-rack router): [{"IP": "10.99.0.1", "ASNumber": 65000}] */
+		json_t *pv = keys[B_PEERS].value, *e;
+		size_t i;
+
+		if (!json_is_array(pv) || json_array_size(pv) > ELEMENTSOF(b->peers))
+			return config_error(ret_error, "Backend.Peers: expected an array of at most %zu peers",
+					    ELEMENTSOF(b->peers));
+		json_array_foreach(pv, i, e) {
+			KeySpec pk[2] = { { .name = "IP", .alt = "ip" }, { .name = "ASNumber", .alt = "asNumber" } };
+			char path[48];
+
+			snprintf(path, sizeof(path), "Backend.Peers[%zu]", i);
+			if (!json_is_object(e))
+				return config_error(ret_error, "%s: expected an object, got %s", path, json_kind(e));
+			r = collect_keys(e, path, pk, 2, ret_error);
+			if (r < 0)
+				return r;
+			if (!pk[0].value || !pk[1].value)
+				return config_error(ret_error, "%s: IP and ASNumber are required", path);
+			r = get_string(&pk[0], "Backend.Peers[].IP", &s, ret_error);
+			if (r < 0)
+				return r;
+			if (ip_addr_parse(s, &b->peers[i].ip) < 0 || b->peers[i].ip.family != AF_INET)
+				return config_error(ret_error, "%s.IP \"%s\": not an IPv4 address", path, s);
+			r = get_int(&pk[1], "Backend.Peers[].ASNumber", 1, 4294967294LL, &v, ret_error);
+			if (r < 0)
+				return r;
+			b->peers[i].asn = (uint32_t) v;
+			b->n_peers++;
+		}
+	}
 	if (keys[B_MTU].value) {
 		/* IPv6 needs 1280 on every link; IPv4 68. */
 		long long min = cfg->network6.addr.family == AF_INET6 ? 1280 : 68;

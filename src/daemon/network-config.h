@@ -36,6 +36,11 @@ typedef struct NetworkBackendConfig {
 	bool direct_routing;    /* vxlan: use host-gw style routes to nodes on the same L2 */
 	uint32_t mtu;           /* 0 = derive from the underlay */
 	uint32_t asn;           /* bgp: the cluster's AS number ("ASNumber"), default 64512 */
+	struct {
+		IpAddr ip;
+		uint32_t asn;
+	} peers[8];             /* bgp: external peers ("Peers"); each node uses those on its own segment */
+	size_t n_peers;
 } NetworkBackendConfig;
 
 typedef struct NetworkConfig {

@@ -71,13 +71,35 @@ static void test_render(void **state) {
 	peers[0].n_subnets = 0;
 	in.n_peers = 1;
 	assert_int_equal(bird_conf_render(&in, &c), 0);
-	assert_contains(c, "if (false) && bgp_next_hop = 10.99.0.12 then accept;");
+	assert_contains(c, "import keep filtered on;\n\t\timport none;");
 	free(c);
 
 	/* no peers: still a valid config announcing our subnet */
 	in.n_peers = 0;
 	assert_int_equal(bird_conf_render(&in, &c), 0);
 	assert_null(strstr(c, "protocol bgp"));
+	free(c);
+
+	/* an external peer (a router): eBGP, our AS back in the path allowed, only the listed prefixes */
+	BgpExternalPeer ext = { .ip = A("10.99.0.1"), .asn = 65000 };
+	IpPrefix acc[2] = { P("10.244.7.0/24"), P("10.244.8.0/24") };
+	in.external = &ext;
+	in.n_external = 1;
+	in.external_accept = acc;
+	in.n_external_accept = 2;
+	peers[0].n_subnets = 1;
+	peers[0].multihop = true;
+	in.n_peers = 1;
+	assert_int_equal(bird_conf_render(&in, &c), 0);
+	assert_contains(c,
+			"protocol bgp ext_10_99_0_1 {\n\tlocal 10.99.0.11 as 64600;\n\tneighbor 10.99.0.1 as 65000;");
+	assert_contains(c, "allow local as;");
+	assert_contains(c, "if net ~ [ 10.244.7.0/24, 10.244.8.0/24 ] then accept;\n\t\t\treject;");
+	assert_contains(c, "neighbor 10.99.0.12 as 64600;\n\tmultihop;");
+	free(c);
+	in.n_external_accept = 0;
+	assert_int_equal(bird_conf_render(&in, &c), 0);
+	assert_contains(c, "allow local as;\n\tipv4 {\n\t\timport keep filtered on;\n\t\timport none;");
 	free(c);
 
 	in.router_id = A("2001:db8::1");
@@ -159,6 +181,30 @@ static void test_config(void **state) {
 					&c, &err),
 			-EINVAL);
 	assert_non_null(strstr(err, "Backend.ASNumber 0"));
+	free(err);
+	err = NULL;
+	assert_int_equal(network_config_parse(
+					 "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"bgp\", \"Peers\": "
+					 "[{\"IP\": \"10.99.0.1\", \"ASNumber\": 65000}]}}",
+					 &c, &err),
+			 0);
+	assert_int_equal(c->backend.n_peers, 1);
+	assert_int_equal(c->backend.peers[0].asn, 65000);
+	network_config_free(c);
+	assert_int_equal(network_config_parse(
+					 "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"bgp\", \"Peers\": "
+					 "[{\"IP\": \"fe80::1\", \"ASNumber\": 65000}]}}",
+					 &c, &err),
+			 -EINVAL);
+	assert_non_null(strstr(err, "Backend.Peers[0].IP \"fe80::1\""));
+	free(err);
+	err = NULL;
+	assert_int_equal(network_config_parse(
+					 "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"bgp\", \"Peers\": "
+					 "[{\"IP\": \"10.99.0.1\"}]}}",
+					 &c, &err),
+			 -EINVAL);
+	assert_non_null(strstr(err, "IP and ASNumber are required"));
 	free(err);
 }
 

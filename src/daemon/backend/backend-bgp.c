@@ -86,19 +86,45 @@ int bird_conf_render(const BirdConfInput *in, char **ret) {
 		fprintf(f, "\tlocal %s as %" PRIu32 ";\n", ip_addr_to_string(&in->local_ip, a), in->asn);
 		fprintf(f, "\tneighbor %s as %" PRIu32 ";\n", ip_addr_to_string(&peer->ip, a), in->asn);
 		/* connect retry 5 s: a peer whose BIRD starts later is picked up soon (default 120 s) */
-		fputs("\tdirect;\n\tconnect retry time 5;\n\tgraceful restart on;\n"
-		      "\tipv4 {\n\t\timport keep filtered on;\n\t\timport filter {\n\t\t\tif (",
-		      f);
+		fprintf(f,
+			"\t%s;\n\tconnect retry time 5;\n\tgraceful restart on;\n\tipv4 {\n\t\timport keep filtered on;\n",
+			peer->multihop ? "multihop" : "direct");
 		for (size_t j = 0; j < peer->n_subnets; j++) {
 			if (peer->subnets[j].addr.family != AF_INET)
 				continue;
-			fprintf(f, "%snet = %s", first ? "" : " || ", ip_prefix_to_string(&peer->subnets[j], p));
+			fprintf(f, "%s%s", first ? "\t\timport filter {\n\t\t\tif (net = " : " || net = ",
+				ip_prefix_to_string(&peer->subnets[j], p));
 			first = false;
 		}
 		if (first)
-			fputs("false", f);
-		fprintf(f, ") && bgp_next_hop = %s then accept;\n\t\t\treject;\n\t\t};\n",
-			ip_addr_to_string(&peer->ip, a));
+			fputs("\t\timport none;\n", f);
+		else
+			fprintf(f, ") && bgp_next_hop = %s then accept;\n\t\t\treject;\n\t\t};\n",
+				ip_addr_to_string(&peer->ip, a));
+		fputs("\t\texport where proto = \"weft_self\";\n\t\tnext hop self;\n\t};\n}\n", f);
+	}
+
+	for (size_t i = 0; i < in->n_external; i++) {
+		const BgpExternalPeer *x = &in->external[i];
+
+		if (x->ip.family != AF_INET)
+			continue;
+		snprintf(name, sizeof(name), "ext_%u_%u_%u_%u", x->ip.bytes[0], x->ip.bytes[1], x->ip.bytes[2],
+			 x->ip.bytes[3]);
+		fprintf(f, "\nprotocol bgp %s {\n", name);
+		fprintf(f, "\tlocal %s as %" PRIu32 ";\n", ip_addr_to_string(&in->local_ip, a), in->asn);
+		fprintf(f, "\tneighbor %s as %" PRIu32 ";\n", ip_addr_to_string(&x->ip, a), x->asn);
+		fputs("\tconnect retry time 5;\n\tgraceful restart on;\n\tallow local as;\n"
+		      "\tipv4 {\n\t\timport keep filtered on;\n",
+		      f);
+		if (in->n_external_accept == 0)
+			fputs("\t\timport none;\n", f);
+		else {
+			fputs("\t\timport filter {\n\t\t\tif net ~ [ ", f);
+			for (size_t j = 0; j < in->n_external_accept; j++)
+				fprintf(f, "%s%s", j ? ", " : "", ip_prefix_to_string(&in->external_accept[j], p));
+			fputs(" ] then accept;\n\t\t\treject;\n\t\t};\n", f);
+		}
 		fputs("\t\texport where proto = \"weft_self\";\n\t\tnext hop self;\n\t};\n}\n", f);
 	}
 	if (fclose(f) != 0 || !buf)
@@ -305,6 +331,9 @@ static int write_atomic(const char *path, const char *text) {
 static void bgp_commit(Backend *b) {
 	BgpState *s = &bgp_state;
 	_cleanup_free_ char *conf = NULL, *reply = NULL;
+	_cleanup_free_ IpPrefix *accept = NULL;
+	BgpExternalPeer ext[ELEMENTSOF(b->config.peers)];
+	size_t n_accept = 0;
 	char conf_path[512], sock_path[512], cmd[600];
 	BirdConfInput in = {
 		.router_id = b->public_ip,
@@ -318,8 +347,37 @@ static void bgp_commit(Backend *b) {
 	in.self[in.n_self++] = ip_prefix_mask(&b->self.subnet);
 	if (s->n_pending > 1)
 		qsort(s->pending, s->n_pending, sizeof(BgpPeer), peer_cmp);
+	/* External peers on our own segment carry the routes of the nodes beyond it; the mesh then
+	 * covers our segment only (a node there is one hop away, the router is not in the path).
+	 * Without such a peer every node is meshed, across routers with multihop. */
+	for (size_t i = 0; i < b->config.n_peers && in.n_external < ELEMENTSOF(ext); i++)
+		if (backend_is_direct(b, &b->config.peers[i].ip))
+			ext[in.n_external++] = (BgpExternalPeer) { .ip = b->config.peers[i].ip,
+								   .asn = b->config.peers[i].asn };
+	{
+		size_t n = 0;
+		for (size_t i = 0; i < s->n_pending; i++) {
+			bool direct = backend_is_direct(b, &s->pending[i].ip);
+			if (in.n_external > 0 && !direct) {
+				for (size_t j = 0; j < s->pending[i].n_subnets; j++) {
+					IpPrefix *np = reallocarray(accept, n_accept + 1, sizeof(IpPrefix));
+					if (!np)
+						goto done;
+					accept = np;
+					accept[n_accept++] = s->pending[i].subnets[j];
+				}
+				continue;
+			}
+			s->pending[i].multihop = !direct;
+			s->pending[n++] = s->pending[i];
+		}
+		s->n_pending = n;
+	}
 	in.peers = s->pending;
 	in.n_peers = s->n_pending;
+	in.external = ext;
+	in.external_accept = accept;
+	in.n_external_accept = n_accept;
 	r = bird_conf_render(&in, &conf);
 	if (r < 0) {
 		log_error_errno(r, "bgp: failed to render bird.conf: %m");
@@ -358,7 +416,7 @@ static void bgp_commit(Backend *b) {
 		log_error("bgp: BIRD did not apply %s (%d): %s", conf_path, r, reply ?: "");
 		goto done;
 	}
-	log_info("bgp: BIRD configured with %zu peers", in.n_peers);
+	log_info("bgp: BIRD configured with %zu node peers and %zu external peers", in.n_peers, in.n_external);
 	free(s->applied);
 	s->applied = TAKE_PTR(conf);
 done:

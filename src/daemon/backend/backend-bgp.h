@@ -21,7 +21,14 @@ typedef struct BgpPeer {
 	IpAddr ip;           /* its public IP: the session's neighbour and the next hop we accept */
 	IpPrefix subnets[2]; /* the only prefixes accepted from it: its leased subnet(s) */
 	size_t n_subnets;
+	bool multihop; /* not on a directly connected network (a router between us) */
 } BgpPeer;
+
+/* An external peer (a top-of-rack router): eBGP, routes with it as next hop. */
+typedef struct BgpExternalPeer {
+	IpAddr ip;
+	uint32_t asn;
+} BgpExternalPeer;
 
 typedef struct BirdConfInput {
 	IpAddr router_id; /* IPv4 (BIRD's router id is a 32-bit value) */
@@ -31,6 +38,10 @@ typedef struct BirdConfInput {
 	size_t n_self;
 	const BgpPeer *peers;
 	size_t n_peers;
+	const BgpExternalPeer *external;
+	size_t n_external;
+	const IpPrefix *external_accept; /* the only prefixes accepted from external peers */
+	size_t n_external_accept;
 } BirdConfInput;
 
 /*
@@ -39,7 +50,9 @@ typedef struct BirdConfInput {
  * iBGP session per peer (full mesh) whose import filter accepts exactly that peer's leased
  * subnet(s) with that peer as next hop, with graceful restart. What the import filters refuse (a
  * prefix outside the cluster network, a prefix overlapping another node's subnet, our own subnet)
- * is never installed. *ret is malloc'ed. 0, -EINVAL (no IPv4 router id) or -ENOMEM.
+ * is never installed. External peers (routers) get our subnet and may give us exactly the
+ * subnets in external_accept (the accepted leases of nodes beyond our segment); "allow local as"
+ * because those come back with our own AS in their path. *ret is malloc'ed. 0, -EINVAL (no IPv4 router id) or -ENOMEM.
  */
 int bird_conf_render(const BirdConfInput *in, char **ret);
 
