@@ -438,6 +438,49 @@ static void test_incremental(void **state) {
 	free_all(o, 2);
 }
 
+static void test_stale_udp(void **state) {
+	KubeObject *o[2];
+	ServiceUnit *u1, *u2;
+	ServiceCtFilter *f = NULL;
+	size_t n = 0;
+	char a[IP_ADDR_STRLEN];
+
+	o[0] = svc("dns",
+		   "\"type\":\"NodePort\",\"clusterIP\":\"10.96.0.53\",\"ports\":[{\"port\":53,\"protocol\":\"UDP\",\"nodePort\":30053}]",
+		   NULL);
+	o[1] = slice("dns-1", "dns", "IPv4",
+		     EP("10.244.1.53", "node1", true, true, false) "," EP("10.244.2.53", "node2", true, true, false),
+		     "{\"port\":5353,\"protocol\":\"UDP\"}");
+	u1 = build("node1", o[0], o + 1, 1);
+	kube_object_free(o[1], pool);
+	o[1] = slice("dns-1", "dns", "IPv4", EP("10.244.1.53", "node1", true, true, false),
+		     "{\"port\":5353,\"protocol\":\"UDP\"}");
+	u2 = build("node1", o[0], o + 1, 1);
+	/* one endpoint gone: DNATed entries replied by 10.244.2.53:5353 */
+	assert_int_equal(service_unit_stale_udp(u1, u2, &f, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(ip_addr_to_string(&f[0].reply_src, a), "10.244.2.53");
+	assert_int_equal(f[0].reply_sport, 5353);
+	assert_true(f[0].nat_only);
+	free(f);
+	/* nothing changed: nothing stale */
+	assert_int_equal(service_unit_stale_udp(u2, u2, &f, &n), 0);
+	assert_int_equal(n, 0);
+	free(f);
+	/* the Service gone: its ClusterIP . port and its NodePort, and both endpoints' entries */
+	assert_int_equal(service_unit_stale_udp(u1, NULL, &f, &n), 0);
+	assert_int_equal(n, 4);
+	assert_string_equal(ip_addr_to_string(&f[0].orig_dst, a), "10.96.0.53");
+	assert_int_equal(f[0].orig_dport, 53);
+	assert_int_equal(f[1].orig_dst.family, AF_UNSPEC);
+	assert_int_equal(f[1].orig_dport, 30053);
+	assert_int_equal(f[1].family, AF_INET);
+	free(f);
+	service_unit_free(u1);
+	service_unit_free(u2);
+	free_all(o, 2);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cluster_ip_protocols_and_named_ports),
@@ -446,6 +489,7 @@ int main(void) {
 		cmocka_unit_test(test_external_entries),
 		cmocka_unit_test(test_internal_local_and_dual_stack),
 		cmocka_unit_test(test_incremental),
+		cmocka_unit_test(test_stale_udp),
 	};
 	int r;
 
