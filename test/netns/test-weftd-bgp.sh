@@ -89,6 +89,14 @@ done
 seen=$(seen_peer "$(pod_ns 2)" "$(pod_ip 2)" 8081 "$(pod_ns 1)")
 assert_eq "$seen" "$(pod_ip 1)" "TCP pod1 -> pod2 keeps the pod address"
 
+# throughput (reported, not asserted: the machine is shared); should match host-gw, no encapsulation
+if command -v iperf3 >/dev/null; then
+	ip netns exec "$(pod_ns 2)" iperf3 -s -1 -D -p 5201 >/dev/null 2>&1
+	wait_listen "$(pod_ns 2)" 5201
+	bps=$(ip netns exec "$(pod_ns 1)" iperf3 -c "$(pod_ip 2)" -p 5201 -t 3 -J 2>/dev/null | jq -r '.end.sum_received.bits_per_second // 0')
+	info "bgp backend pod1 -> pod2 TCP throughput: $(awk -v b="$bps" 'BEGIN { printf "%.0f Mbit/s", b / 1e6 }')"
+fi
+
 # ---- hostile announcements from node3
 s2_half=$(python3 -c 'import ipaddress,sys; print(list(ipaddress.ip_network(sys.argv[1]).subnets(1))[1])' "${SUBNET[2]}")
 d3=$(node_dir 3)
