@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -481,7 +482,122 @@ static void test_stale_udp(void **state) {
 	free_all(o, 2);
 }
 
-int main(void) {
+/* ---- bench (not a test): test-service-model --bench N, in the current namespace ---- */
+
+static double ms_now(void) {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
+}
+
+static void bench_slice(KubeObject **ret, size_t i, size_t n_eps) {
+	char eps[2048] = "";
+	size_t len = 0;
+
+	for (size_t e = 0; e < n_eps; e++)
+		len += (size_t) snprintf(eps + len, sizeof(eps) - len,
+					 "%s{\"addresses\":[\"10.%zu.%zu.%zu\"],\"conditions\":{\"ready\":true}}",
+					 e ? "," : "", 128 + e, (i >> 8) & 255, i & 255);
+	*ret = decode(KUBE_KIND_ENDPOINT_SLICE,
+		      "{\"metadata\":{\"namespace\":\"bench\",\"name\":\"s%zu\",\"labels\":{\"kubernetes.io/"
+		      "service-name\":\"s%zu\"}},\"addressType\":\"IPv4\",\"endpoints\":[%s],\"ports\":[{\"port\":8080}]}",
+		      i, i, eps);
+}
+
+/* N Services x 5 endpoints (ClusterIP 10.100.x.y:80), plus "target" (10.99.99.99:80 -> TARGET:8080)
+ * when target is given: full sync (build + render + apply), then one Service's change. */
+static int bench(size_t n, const char *target) {
+	KubeObject **svcs = calloc(n + 1, sizeof(KubeObject *)), **slices = calloc(n + 1, sizeof(KubeObject *));
+	ServiceUnit **units = calloc(n + 1, sizeof(ServiceUnit *));
+	char *buf = NULL, *err = NULL;
+	size_t len = 0, n_all = n;
+	double t0, t_full, t_incr;
+	FILE *f;
+	int r;
+
+	for (size_t i = 0; i < n; i++) {
+		svcs[i] = decode(KUBE_KIND_SERVICE,
+				 "{\"metadata\":{\"namespace\":\"bench\",\"name\":\"s%zu\"},\"spec\":{\"clusterIP\":"
+				 "\"10.100.%zu.%zu\",\"ports\":[{\"port\":80,\"targetPort\":8080}]}}",
+				 i, (i >> 8) & 255, i & 255);
+		bench_slice(&slices[i], i, 5);
+	}
+	if (target) {
+		svcs[n] = decode(KUBE_KIND_SERVICE, "{\"metadata\":{\"namespace\":\"bench\",\"name\":\"target\"},"
+						    "\"spec\":{\"clusterIP\":\"10.99.99.99\",\"ports\":[{\"port\":80,"
+						    "\"targetPort\":8080}]}}");
+		slices[n] = decode(
+				KUBE_KIND_ENDPOINT_SLICE,
+				"{\"metadata\":{\"namespace\":\"bench\",\"name\":\"target\",\"labels\":{"
+				"\"kubernetes.io/service-name\":\"target\"}},\"addressType\":\"IPv4\",\"endpoints\":[{"
+				"\"addresses\":[\"%s\"]}],\"ports\":[{\"port\":8080}]}",
+				target);
+		n_all++;
+	}
+	t0 = ms_now();
+	f = open_memstream(&buf, &len);
+	service_render_base(f);
+	service_render_flush_maps(f);
+	for (size_t i = 0; i < n_all; i++) {
+		if (service_unit_build(&(ServiceModelInput) { .node = "node1",
+							      .svc = KUBE_SERVICE(svcs[i]),
+							      .slices = (const KubeEndpointSlice *const *) &slices[i],
+							      .n_slices = 1 },
+				       &units[i]) < 0)
+			return 1;
+		service_render_unit_diff(f, NULL, units[i], true);
+	}
+	fclose(f);
+	r = nft_apply(nft, buf, &err);
+	t_full = ms_now() - t0;
+	if (r < 0) {
+		fprintf(stderr, "full batch refused: %s\n", err ?: "");
+		return 1;
+	}
+	free(buf);
+	buf = NULL;
+	/* one Service loses an endpoint: rebuild that one, diff, apply */
+	kube_object_free(slices[n / 2], pool);
+	bench_slice(&slices[n / 2], n / 2, 4);
+	t0 = ms_now();
+	{
+		ServiceUnit *u = NULL;
+
+		if (service_unit_build(
+				    &(ServiceModelInput) { .node = "node1",
+							   .svc = KUBE_SERVICE(svcs[n / 2]),
+							   .slices = (const KubeEndpointSlice *const *) &slices[n / 2],
+							   .n_slices = 1 },
+				    &u) < 0)
+			return 1;
+		f = open_memstream(&buf, &len);
+		service_render_unit_diff(f, units[n / 2], u, false);
+		fclose(f);
+		r = nft_apply(nft, buf, &err);
+		t_incr = ms_now() - t0;
+		if (r < 0) {
+			fprintf(stderr, "incremental batch refused: %s\n", err ?: "");
+			return 1;
+		}
+		service_unit_free(units[n / 2]);
+		units[n / 2] = u;
+	}
+	printf("services=%zu endpoints=5 full_sync_ms=%.1f one_service_sync_ms=%.2f one_service_batch_bytes=%zu\n", n,
+	       t_full, t_incr, len);
+	free(buf);
+	for (size_t i = 0; i < n_all; i++) {
+		service_unit_free(units[i]);
+		kube_object_free(svcs[i], pool);
+		kube_object_free(slices[i], pool);
+	}
+	free(units);
+	free(svcs);
+	free(slices);
+	return 0;
+}
+
+int main(int argc, char *argv[]) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cluster_ip_protocols_and_named_ports),
 		cmocka_unit_test(test_conditions),
@@ -495,6 +611,14 @@ int main(void) {
 
 	if (string_pool_new(&pool) < 0)
 		return 1;
+	if (argc >= 3 && streq(argv[1], "--bench")) { /* bench/services.sh: in the caller's namespace */
+		if (nft_ctx_open(&nft) < 0)
+			return 1;
+		r = bench(strtoul(argv[2], NULL, 10), argc >= 4 ? argv[3] : NULL);
+		nft_ctx_free(nft);
+		string_pool_free(pool);
+		return r;
+	}
 	if (geteuid() == 0 && unshare(CLONE_NEWNET) == 0) {
 		if (nft_ctx_open(&nft) < 0)
 			nft = NULL;

@@ -24,6 +24,7 @@ struct ServiceAgent {
 	NetworkConfig *const *config;
 	bool scheduled;
 	bool programmed_once; /* else: the next sync is a full one */
+	bool base;            /* the fixed svc-* objects are in place */
 	ServiceUnit **units;  /* sorted by key */
 	size_t n_units, cap_units;
 	char **dirty; /* "ns/name" */
@@ -165,7 +166,7 @@ static int list_kernel_chains(NftCtx *nft, char ***ret) {
 		const char *name = json_string_value(json_object_get(o, "name"));
 		char **nl;
 
-		if (!o || !streq_ptr(table, "weft") || !name || !startswith(name, SVC_PREFIX) || !strchr(name, '/'))
+		if (!o || !streq_ptr(table, "weft") || !name || !startswith(name, SVC_PREFIX))
 			continue;
 		nl = reallocarray(l, n + 2, sizeof(char *));
 		if (!nl || !(nl[n] = strdup(name))) {
@@ -244,6 +245,15 @@ static int sync_full(ServiceAgent *a) {
 	if (r < 0)
 		goto out;
 	qsort(f.v, f.n, sizeof(ServiceUnit *), unit_ptr_cmp);
+	if (f.n == 0 && strv_length(kernel) == 0) {
+		/* no Service and nothing of ours: add nothing, so a cluster without Services keeps
+		 * exactly the datapath it had */
+		clear_dirty(a);
+		a->full_syncs++;
+		a->base = false;
+		r = 0;
+		goto out;
+	}
 	out = open_memstream(&buf, &len);
 	if (!out) {
 		r = -ENOMEM;
@@ -252,7 +262,8 @@ static int sync_full(ServiceAgent *a) {
 	service_render_base(out);
 	service_render_flush_maps(out);
 	for (size_t i = 0; kernel && kernel[i]; i++)
-		fprintf(out, "flush chain " NFT_TABLE_INET " %s\n", kernel[i]);
+		if (strchr(kernel[i], '/')) /* per-Service chains; the fixed ones are flushed above */
+			fprintf(out, "flush chain " NFT_TABLE_INET " %s\n", kernel[i]);
 	for (size_t i = 0; i < f.n; i++)
 		service_render_unit_diff(out, NULL, f.v[i], true);
 	for (size_t i = 0; kernel && kernel[i]; i++) {
@@ -261,7 +272,7 @@ static int sync_full(ServiceAgent *a) {
 
 		for (size_t k = 0; k < f.n && !wanted; k++)
 			wanted = service_unit_chain(f.v[k], key.name) != NULL;
-		if (!wanted)
+		if (!wanted && strchr(kernel[i], '/'))
 			fprintf(out, "delete chain " NFT_TABLE_INET " %s\n", kernel[i]);
 	}
 	if (fclose(out) != 0) {
@@ -282,6 +293,7 @@ static int sync_full(ServiceAgent *a) {
 	a->units = TAKE_PTR(f.v);
 	a->n_units = f.n;
 	a->cap_units = f.cap;
+	a->base = true;
 	f.n = 0;
 	clear_dirty(a);
 	a->full_syncs++;
@@ -329,6 +341,8 @@ static int sync_dirty(ServiceAgent *a) {
 	if (!out)
 		return -ENOMEM;
 	for (size_t i = 0; i < n && r >= 0; i++) {
+		if (!a->base && i == 0) /* the first Service of a cluster that had none */
+			service_render_base(out);
 		char *slash = strchr(a->dirty[i], '/');
 		const KubeService *svc;
 		bool found, dup = false;
@@ -378,6 +392,7 @@ static int sync_dirty(ServiceAgent *a) {
 			next[i] = NULL;
 		}
 		a->last_batch_bytes = len;
+		a->base = a->base || len > 0;
 		clear_dirty(a);
 	}
 	for (size_t i = 0; i < n; i++)
