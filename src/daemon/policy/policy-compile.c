@@ -152,7 +152,20 @@ bool policy_pod_active(const KubePod *p) {
 	return p && !p->host_network && p->n_ips > 0 && p->phase != KUBE_POD_SUCCEEDED && p->phase != KUBE_POD_FAILED;
 }
 
+static int cmp_ns_key(const void *key, const void *elem) {
+	return strcmp(key, (*(const KubeNamespace *const *) elem)->meta.name);
+}
+
+static int cmp_ns(const void *a, const void *b) {
+	return strcmp((*(const KubeNamespace *const *) a)->meta.name, (*(const KubeNamespace *const *) b)->meta.name);
+}
+
 LabelSet policy_ns_labels(const PolicyInput *in, const char *ns) {
+	if (in->namespaces_sorted) {
+		const KubeNamespace *const *n = bsearch(ns, in->namespaces, in->n_namespaces, sizeof(*n), cmp_ns_key);
+
+		return n ? kube_object_labels(&(*n)->meta) : (LabelSet) {};
+	}
 	for (size_t i = 0; i < in->n_namespaces; i++)
 		if (streq(in->namespaces[i]->meta.name, ns))
 			return kube_object_labels(&in->namespaces[i]->meta);
@@ -623,6 +636,8 @@ static int cmp_obj(const void *a, const void *b) {
 
 int policy_compile(const PolicyInput *in, PolicyRuleset **ret) {
 	_cleanup_free_ const KubeNetworkPolicy **pols = NULL;
+	_cleanup_free_ const KubeNamespace **nss = NULL;
+	PolicyInput sorted;
 	PolicyRuleset *rs;
 	Builder b = {};
 
@@ -640,8 +655,19 @@ int policy_compile(const PolicyInput *in, PolicyRuleset **ret) {
 	}
 	memcpy(pols, in->policies, in->n_policies * sizeof(*pols));
 	qsort(pols, in->n_policies, sizeof(*pols), cmp_policy);
-	compile_direction(&b, in, pols, true);
-	compile_direction(&b, in, pols, false);
+	/* namespaceSelector peers look a namespace up per (peer, pod): sorted, that is a bsearch */
+	nss = new0(const KubeNamespace *, in->n_namespaces + 1);
+	if (!nss) {
+		free(rs);
+		return -ENOMEM;
+	}
+	memcpy(nss, in->namespaces, in->n_namespaces * sizeof(*nss));
+	qsort(nss, in->n_namespaces, sizeof(*nss), cmp_ns);
+	sorted = *in;
+	sorted.namespaces = nss;
+	sorted.namespaces_sorted = true;
+	compile_direction(&b, &sorted, pols, true);
+	compile_direction(&b, &sorted, pols, false);
 	rs->objs = b.objs;
 	rs->n = b.n;
 	if (b.oom) {

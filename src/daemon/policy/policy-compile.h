@@ -49,7 +49,8 @@ typedef struct PolicyInput {
 	size_t n_namespaces;
 	const KubeNetworkPolicy *const *policies;
 	size_t n_policies;
-	bool log_drops; /* drops are logged with a prefix naming the class's policies */
+	bool log_drops;         /* drops are logged with a prefix naming the class's policies */
+	bool namespaces_sorted; /* by name (policy_compile() sorts a copy itself) */
 } PolicyInput;
 
 typedef enum PolicyObjectKind {
