@@ -178,7 +178,13 @@ static const char *addr_ident(const IpAddr *a, char buf[static IP_ADDR_STRLEN]) 
 	return buf;
 }
 
-/* "numgen random mod N vmap { 0 : goto A, ... }" over the chosen endpoints' chains. */
+/*
+ * Endpoint choice: rule i of k goes to endpoint i with probability 1/(k-i) (`numgen random mod
+ * (k-i) == 0`), the last one always: uniform, as kube-proxy's iptables statistic cascade. Not an
+ * inline `numgen random mod k vmap { ... }`: each inline map is an anonymous set, and the kernel
+ * names a new one by scanning every set of the table (nf_tables_set_alloc_name), which made a
+ * 10k-Service batch quadratic (57 s; this way: see bench/services.sh).
+ */
 static char *numgen_rule(const char *base, const Ep *v, const size_t *idx, size_t k, const char *comment) {
 	char *buf = NULL;
 	size_t len = 0;
@@ -186,14 +192,14 @@ static char *numgen_rule(const char *base, const Ep *v, const size_t *idx, size_
 
 	if (!f)
 		return NULL;
-	fprintf(f, "numgen random mod %zu vmap { ", k);
 	for (size_t i = 0; i < k; i++) {
 		char a[IP_ADDR_STRLEN];
 
-		fprintf(f, "%s%zu : goto %s/ep/%s/%u", i ? ", " : "", i, base, addr_ident(&v[idx[i]].addr, a),
-			v[idx[i]].port);
+		if (i + 1 < k)
+			fprintf(f, "numgen random mod %zu == 0 ", k - i);
+		fprintf(f, "goto %s/ep/%s/%u comment \"%s\"\n", base, addr_ident(&v[idx[i]].addr, a), v[idx[i]].port,
+			comment);
 	}
-	fprintf(f, " } comment \"%s\"\n", comment);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;

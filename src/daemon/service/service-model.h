@@ -18,7 +18,7 @@
  *
  * Per Service (one ServiceUnit: its chains and map elements), per port and family:
  *
- *   svc-<ns>/<name>/<proto>/<port>/ip4         numgen random mod N vmap { i : goto <endpoint chain> }
+ *   svc-<ns>/<name>/<proto>/<port>/ip4         rule i: numgen random mod (N-i) == 0 goto <endpoint i>
  *   svc-<ns>/<name>/<proto>/<port>/ip4/ext     NodePort / external IP / LB IP entry: mark for
  *                                              masquerade + goto the service chain (Cluster), or
  *                                              local endpoints only (Local; none: drop)
