@@ -192,6 +192,7 @@ enum {
 	B_MTU,
 	B_AS_NUMBER,
 	B_PEERS,
+	B_ROUTE_REFLECTORS,
 	_B_MAX,
 };
 
@@ -204,6 +205,7 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 		[B_MTU] = { "MTU", "mtu" },
 		[B_AS_NUMBER] = { "ASNumber", "asNumber" },
 		[B_PEERS] = { "Peers", "peers" },
+		[B_ROUTE_REFLECTORS] = { "RouteReflectors", "routeReflectors" },
 	};
 	const char *s = NULL;
 	long long v;
@@ -279,6 +281,25 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 				return r;
 			b->peers[i].asn = (uint32_t) v;
 			b->n_peers++;
+		}
+	}
+	if (keys[B_ROUTE_REFLECTORS].value) {
+		/* bgp: ["node-a", "node-b"]: those nodes reflect (peer with every node), the rest peer only
+		 * with them. Named in the network config, not per node: every node must agree on the roles. */
+		json_t *rv = keys[B_ROUTE_REFLECTORS].value, *e;
+		size_t i;
+
+		if (!json_is_array(rv) || json_array_size(rv) > ELEMENTSOF(b->route_reflectors))
+			return config_error(ret_error, "Backend.RouteReflectors: expected an array of at most %zu node names",
+					    ELEMENTSOF(b->route_reflectors));
+		json_array_foreach(rv, i, e) {
+			const char *n = json_string_value(e);
+
+			if (!n || !*n || strlen(n) >= sizeof(b->route_reflectors[0]))
+				return config_error(ret_error, "Backend.RouteReflectors[%zu]: expected a node name of 1-%zu characters",
+						    i, sizeof(b->route_reflectors[0]) - 1);
+			strcpy(b->route_reflectors[i], n);
+			b->n_route_reflectors++;
 		}
 	}
 	if (keys[B_MTU].value) {

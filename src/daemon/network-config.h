@@ -41,6 +41,8 @@ typedef struct NetworkBackendConfig {
 		uint32_t asn;
 	} peers[8];             /* bgp: external peers ("Peers"); each node uses those on its own segment */
 	size_t n_peers;
+	char route_reflectors[8][64]; /* bgp: node names ("RouteReflectors"); none = full mesh */
+	size_t n_route_reflectors;
 } NetworkBackendConfig;
 
 typedef struct NetworkConfig {

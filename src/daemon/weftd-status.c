@@ -17,6 +17,34 @@ static bool healthy(Manager *m) {
 	       masquerade_check(m->nft, &m->masq) > 0;
 }
 
+/* /healthz?verbose: the checks one per line. BIRD is reported but never fails the check: the
+ * kubelet would restart weftd, which cannot fix BIRD (a separate process with its own restart
+ * policy), and with graceful restart the datapath keeps working while BIRD is down. */
+static int healthz_verbose(Manager *m, bool ok, char **ret) {
+	unsigned total, est;
+	char *buf = NULL;
+	int up, r;
+
+	up = backend_bgp_probe(&m->backend, &total, &est);
+	r = asprintf(&buf, "[%c]ready\n[%c]lease\n[%c]cni-conf\n[%c]masquerade\n%s%s\n",
+		     m->ready ? '+' : '-', !m->lease_lost && access(m->lease_path, F_OK) == 0 ? '+' : '-',
+		     cni_conf_present(m->args.cni_conf_dir) ? '+' : '-', masquerade_check(m->nft, &m->masq) > 0 ? '+' : '-',
+		     up < 0 ? "" : up > 0 ? "[+]bird (not part of the verdict)\n" : "[-]bird: not answering (not part of the verdict)\n",
+		     ok ? "healthz check passed" : "healthz check failed");
+	if (r < 0)
+		return -ENOMEM;
+	if (up > 0) {
+		char *nb = NULL;
+		r = asprintf(&nb, "%sbgp sessions: %u of %u established\n", buf, est, total);
+		free(buf);
+		if (r < 0)
+			return -ENOMEM;
+		buf = nb;
+	}
+	*ret = buf;
+	return 0;
+}
+
 /* /metrics: the node's metrics, then the object cache's. */
 static int render_metrics(Manager *m, char **ret) {
 	_cleanup_free_ char *base = NULL, *buf = NULL;
@@ -51,6 +79,8 @@ int manager_status_handler(const char *method, const char *path, const char *que
 	if (streq(path, "/healthz")) {
 		bool ok = healthy(m);
 		resp->status = ok ? 200 : 503;
+		if (query && strstr(query, "verbose"))
+			return healthz_verbose(m, ok, &resp->body);
 		resp->body = strdup(ok ? "ok\n" : "not ready\n");
 		return resp->body ? 0 : -ENOMEM;
 	}

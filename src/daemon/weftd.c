@@ -240,9 +240,11 @@ static int on_signal(EventSource *s, int signo, void *userdata) {
 			if (r < 0)
 				log_warning_errno(r, "Failed to release lease: %m (%s)",
 						  m->ds_ops->last_error ? m->ds_ops->last_error(m->ds) : "");
-			else
+			else {
 				log_info("Released lease on subnet %s",
 					 ip_prefix_to_string(&m->backend.self.subnet, (char[IP_PREFIX_STRLEN]) {}));
+				backend_bgp_withdraw(&m->backend); /* stop announcing what is no longer ours */
+			}
 		}
 	}
 	event_loop_exit(m->loop, EXIT_SUCCESS);

@@ -208,12 +208,92 @@ static void test_config(void **state) {
 	free(err);
 }
 
+/* A reflector: "rr client" for clients, reflected routes exported with next hops kept; a client
+ * accepts from a reflector each other node's subnet only with that node as next hop. */
+static void test_render_reflector(void **state) {
+	BgpRoute reflected[2] = {
+		{ .net = P("10.244.2.0/24"), .next_hop = A("10.99.0.12") },
+		{ .net = P("10.244.3.0/24"), .next_hop = A("10.99.0.13") },
+	};
+	BgpPeer rr_peers[2] = {
+		{ .ip = A("10.99.0.12"), .subnets = { P("10.244.2.0/24") }, .n_subnets = 1, .rr_client = true },
+		{ .ip = A("10.99.0.13"), .subnets = { P("10.244.3.0/24") }, .n_subnets = 1, .reflector = true },
+	};
+	BirdConfInput in = {
+		.router_id = A("10.99.0.11"),
+		.local_ip = A("10.99.0.11"),
+		.asn = 64600,
+		.self = { P("10.244.1.0/24") },
+		.n_self = 1,
+		.peers = rr_peers,
+		.n_peers = 2,
+		.reflector = true,
+		.reflected = reflected,
+		.n_reflected = 2,
+	};
+	char *c = NULL, *stripped = NULL;
+
+	assert_int_equal(bird_conf_render(&in, &c), 0);
+	assert_contains(c, "neighbor 10.99.0.12 as 64600;\n\tdirect;\n\tconnect retry time 5;\n\tgraceful restart on;\n\trr client;\n");
+	assert_null(strstr(strstr(c, "protocol bgp node_10_99_0_13"), "rr client"));
+	assert_contains(c, "export where proto = \"weft_self\" || proto ~ \"node_*\";");
+	assert_null(strstr(c, "next hop self"));
+	/* from the other reflector (10.99.0.13): its own subnet, and 10.244.2.0/24 only via 10.99.0.12 */
+	assert_contains(c, "if (net = 10.244.3.0/24) && bgp_next_hop = 10.99.0.13 then accept;\n"
+			   "\t\t\tif net = 10.244.2.0/24 && bgp_next_hop = 10.99.0.12 then accept;\n\t\t\treject;");
+	/* the client's session accepts only the client's own subnet */
+	assert_contains(c, "if (net = 10.244.2.0/24) && bgp_next_hop = 10.99.0.12 then accept;\n\t\t\treject;");
+
+	assert_int_equal(bird_conf_strip_self(c, &stripped), 0);
+	assert_null(strstr(stripped, "route 10.244.1.0/24 blackhole;"));
+	assert_contains(stripped, "protocol static weft_self {\n\tipv4;\n}\n");
+	assert_int_equal(strlen(stripped), strlen(c) - strlen("\troute 10.244.1.0/24 blackhole;\n"));
+	free(stripped);
+	free(c);
+
+	/* a client whose only peer is the reflector, which has no lease yet: nothing accepted */
+	BgpPeer client_peer = { .ip = A("10.99.0.11"), .reflector = true };
+	in = (BirdConfInput) { .router_id = A("10.99.0.12"), .local_ip = A("10.99.0.12"), .asn = 64600,
+			       .peers = &client_peer, .n_peers = 1 };
+	assert_int_equal(bird_conf_render(&in, &c), 0);
+	assert_contains(c, "import none;\n\t\texport where proto = \"weft_self\";\n\t\tnext hop self;");
+	free(c);
+}
+
+static void test_config_reflectors(void **state) {
+	NetworkConfig *c = NULL;
+	char *err = NULL;
+
+	assert_int_equal(network_config_parse("{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"bgp\", "
+					      "\"RouteReflectors\": [\"node-a\", \"node-b\"]}}",
+					      &c, &err),
+			 0);
+	assert_int_equal(c->backend.n_route_reflectors, 2);
+	assert_string_equal(c->backend.route_reflectors[1], "node-b");
+	network_config_free(c);
+	assert_int_equal(network_config_parse("{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"bgp\", "
+					      "\"RouteReflectors\": [\"\"]}}",
+					      &c, &err),
+			 -EINVAL);
+	assert_non_null(strstr(err, "Backend.RouteReflectors[0]"));
+	free(err);
+	err = NULL;
+	assert_int_equal(network_config_parse("{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"bgp\", "
+					      "\"RouteReflectors\": \"node-a\"}}",
+					      &c, &err),
+			 -EINVAL);
+	assert_non_null(strstr(err, "Backend.RouteReflectors: expected an array"));
+	free(err);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_render),
 		cmocka_unit_test(test_reply_line),
 		cmocka_unit_test(test_count),
 		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_render_reflector),
+		cmocka_unit_test(test_config_reflectors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

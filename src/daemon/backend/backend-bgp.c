@@ -86,9 +86,8 @@ int bird_conf_render(const BirdConfInput *in, char **ret) {
 		fprintf(f, "\tlocal %s as %" PRIu32 ";\n", ip_addr_to_string(&in->local_ip, a), in->asn);
 		fprintf(f, "\tneighbor %s as %" PRIu32 ";\n", ip_addr_to_string(&peer->ip, a), in->asn);
 		/* connect retry 5 s: a peer whose BIRD starts later is picked up soon (default 120 s) */
-		fprintf(f,
-			"\t%s;\n\tconnect retry time 5;\n\tgraceful restart on;\n\tipv4 {\n\t\timport keep filtered on;\n",
-			peer->multihop ? "multihop" : "direct");
+		fprintf(f, "\t%s;\n\tconnect retry time 5;\n\tgraceful restart on;\n%s\tipv4 {\n\t\timport keep filtered on;\n",
+			peer->multihop ? "multihop" : "direct", peer->rr_client ? "\trr client;\n" : "");
 		for (size_t j = 0; j < peer->n_subnets; j++) {
 			if (peer->subnets[j].addr.family != AF_INET)
 				continue;
@@ -96,12 +95,31 @@ int bird_conf_render(const BirdConfInput *in, char **ret) {
 				ip_prefix_to_string(&peer->subnets[j], p));
 			first = false;
 		}
+		if (!first)
+			fprintf(f, ") && bgp_next_hop = %s then accept;\n", ip_addr_to_string(&peer->ip, a));
+		/* A reflector passes on other nodes' subnets: each only with its own node as next hop, so
+		 * a reflector can neither hijack a subnet nor draw its traffic through itself. */
+		for (size_t j = 0; peer->reflector && j < in->n_reflected; j++) {
+			const BgpRoute *rt = &in->reflected[j];
+
+			if (rt->net.addr.family != AF_INET || ip_addr_equal(&rt->next_hop, &peer->ip))
+				continue;
+			if (first)
+				fputs("\t\timport filter {\n", f);
+			first = false;
+			fprintf(f, "\t\t\tif net = %s && bgp_next_hop = %s then accept;\n",
+				ip_prefix_to_string(&rt->net, p), ip_addr_to_string(&rt->next_hop, a));
+		}
 		if (first)
 			fputs("\t\timport none;\n", f);
 		else
-			fprintf(f, ") && bgp_next_hop = %s then accept;\n\t\t\treject;\n\t\t};\n",
-				ip_addr_to_string(&peer->ip, a));
-		fputs("\t\texport where proto = \"weft_self\";\n\t\tnext hop self;\n\t};\n}\n", f);
+			fputs("\t\t\treject;\n\t\t};\n", f);
+		/* A reflector passes what its node peers gave it, next hops kept (BIRD's iBGP default;
+		 * our own blackhole has none, so it goes out with our address). */
+		if (in->reflector)
+			fputs("\t\texport where proto = \"weft_self\" || proto ~ \"node_*\";\n\t};\n}\n", f);
+		else
+			fputs("\t\texport where proto = \"weft_self\";\n\t\tnext hop self;\n\t};\n}\n", f);
 	}
 
 	for (size_t i = 0; i < in->n_external; i++) {
@@ -130,6 +148,34 @@ int bird_conf_render(const BirdConfInput *in, char **ret) {
 	if (fclose(f) != 0 || !buf)
 		return -ENOMEM;
 	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int bird_conf_strip_self(const char *conf, char **ret) {
+	_cleanup_free_ char *out = strdup(conf);
+	const char *l = conf;
+	char *o;
+	bool in_self = false;
+
+	if (!out)
+		return -ENOMEM;
+	o = out;
+	while (*l) {
+		const char *nl = strchr(l, '\n');
+		size_t len = nl ? (size_t) (nl - l + 1) : strlen(l);
+
+		if (startswith(l, "protocol static weft_self {"))
+			in_self = true;
+		else if (in_self && l[0] == '}')
+			in_self = false;
+		if (!(in_self && startswith(l, "\troute "))) {
+			memcpy(o, l, len);
+			o += len;
+		}
+		l += len;
+	}
+	*o = 0;
+	*ret = TAKE_PTR(out);
 	return 0;
 }
 
@@ -301,6 +347,9 @@ static int bgp_render(Backend *b, const NodeLease *remote, NodeObjects *ret) {
 		p = &s->pending[s->n_pending++];
 		*p = (BgpPeer) { .ip = remote->public_ip };
 	}
+	for (size_t i = 0; i < b->config.n_route_reflectors; i++)
+		if (streq_ptr(remote->node_name, b->config.route_reflectors[i]))
+			p->reflector = true;
 	if (p->n_subnets < ELEMENTSOF(p->subnets))
 		p->subnets[p->n_subnets++] = ip_prefix_mask(&remote->subnet);
 	*ret = (NodeObjects) { .node_name = remote->node_name }; /* BIRD installs the routes */
@@ -328,13 +377,54 @@ static int write_atomic(const char *path, const char *text) {
 	return 0;
 }
 
+/* Writes conf as bird.conf and has BIRD check and apply it. 0 once applied, <0 otherwise (logged). */
+static int bgp_apply(Backend *b, const char *conf) {
+	BgpState *s = &bgp_state;
+	_cleanup_free_ char *reply = NULL;
+	char conf_path[512], sock_path[512], cmd[600];
+	int r;
+
+	bgp_paths(b, conf_path, sock_path);
+	(void) mkdir_p(b->run_dir ?: "/run/weft", 0755);
+	r = write_atomic(conf_path, conf);
+	if (r < 0) {
+		log_error_errno(r, "bgp: failed to write %s: %m", conf_path);
+		return r;
+	}
+	snprintf(cmd, sizeof(cmd), "configure check \"%s\"", conf_path);
+	r = bird_command(sock_path, cmd, &reply);
+	if (r < 0) {
+		if (!s->logged_down)
+			log_warning_errno(
+					r,
+					"bgp: BIRD is not answering on %s (%m); %s is written, retrying on every pass",
+					sock_path, conf_path);
+		s->logged_down = true;
+		return r;
+	}
+	s->logged_down = false;
+	if (r >= 8000) {
+		log_error("bgp: BIRD refuses the rendered %s (code %d): %s", conf_path, r, reply ?: "");
+		return -EINVAL;
+	}
+	reply = mfree(reply);
+	snprintf(cmd, sizeof(cmd), "configure \"%s\"", conf_path);
+	r = bird_command(sock_path, cmd, &reply);
+	if (r < 0 || r >= 8000) {
+		log_error("bgp: BIRD did not apply %s (%d): %s", conf_path, r, reply ?: "");
+		return r < 0 ? r : -EIO;
+	}
+	return 0;
+}
+
 static void bgp_commit(Backend *b) {
 	BgpState *s = &bgp_state;
-	_cleanup_free_ char *conf = NULL, *reply = NULL;
+	_cleanup_free_ char *conf = NULL;
 	_cleanup_free_ IpPrefix *accept = NULL;
+	_cleanup_free_ BgpRoute *reflected = NULL;
+	size_t n_reflected = 0;
 	BgpExternalPeer ext[ELEMENTSOF(b->config.peers)];
 	size_t n_accept = 0;
-	char conf_path[512], sock_path[512], cmd[600];
 	BirdConfInput in = {
 		.router_id = b->public_ip,
 		.local_ip = b->public_ip,
@@ -373,6 +463,36 @@ static void bgp_commit(Backend *b) {
 		}
 		s->n_pending = n;
 	}
+	/* Route reflectors (Backend.RouteReflectors): a reflector peers with every node, reflecting
+	 * to the others (its clients) and to the other reflectors; the rest peer only with reflectors
+	 * and accept from them every node's subnet paired with that node as next hop. */
+	if (b->config.n_route_reflectors > 0) {
+		size_t n = 0;
+
+		for (size_t i = 0; i < b->config.n_route_reflectors; i++)
+			if (streq_ptr(b->node_name, b->config.route_reflectors[i]))
+				in.reflector = true;
+		for (size_t i = 0; i < s->n_pending; i++)
+			for (size_t j = 0; j < s->pending[i].n_subnets; j++) {
+				BgpRoute *np = reallocarray(reflected, n_reflected + 1, sizeof(BgpRoute));
+				if (!np)
+					goto done;
+				reflected = np;
+				reflected[n_reflected++] = (BgpRoute) { .net = s->pending[i].subnets[j],
+									.next_hop = s->pending[i].ip };
+			}
+		for (size_t i = 0; i < s->n_pending; i++) {
+			if (!in.reflector && !s->pending[i].reflector)
+				continue;
+			s->pending[i].rr_client = in.reflector && !s->pending[i].reflector;
+			s->pending[n++] = s->pending[i];
+		}
+		s->n_pending = n;
+		in.reflected = reflected;
+		in.n_reflected = n_reflected;
+	} else
+		for (size_t i = 0; i < s->n_pending; i++)
+			s->pending[i].reflector = s->pending[i].rr_client = false;
 	in.peers = s->pending;
 	in.n_peers = s->n_pending;
 	in.external = ext;
@@ -386,36 +506,8 @@ static void bgp_commit(Backend *b) {
 	if (s->applied && streq(s->applied, conf))
 		goto done;
 
-	bgp_paths(b, conf_path, sock_path);
-	(void) mkdir_p(b->run_dir ?: "/run/weft", 0755);
-	r = write_atomic(conf_path, conf);
-	if (r < 0) {
-		log_error_errno(r, "bgp: failed to write %s: %m", conf_path);
+	if (bgp_apply(b, conf) < 0)
 		goto done;
-	}
-	snprintf(cmd, sizeof(cmd), "configure check \"%s\"", conf_path);
-	r = bird_command(sock_path, cmd, &reply);
-	if (r < 0) {
-		if (!s->logged_down)
-			log_warning_errno(
-					r,
-					"bgp: BIRD is not answering on %s (%m); %s is written, retrying on every pass",
-					sock_path, conf_path);
-		s->logged_down = true;
-		goto done;
-	}
-	s->logged_down = false;
-	if (r >= 8000) {
-		log_error("bgp: BIRD refuses the rendered %s (code %d): %s", conf_path, r, reply ?: "");
-		goto done;
-	}
-	reply = mfree(reply);
-	snprintf(cmd, sizeof(cmd), "configure \"%s\"", conf_path);
-	r = bird_command(sock_path, cmd, &reply);
-	if (r < 0 || r >= 8000) {
-		log_error("bgp: BIRD did not apply %s (%d): %s", conf_path, r, reply ?: "");
-		goto done;
-	}
 	log_info("bgp: BIRD configured with %zu node peers and %zu external peers", in.n_peers, in.n_external);
 	free(s->applied);
 	s->applied = TAKE_PTR(conf);
@@ -423,18 +515,44 @@ done:
 	s->n_pending = 0;
 }
 
-void backend_bgp_render_metrics(const Backend *b, FILE *f) {
+int backend_bgp_probe(const Backend *b, unsigned *ret_total, unsigned *ret_established) {
 	_cleanup_free_ char *reply = NULL;
 	char conf_path[512], sock_path[512];
-	unsigned total = 0, est = 0;
 	int r;
 
+	*ret_total = *ret_established = 0;
 	if (b->ops != &backend_bgp_ops)
-		return;
+		return -EOPNOTSUPP;
 	bgp_paths(b, conf_path, sock_path);
 	r = bird_command(sock_path, "show protocols", &reply);
-	if (r >= 0)
-		bird_count_bgp(reply, &total, &est);
+	if (r < 0 || r >= 8000)
+		return 0;
+	bird_count_bgp(reply, ret_total, ret_established);
+	return 1;
+}
+
+void backend_bgp_withdraw(Backend *b) {
+	BgpState *s = &bgp_state;
+	_cleanup_free_ char *conf = NULL;
+
+	if (b->ops != &backend_bgp_ops || !s->applied)
+		return;
+	if (bird_conf_strip_self(s->applied, &conf) < 0)
+		return;
+	if (bgp_apply(b, conf) >= 0) {
+		log_info("bgp: own subnet withdrawn (lease released)");
+		free(s->applied);
+		s->applied = TAKE_PTR(conf);
+	}
+}
+
+void backend_bgp_render_metrics(const Backend *b, FILE *f) {
+	unsigned total, est;
+	int up;
+
+	up = backend_bgp_probe(b, &total, &est);
+	if (up < 0)
+		return;
 	fprintf(f,
 		"# HELP weft_bird_up Whether BIRD answers on its control socket.\n"
 		"# TYPE weft_bird_up gauge\n"
@@ -443,7 +561,7 @@ void backend_bgp_render_metrics(const Backend *b, FILE *f) {
 		"# TYPE weft_bgp_sessions gauge\n"
 		"weft_bgp_sessions{state=\"established\"} %u\n"
 		"weft_bgp_sessions{state=\"down\"} %u\n",
-		r >= 0 && r < 8000, est, total - est);
+		up, est, total - est);
 }
 
 const BackendOps backend_bgp_ops = {

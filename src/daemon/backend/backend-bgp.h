@@ -22,7 +22,15 @@ typedef struct BgpPeer {
 	IpPrefix subnets[2]; /* the only prefixes accepted from it: its leased subnet(s) */
 	size_t n_subnets;
 	bool multihop; /* not on a directly connected network (a router between us) */
+	bool reflector; /* a route reflector: it also gives us other nodes' subnets (in->reflected) */
+	bool rr_client; /* we are a route reflector and it is our client: we reflect to it */
 } BgpPeer;
+
+/* A node's subnet with the node as next hop: what a route reflector may pass on. */
+typedef struct BgpRoute {
+	IpPrefix net;
+	IpAddr next_hop;
+} BgpRoute;
 
 /* An external peer (a top-of-rack router): eBGP, routes with it as next hop. */
 typedef struct BgpExternalPeer {
@@ -42,6 +50,9 @@ typedef struct BirdConfInput {
 	size_t n_external;
 	const IpPrefix *external_accept; /* the only prefixes accepted from external peers */
 	size_t n_external_accept;
+	bool reflector;             /* we are a route reflector: export what node peers gave us */
+	const BgpRoute *reflected;  /* every accepted remote subnet with its node as next hop: the */
+	size_t n_reflected;         /* only routes accepted from a reflector besides its own subnet */
 } BirdConfInput;
 
 /*
@@ -55,6 +66,10 @@ typedef struct BirdConfInput {
  * because those come back with our own AS in their path. *ret is malloc'ed. 0, -EINVAL (no IPv4 router id) or -ENOMEM.
  */
 int bird_conf_render(const BirdConfInput *in, char **ret);
+
+/* in's config without our own subnets (a node that released its lease stops announcing it):
+ * the "route ... blackhole;" lines of the weft_self protocol removed. *ret is malloc'ed. 0 or -ENOMEM. */
+int bird_conf_strip_self(const char *conf, char **ret);
 
 /* One reply line: its code (0 for a " text" continuation), whether it ends the reply, and its text.
  * 0, or -EBADMSG. */

@@ -116,6 +116,12 @@ extern const BackendOps backend_bgp_ops;
 
 /* backend-bgp.c: weft_bird_up and weft_bgp_sessions for /metrics (asks BIRD; bgp backend only). */
 void backend_bgp_render_metrics(const Backend *b, FILE *f);
+/* bgp: whether BIRD answers (1) or not (0), and how many of its BGP sessions are Established;
+ * -EOPNOTSUPP for the other backends. */
+int backend_bgp_probe(const Backend *b, unsigned *ret_total, unsigned *ret_established);
+/* bgp, after the lease is released on shutdown: rewrites bird.conf without our subnet and has BIRD
+ * apply it, so the subnet is withdrawn before weftd exits. A no-op for the other backends. */
+void backend_bgp_withdraw(Backend *b);
 
 /* backend-udp.c: closes the TUN and the socket (the kernel then removes weft0 and its routes). */
 void backend_udp_done(Backend *b);
