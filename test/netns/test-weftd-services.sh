@@ -10,7 +10,8 @@
 # Each case fails without its feature: ClusterIP TCP/UDP from a pod and from a node (output hook),
 # both endpoints used, NodePort from outside on a node address (masqueraded) but not on 127.0.0.1,
 # externalIPs, no endpoints -> refused (TCP reset / ICMP) instead of a timeout, hairpin, headless
-# gets nothing, externalTrafficPolicy Local (source kept; a node without a local endpoint drops),
+# gets nothing, externalTrafficPolicy Local (source kept; a node without a local endpoint drops;
+# healthCheckNodePort 200/503 with localEndpoints),
 # internalTrafficPolicy Local, endpoint churn under a running client (no connection to the removed
 # endpoint once the node has synced), and a restart's full sync removing a Service deleted meanwhile.
 #   SERVICES_BACKEND=host-gw|vxlan (default host-gw)
@@ -66,7 +67,7 @@ slice web-2 web "$(endpoint "$P2" node2)" "$WEB_PORTS"
 service empty '{"clusterIP":"10.96.0.11","ports":[{"port":80},{"name":"u","port":53,"protocol":"UDP"}]}'
 service solo '{"clusterIP":"10.96.0.12","ports":[{"port":80,"targetPort":8080}]}'
 slice solo-1 solo "$(endpoint "$P1" node1)" '{"port":8080}'
-service local '{"type":"NodePort","clusterIP":"10.96.0.13","externalTrafficPolicy":"Local","ports":[{"port":80,"targetPort":8080,"nodePort":30081}]}'
+service local '{"type":"LoadBalancer","clusterIP":"10.96.0.13","externalTrafficPolicy":"Local","healthCheckNodePort":32000,"ports":[{"port":80,"targetPort":8080,"nodePort":30081}]}'
 slice local-1 local "$(endpoint "$P2" node2)" '{"port":8080}'
 service itl '{"clusterIP":"10.96.0.14","internalTrafficPolicy":"Local","ports":[{"port":80,"targetPort":8080}]}'
 slice itl-1 itl "$(endpoint "$P2" node2)" '{"port":8080}'
@@ -155,6 +156,16 @@ info "  outside -> $N1:30081: $r"
 assert_eq "$r" timeout "eTP Local on a node without a local endpoint"
 r=$(in_pod 3 tcp 10.96.0.13 80 3)
 [[ $r =~ ^p2\  ]] || check_fail "eTP Local: the ClusterIP still reaches every endpoint: $r"
+
+case_ "healthCheckNodePort: 200 where an endpoint is local, 503 elsewhere, with localEndpoints"
+for n in 1 2; do
+	hc=$(ip netns exec "$OUT_NS" curl -s -m 3 -w ' %{http_code}' "http://$(node_ip "$n"):32000/healthz" || true)
+	info "  outside -> node$n:32000: $hc"
+	case $n in
+	1) assert_eq "$hc" '{"service":{"namespace":"shop","name":"local"},"localEndpoints":0,"serviceProxyHealthy":true} 503' "health check on node1" ;;
+	2) assert_eq "$hc" '{"service":{"namespace":"shop","name":"local"},"localEndpoints":1,"serviceProxyHealthy":true} 200' "health check on node2" ;;
+	esac
+done
 
 case_ "internalTrafficPolicy Local: only this node's endpoints"
 r=$(in_pod 3 tcp 10.96.0.14 80 2)

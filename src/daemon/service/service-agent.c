@@ -9,6 +9,7 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "daemon/service/service-agent.h"
+#include "daemon/service/service-health.h"
 #include "daemon/service/service-model.h"
 #include "shared/nft/nft-table.h"
 #include "shared/nft/nft.h"
@@ -25,7 +26,8 @@ struct ServiceAgent {
 	bool scheduled;
 	bool programmed_once; /* else: the next sync is a full one */
 	bool base;            /* the fixed svc-* objects are in place */
-	ServiceUnit **units;  /* sorted by key */
+	ServiceHealth *health;
+	ServiceUnit **units; /* sorted by key */
 	size_t n_units, cap_units;
 	char **dirty; /* "ns/name" */
 	size_t n_dirty, cap_dirty;
@@ -402,6 +404,55 @@ static int sync_dirty(ServiceAgent *a) {
 	return r;
 }
 
+typedef struct HealthCollect {
+	ServiceAgent *a;
+	ServiceHealthEntry *v;
+	size_t n;
+	bool oom;
+} HealthCollect;
+
+static int count_local(const KubeObject *o, void *userdata) {
+	const KubeEndpointSlice *sl = KUBE_ENDPOINT_SLICE(o);
+	HealthCollect *c = userdata;
+
+	for (size_t i = 0; sl && i < sl->n_endpoints; i++)
+		if (sl->endpoints[i].ready && !sl->endpoints[i].terminating && sl->endpoints[i].node_name &&
+		    streq(sl->endpoints[i].node_name, c->a->node))
+			c->v[c->n].local_endpoints++;
+	return 0;
+}
+
+static int collect_health(const KubeObject *o, void *userdata) {
+	const KubeService *svc = KUBE_SERVICE(o);
+	HealthCollect *c = userdata;
+	ServiceHealthEntry *nv;
+
+	if (!svc || svc->type != KUBE_SERVICE_LOAD_BALANCER || !svc->external_traffic_local ||
+	    !svc->health_check_node_port)
+		return 0;
+	nv = reallocarray(c->v, c->n + 1, sizeof(ServiceHealthEntry));
+	if (!nv) {
+		c->oom = true;
+		return -ENOMEM;
+	}
+	c->v = nv;
+	c->v[c->n] = (ServiceHealthEntry) { .port = svc->health_check_node_port,
+					    .namespace = o->namespace,
+					    .name = o->name };
+	object_cache_foreach_slice_of_service(c->a->cache, o->namespace, o->name, count_local, c);
+	c->n++;
+	return 0;
+}
+
+static void update_health(ServiceAgent *a) {
+	HealthCollect c = { .a = a };
+
+	object_cache_foreach(a->cache, KUBE_KIND_SERVICE, collect_health, &c);
+	if (!c.oom)
+		(void) service_health_update(a->health, c.v, c.n);
+	free(c.v);
+}
+
 static int agent_sync(ServiceAgent *a) {
 	double t0 = now_ms();
 	bool full = !a->programmed_once || a->dirty_oom;
@@ -416,6 +467,7 @@ static int agent_sync(ServiceAgent *a) {
 		return r;
 	}
 	a->programmed_once = true;
+	update_health(a);
 	a->syncs++;
 	a->last_sync_ms = now_ms() - t0;
 	if (full)
@@ -510,6 +562,8 @@ int service_agent_new(ObjectCache *cache, EventLoop *loop, const char *node, Net
 	*a = (ServiceAgent) { .cache = cache, .loop = loop, .node = node, .config = config };
 	r = nft_ctx_open(&a->nft);
 	if (r >= 0)
+		r = service_health_new(loop, &a->health);
+	if (r >= 0)
 		r = event_loop_add_timer(loop, on_timer, a, &a->timer);
 	if (r < 0) {
 		service_agent_free(a);
@@ -523,6 +577,7 @@ ServiceAgent *service_agent_free(ServiceAgent *a) {
 	if (!a)
 		return NULL;
 	event_source_free(a->timer);
+	service_health_free(a->health);
 	nft_ctx_free(a->nft);
 	for (size_t i = 0; i < a->n_units; i++)
 		service_unit_free(a->units[i]);
