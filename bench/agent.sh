@@ -93,6 +93,7 @@ sec_agent() {
 	md "$f" "There is no reference agent to run here (flannel is not packaged in Debian), so these are"
 	md "$f" "absolute numbers against the targets."
 	md "$f" ""
+	# shellcheck disable=SC2153 # WEFT_BIN is set by bench/run, which sources this file
 	WEFTD_BIN=$WEFT_BIN/weftd
 	if [ ! -x "$WEFTD_BIN" ]; then skipped "$f" "weftd not built ($WEFTD_BIN)"; return 77; fi
 	if [ ! -x /usr/bin/etcd ] || ! command -v python3 >/dev/null || ! command -v curl >/dev/null; then

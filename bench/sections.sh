@@ -150,6 +150,7 @@ sec_setup() {
 	local f=$W/md/1-setup.md c impl drv op n conc need
 	md "$f" "## 1. Pod setup and teardown"
 	md "$f" ""
+	# shellcheck disable=SC2153 # WEFT_BIN is set by bench/run, which sources this file
 	if ! ours_has bridge host-local portmap firewall tuning weft; then skipped "$f" "weft's plugins not all built in $WEFT_BIN"; return 77; fi
 	if [ ! -x "$CNITOOL" ]; then skipped "$f" "no cnitool at $CNITOOL (tools/build-cnitool.sh failed?)"; return 77; fi
 	if [ ! -x "$FLOOR" ]; then skipped "$f" "the floor program could not be built (needs $WEFT_BUILD/libweft.a)"; return 77; fi
@@ -261,7 +262,7 @@ s1_report() {
 			done
 			read -r wm _ <<<"${S1["$c ours direct $op 1"]}"
 			read -r rmed _ <<<"${S1["$c ref direct $op 1"]}"
-			echo "\"$c\\n$op\" $wm $rmed $fm" >>"$W/s1-seq.dat"
+			printf '%s\n' "\"$c\\n$op\" $wm $rmed $fm" >>"$W/s1-seq.dat"
 		done
 		md "$f" ""
 		md "$f" "| $conc at once (wall ms) | driver | weft wall (per-op median) | reference wall (per-op median) | ref/weft | floor wall (ADD: 2 workers, DEL: 1 per pod) | weft / floor | ref / floor |"
@@ -275,7 +276,7 @@ s1_report() {
 				read -r rmed _ <<<"${S1["$c ref $drv $op $conc"]}"
 				md "$f" "| $op | $drv | $ow ($wm) | $rw ($rmed) | **$(ratio "$rw" "$ow")×** | $fw | $(ratio "$ow" "$fw")× | $(ratio "$rw" "$fw")× |"
 			done
-			echo "\"$c\\n$op $conc\" ${W1["$c ours direct $op $conc"]} ${W1["$c ref direct $op $conc"]} $fw" >>"$W/s1-conc.dat"
+			printf '%s\n' "\"$c\\n$op $conc\" ${W1["$c ours direct $op $conc"]} ${W1["$c ref direct $op $conc"]} $fw" >>"$W/s1-conc.dat"
 		done
 		md "$f" ""
 	done
