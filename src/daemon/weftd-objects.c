@@ -178,17 +178,30 @@ static int on_relist(EventSource *src, void *userdata) {
 	return 0;
 }
 
+/* Leases and objects both from Kubernetes: the objects wait for the lease datastore's open(),
+ * which loads the kubeconfig, and take a copy of it (their own client, their own connections). */
+static bool needs_datastore_config(Manager *m) {
+	return streq(m->args.objects_datastore, "kubernetes") && m->ds_ops && m->ds_ops->kube_config;
+}
+
 static int open_kube_client(Manager *m) {
 	_cleanup_(kubeconfig_freep) KubeConfig *k = NULL;
 	_cleanup_free_ char *err = NULL;
 	int r;
 
-	r = m->args.kubeconfig ? kubeconfig_load(m->args.kubeconfig, &k, &err)
-			       : kubeconfig_load_in_cluster(NULL, &k, &err);
-	if (r < 0) {
-		log_error("--objects-datastore kubernetes: cannot load %s: %s",
-			  m->args.kubeconfig ?: "the in-cluster service account", err ?: strerror(-r));
-		return -EXIT_CONFIG;
+	if (needs_datastore_config(m)) {
+		r = kubeconfig_copy(m->ds_ops->kube_config(m->ds), &k);
+		if (r < 0)
+			return log_error_errno(r, "Failed to copy the Kubernetes client config: %m");
+	} else {
+		r = m->args.kubeconfig ? kubeconfig_load(m->args.kubeconfig, &k, &err)
+				       : kubeconfig_load_in_cluster(NULL, &k, &err);
+		if (r < 0) {
+			log_error("--objects-datastore kubernetes: cannot load %s: %s",
+				  m->args.kubeconfig ?: "the in-cluster service account", err ?: strerror(-r));
+			return -EXIT_CONFIG;
+		}
+		log_info("Loaded kubeconfig %s", k->source);
 	}
 	r = kube_client_new(&k, &m->objects.kube);
 	if (r < 0)
@@ -225,8 +238,10 @@ int manager_objects_start(Manager *m) {
 	ObjectsState *s = &m->objects;
 	int r, fd;
 
-	if (streq(m->args.objects_datastore, "none"))
+	if (streq(m->args.objects_datastore, "none") || s->cache)
 		return 0;
+	if (needs_datastore_config(m) && !m->ds)
+		return 0; /* again from start-up, once the datastore is open */
 	r = streq(m->args.objects_datastore, "kubernetes") ? open_kube_client(m) : open_etcd_client(m);
 	if (r < 0)
 		return r;
@@ -240,7 +255,7 @@ int manager_objects_start(Manager *m) {
 					       kube_kind_info(object_kinds[i])->resource);
 	}
 	object_cache_set_all_synced(s->cache, on_all_synced, m);
-	r = policy_agent_new(s->cache, m->loop, m->args.node_name, getenv("WEFT_POLICY_LOG_DROPS") != NULL, &s->policy);
+	r = policy_agent_new(s->cache, m->loop, m->args.node_name, m->args.policy_log_drops || getenv("WEFT_POLICY_LOG_DROPS"), &s->policy);
 	if (r >= 0)
 		r = manager_objects_add_consumer(m, &policy_agent_handlers, s->policy);
 	if (r < 0)

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * weftd's start-up, run from a timer in the loop so /healthz answers (503) and SIGTERM works while
- * we wait: STARTUP_CONNECT (open the datastore, read the network config), STARTUP_ACQUIRE (VTEP,
- * lease, local programming, watch), then STARTUP_WAIT_SYNC until the first full lease list has
- * been reconciled (weftd.c). Datastore trouble is retried with exponential backoff; configuration
- * errors end weftd with EXIT_CONFIG.
+ * we wait: STARTUP_CONNECT (open the datastore, then the object cache if it takes its kubeconfig
+ * from there; read the network config), STARTUP_ACQUIRE (VTEP, lease, local programming, watch),
+ * then STARTUP_WAIT_SYNC until the first full lease list has been reconciled (weftd.c). Datastore
+ * trouble is retried with exponential backoff; configuration errors end weftd with EXIT_CONFIG.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -95,6 +95,12 @@ static int startup_connect(Manager *m) {
 		}
 		m->metrics.datastore_connected = true;
 		log_info("Connected to %s at %s", m->args.datastore, where);
+		/* Objects from Kubernetes too: they use the kubeconfig the datastore just loaded. */
+		r = manager_objects_start(m);
+		if (r < 0) {
+			event_loop_exit(m->loop, r == -EXIT_CONFIG ? EXIT_CONFIG : EXIT_FAILURE);
+			return r;
+		}
 	}
 	if (m->config)
 		return 0;

@@ -110,10 +110,31 @@ for bad in "$T/kubeconfig-missing" "$T/kubeconfig-bad-context"; do
 	done
 done
 
+# leases from etcd (none here), objects from Kubernetes: the object cache loads the kubeconfig, before
+# any datastore retry; broken, that is exit 2 too; sound, it is loaded once while etcd is retried
+_weftd_argv 1 --node-name node1 --iface eth0 --listen 127.0.0.1:9876 --datastore etcd --etcd-endpoints http://127.0.0.1:9 \
+	--objects-datastore kubernetes --kubeconfig "$T/kubeconfig-bad-context" --net-config "$NET_CONF"
+rc=0
+out=$(timeout 10 "${WEFTD_ARGV[@]}" 2>&1) || rc=$?
+assert_eq "$rc" 2 "broken kubeconfig (leases from etcd, objects from kubernetes): exit code"
+grep -q 'kubeconfig-bad-context: context "nosuch"' <<<"$out" || check_fail "broken kubeconfig (objects only): message: $out"
+_weftd_argv 1 --node-name node1 --iface eth0 --listen 127.0.0.1:9876 --datastore etcd --etcd-endpoints http://127.0.0.1:9 \
+	--objects-datastore kubernetes --kubeconfig "$KUBECONFIG_FILE" --net-config "$NET_CONF"
+rc=0
+out=$(timeout 3 "${WEFTD_ARGV[@]}" 2>&1) || rc=$?
+assert_eq "$rc" 124 "etcd leases + kubernetes objects, etcd unreachable: weftd still up after 3 s"
+assert_eq "$(grep -c "Loaded kubeconfig $KUBECONFIG_FILE\$" <<<"$out")" 1 "kubeconfig loads (leases from etcd, objects from kubernetes)"
+
 for i in 1 2 3; do
 	weftd_start "$i" --datastore kubernetes --kubeconfig "$KUBECONFIG_FILE" --net-config "$NET_CONF"
 done
 weftd_wait_ready 1 2 3
+# leases and objects from Kubernetes: the datastore loads the kubeconfig, the object cache copies it
+for i in 1 2 3; do
+	assert_eq "$(grep -c "Loaded kubeconfig $KUBECONFIG_FILE\$" "$(node_dir "$i")/weftd.log")" 1 "node$i kubeconfig loads"
+done
+pods_synced() { http_get 1 /debug/objects && [ "$(jq -r .kinds.pods.synced <<<"$HTTP_BODY")" = true ]; }
+wait_for 10 pods_synced || check_fail "node1's object cache (on the datastore's kubeconfig) never synced pods: $HTTP_BODY"
 
 # ---- leases come from podCIDRs; annotations are published
 declare -A MAC

@@ -183,6 +183,52 @@ static void test_cert_data(void **state) {
 	kubeconfig_free(k);
 }
 
+/* The copy the object cache takes of the lease datastore's config: every field, its own memory. */
+static void test_copy(void **state) {
+	KubeConfig *k = load_ok("copy.yaml", HEADER
+				"clusters:\n"
+				"- name: c\n"
+				"  cluster:\n"
+				"    server: https://api.example:6443\n"
+				"    certificate-authority-data: LS0tLS1CRUdJTiBDQS0tLS0tCg==\n"
+				"    insecure-skip-tls-verify: true\n"
+				"contexts:\n"
+				"- name: x\n"
+				"  context: {cluster: c, user: u}\n"
+				"current-context: x\n"
+				"users:\n"
+				"- name: u\n"
+				"  user:\n"
+				"    token: t0k3n\n"
+				"    client-certificate-data: Q0VSVA==\n"
+				"    client-key-data: S0VZ\n");
+	KubeConfig *c = NULL;
+
+	assert_int_equal(kubeconfig_copy(k, &c), 0);
+	assert_non_null(c);
+	assert_string_equal(c->source, k->source);
+	assert_string_equal(c->context, "x");
+	assert_string_equal(c->cluster_name, "c");
+	assert_string_equal(c->user_name, "u");
+	assert_string_equal(c->server, "https://api.example:6443");
+	assert_true(c->insecure_skip_tls_verify);
+	assert_int_equal(c->ca_size, k->ca_size);
+	assert_memory_equal(c->ca_data, "-----BEGIN CA-----\n", c->ca_size);
+	assert_ptr_not_equal(c->ca_data, k->ca_data);
+	assert_string_equal(c->token, "t0k3n");
+	assert_ptr_not_equal(c->token, k->token);
+	assert_int_equal(c->cert_size, 4);
+	assert_memory_equal(c->cert_data, "CERT", 4);
+	assert_int_equal(c->key_size, 3);
+	assert_memory_equal(c->key_data, "KEY", 3);
+	assert_null(c->ca_file);
+	assert_null(c->token_file);
+	kubeconfig_free(k); /* the copy outlives the original */
+	assert_string_equal(c->server, "https://api.example:6443");
+	kubeconfig_free(c);
+	assert_int_equal(kubeconfig_copy(NULL, &c), -EINVAL);
+}
+
 static void test_cert_files(void **state) {
 	KubeConfig *k = load_ok("certfiles.yaml", HEADER
 				"clusters:\n"
@@ -334,6 +380,7 @@ int main(void) {
 		cmocka_unit_test(test_token),
 		cmocka_unit_test(test_token_file),
 		cmocka_unit_test(test_cert_data),
+		cmocka_unit_test(test_copy),
 		cmocka_unit_test(test_cert_files),
 		cmocka_unit_test(test_multiple_contexts),
 		cmocka_unit_test(test_errors),

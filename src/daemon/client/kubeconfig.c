@@ -260,6 +260,51 @@ static int parse_user(yaml_document_t *doc, yaml_node_t *u, const char *path, Ku
 	return 0;
 }
 
+/* A copy of n bytes plus a NUL (PEM data is handed to curl as a blob, but stays a C string too). */
+static int dup_data(const char *s, size_t n, char **ret) {
+	char *d;
+
+	if (!s) {
+		*ret = NULL;
+		return 0;
+	}
+	d = malloc(n + 1);
+	if (!d)
+		return -ENOMEM;
+	memcpy(d, s, n);
+	d[n] = '\0';
+	*ret = d;
+	return 0;
+}
+
+static int dup_str(const char *s, char **ret) {
+	return dup_data(s, s ? strlen(s) : 0, ret);
+}
+
+int kubeconfig_copy(const KubeConfig *k, KubeConfig **ret) {
+	_cleanup_(kubeconfig_freep) KubeConfig *c = NULL;
+
+	if (!k)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->insecure_skip_tls_verify = k->insecure_skip_tls_verify;
+	c->ca_size = k->ca_size;
+	c->cert_size = k->cert_size;
+	c->key_size = k->key_size;
+	if (dup_str(k->source, &c->source) < 0 || dup_str(k->context, &c->context) < 0 ||
+	    dup_str(k->cluster_name, &c->cluster_name) < 0 || dup_str(k->user_name, &c->user_name) < 0 ||
+	    dup_str(k->server, &c->server) < 0 || dup_str(k->ca_file, &c->ca_file) < 0 ||
+	    dup_data(k->ca_data, k->ca_size, &c->ca_data) < 0 || dup_str(k->token, &c->token) < 0 ||
+	    dup_str(k->token_file, &c->token_file) < 0 || dup_str(k->cert_file, &c->cert_file) < 0 ||
+	    dup_data(k->cert_data, k->cert_size, &c->cert_data) < 0 || dup_str(k->key_file, &c->key_file) < 0 ||
+	    dup_data(k->key_data, k->key_size, &c->key_data) < 0)
+		return -ENOMEM;
+	*ret = TAKE_PTR(c);
+	return 0;
+}
+
 int kubeconfig_load(const char *path, KubeConfig **ret, char **ret_error) {
 	_cleanup_(kubeconfig_freep) KubeConfig *k = NULL;
 	yaml_document_t doc;

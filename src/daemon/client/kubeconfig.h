@@ -57,6 +57,12 @@ int kubeconfig_load(const char *path, KubeConfig **ret, char **ret_error);
  */
 int kubeconfig_load_in_cluster(const char *sa_dir, KubeConfig **ret, char **ret_error);
 
+/*
+ * A deep copy of k (what the file said, nothing is read again): for a second client that talks
+ * with the same credentials, so one kubeconfig is loaded once. 0 or -ENOMEM.
+ */
+int kubeconfig_copy(const KubeConfig *k, KubeConfig **ret);
+
 /* The bearer token to send now (token, or the current contents of token_file, trimmed); NULL with
  * *ret = NULL if the config has none. */
 int kubeconfig_get_token(const KubeConfig *k, char **ret);

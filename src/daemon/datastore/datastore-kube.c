@@ -497,8 +497,9 @@ static int kube_open(const DatastoreConfig *cfg, Datastore **ret) {
 
 	if (!cfg)
 		return -EINVAL;
-	/* The one place weftd loads the kubeconfig. A broken one is a configuration error (-EINVAL:
-	 * weftd exits instead of retrying), whatever the file's own errno. */
+	/* With leases from Kubernetes, the one place weftd loads the kubeconfig (the object cache
+	 * copies it through ->kube_config). A broken one is a configuration error (-EINVAL: weftd
+	 * exits instead of retrying), whatever the file's own errno. */
 	r = cfg->kubeconfig ? kubeconfig_load(cfg->kubeconfig, &k, &err) : kubeconfig_load_in_cluster(NULL, &k, &err);
 	if (r == -ENOMEM)
 		return r;
@@ -506,6 +507,7 @@ static int kube_open(const DatastoreConfig *cfg, Datastore **ret) {
 		log_error("Invalid Kubernetes client config: %s", err ?: strerror(-r));
 		return -EINVAL;
 	}
+	log_info("Loaded kubeconfig %s", k->source);
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
@@ -516,6 +518,10 @@ static int kube_open(const DatastoreConfig *cfg, Datastore **ret) {
 		return r;
 	*ret = TAKE_PTR(d);
 	return 0;
+}
+
+static const KubeConfig *kube_kube_config(Datastore *d) {
+	return kube_client_config(d->client);
 }
 
 static int kube_get_network_config(Datastore *d, char **ret_json) {
@@ -783,4 +789,5 @@ const DatastoreOps datastore_kube_ops = {
 	.next_timeout_ms = kube_next_timeout_ms,
 	.relist = kube_relist,
 	.last_error = kube_last_error,
+	.kube_config = kube_kube_config,
 };

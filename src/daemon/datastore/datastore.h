@@ -158,6 +158,10 @@ typedef struct DatastoreOps {
 	/* Human-readable text of the last failure (etcd's own message when there is one) for logging;
 	 * "" if none. Owned by d, valid until the next call on d. */
 	const char *(*last_error)(Datastore *d);
+	/* The credentials the kubernetes datastore loaded in open() (borrowed, valid while d is), so
+	 * that weftd's object cache talks to the same API server without loading the kubeconfig a
+	 * second time. NULL for other kinds. */
+	const struct KubeConfig *(*kube_config)(Datastore *d);
 } DatastoreOps;
 
 /*
