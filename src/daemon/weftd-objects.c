@@ -255,7 +255,8 @@ int manager_objects_start(Manager *m) {
 					       kube_kind_info(object_kinds[i])->resource);
 	}
 	object_cache_set_all_synced(s->cache, on_all_synced, m);
-	r = policy_agent_new(s->cache, m->loop, m->args.node_name, m->args.policy_log_drops || getenv("WEFT_POLICY_LOG_DROPS"), &s->policy);
+	r = policy_agent_new(s->cache, m->loop, m->args.node_name,
+			     m->args.policy_log_drops || getenv("WEFT_POLICY_LOG_DROPS"), &s->policy);
 	if (r >= 0)
 		r = manager_objects_add_consumer(m, &policy_agent_handlers, s->policy);
 	if (r < 0)

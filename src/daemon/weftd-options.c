@@ -60,6 +60,8 @@ static void help(void) {
 	       "                            what the watch missed (default 60s, 0 = never)\n"
 	       "  --lease-ttl SECONDS       datastore lease TTL (default 60)\n"
 	       "  --keep-lease              do not release the lease on shutdown\n"
+	       "  --policy-log-drops        log packets NetworkPolicy drops to the kernel log, prefix\n"
+	       "                            \"weft-np NS DIR deny by POLICIES\", 50/s (default off)\n"
 	       "  --ipam-data-dir DIR       pod address store written into the conflist\n"
 	       "                            (default: host-local's /var/lib/cni/networks)\n");
 }
@@ -85,6 +87,7 @@ enum {
 	ARG_DATASTORE,
 	ARG_KUBECONFIG,
 	ARG_OBJECTS_DATASTORE,
+	ARG_POLICY_LOG_DROPS,
 };
 
 int weftd_parse_args(int argc, char *argv[], Args *a) {
@@ -110,6 +113,7 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 		{ "datastore", required_argument, NULL, ARG_DATASTORE },
 		{ "kubeconfig", required_argument, NULL, ARG_KUBECONFIG },
 		{ "objects-datastore", required_argument, NULL, ARG_OBJECTS_DATASTORE },
+		{ "policy-log-drops", no_argument, NULL, ARG_POLICY_LOG_DROPS },
 		{}
 	};
 	int c;
@@ -144,6 +148,7 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 		case ARG_STATE_DIR: a->state_dir = optarg; break;
 		case ARG_LISTEN: a->listen = optarg; break;
 		case ARG_KEEP_LEASE: a->keep_lease = true; break;
+		case ARG_POLICY_LOG_DROPS: a->policy_log_drops = true; break;
 		case ARG_IPAM_DATA_DIR: a->ipam_data_dir = optarg; break;
 		case ARG_KUBECONFIG: a->kubeconfig = optarg; break;
 		case ARG_DATASTORE:

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* `weftd uninstall`: removes the node-* nftables chains, the VTEP, every route of ours, the
+/* `weftd uninstall`: removes the node-* and np-* nftables objects, the VTEP, every route of ours, the
  * conflist and the lease file. Best effort: keeps going and returns the first error. */
 #include <errno.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "daemon/cni-conf.h"
+#include "daemon/policy/policy-agent.h"
 #include "daemon/weftd.h"
 
 typedef struct RouteList {
@@ -36,6 +37,7 @@ int manager_uninstall(Manager *m) {
 	_cleanup_free_ char *err = NULL;
 	_cleanup_free_ NlRoute *routes = NULL;
 	RouteList rl = {};
+	size_t n_policy = 0;
 	int r, ret = 0;
 
 	manager_lease_path_init(m);
@@ -51,6 +53,14 @@ int manager_uninstall(Manager *m) {
 		RET_GATHER(ret, log_error_errno(r, "Failed to remove nftables chains: %m%s%s", err ? ": " : "", err ?: ""));
 	else
 		log_info("Removed nftables chains node-*");
+
+	err = mfree(err);
+	r = policy_uninstall(m->nft, &n_policy, &err);
+	if (r < 0)
+		RET_GATHER(ret, log_error_errno(r, "Failed to remove the np-* policy objects: %m%s%s", err ? ": " : "",
+						err ?: ""));
+	else
+		log_info("Removed %zu nftables policy objects np-*", n_policy);
 
 	r = backend_uninstall_links(m->nl);
 	if (r < 0)

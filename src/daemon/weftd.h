@@ -57,6 +57,7 @@ typedef struct Args {
 	uint64_t etcd_timeout_usec;     /* 0 = forever */
 	int lease_ttl_sec;
 	bool keep_lease;
+	bool policy_log_drops;          /* --policy-log-drops (or WEFT_POLICY_LOG_DROPS set) */
 } Args;
 
 typedef enum StartupState {

@@ -101,6 +101,48 @@ static int list_stale(NftCtx *nft, const char *what, char ***ret) {
 	return 0;
 }
 
+/* Every np-* chain (*ret_chains) and set and map (*ret_sets: the renderer tells maps by name). */
+static int list_all_stale(NftCtx *nft, char ***ret_chains, char ***ret_sets) {
+	_cleanup_strv_free_ char **chains = NULL, **sets = NULL, **maps = NULL;
+	int r;
+
+	r = list_stale(nft, "chains", &chains);
+	if (r >= 0)
+		r = list_stale(nft, "sets", &sets);
+	if (r >= 0)
+		r = list_stale(nft, "maps", &maps);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; maps && maps[i]; i++) {
+		size_t n = strv_length(sets);
+		char **l = reallocarray(sets, n + 2, sizeof(char *));
+
+		if (!l)
+			return -ENOMEM;
+		l[n] = TAKE_PTR(maps[i]);
+		l[n + 1] = NULL;
+		sets = l;
+	}
+	*ret_chains = TAKE_PTR(chains);
+	*ret_sets = TAKE_PTR(sets);
+	return 0;
+}
+
+int policy_uninstall(NftCtx *nft, size_t *ret_n, char **ret_error) {
+	_cleanup_strv_free_ char **chains = NULL, **sets = NULL;
+	_cleanup_free_ char *batch = NULL;
+	int r;
+
+	r = list_all_stale(nft, &chains, &sets);
+	if (r < 0)
+		return r;
+	*ret_n = strv_length(chains) + strv_length(sets);
+	r = policy_ruleset_render_diff(NULL, NULL, chains, sets, &batch);
+	if (r < 0)
+		return r;
+	return batch[0] ? nft_apply(nft, batch, ret_error) : 0;
+}
+
 static void set_bridge_nf(PolicyAgent *a) {
 	int r;
 
@@ -119,7 +161,7 @@ static void set_bridge_nf(PolicyAgent *a) {
 static int agent_sync(PolicyAgent *a) {
 	Collect pods = {}, nss = {}, pols = {};
 	_cleanup_(policy_ruleset_freep) PolicyRuleset *next = NULL;
-	_cleanup_strv_free_ char **stale_chains = NULL, **stale_sets = NULL, **stale_maps = NULL;
+	_cleanup_strv_free_ char **stale_chains = NULL, **stale_sets = NULL;
 	_cleanup_free_ char *batch = NULL, *err = NULL;
 	double t0 = now_ms();
 	int r;
@@ -143,26 +185,9 @@ static int agent_sync(PolicyAgent *a) {
 	if (r < 0)
 		goto out;
 	if (!a->programmed_once) {
-		r = list_stale(a->nft, "chains", &stale_chains);
-		if (r >= 0)
-			r = list_stale(a->nft, "sets", &stale_sets);
-		if (r >= 0)
-			r = list_stale(a->nft, "maps", &stale_maps);
+		r = list_all_stale(a->nft, &stale_chains, &stale_sets);
 		if (r < 0)
 			goto out;
-		/* sets and maps go in one list; the renderer tells maps by name */
-		for (size_t i = 0; stale_maps && stale_maps[i]; i++) {
-			size_t n = strv_length(stale_sets);
-			char **l = reallocarray(stale_sets, n + 2, sizeof(char *));
-
-			if (!l) {
-				r = -ENOMEM;
-				goto out;
-			}
-			l[n] = TAKE_PTR(stale_maps[i]);
-			l[n + 1] = NULL;
-			stale_sets = l;
-		}
 	}
 	r = policy_ruleset_render_diff(a->programmed_once ? a->cur : NULL, next, stale_chains, stale_sets, &batch);
 	if (r < 0)

@@ -22,6 +22,7 @@
 
 #include "daemon/cache/object-cache.h"
 #include "shared/event/event-loop.h"
+#include "shared/nft/nft.h"
 
 #define POLICY_AGENT_DEBOUNCE_USEC 2000
 
@@ -31,6 +32,9 @@ typedef struct PolicyAgent PolicyAgent;
  * borrowed and must outlive the agent. */
 int policy_agent_new(ObjectCache *cache, EventLoop *loop, const char *node, bool log_drops, PolicyAgent **ret);
 PolicyAgent *policy_agent_free(PolicyAgent *a);
+/* `weftd uninstall`: deletes every np-* chain, set and map of table inet weft in one batch (the
+ * table's other objects stay). *ret_n: how many there were. 0, -ENOMEM or nftables' error. */
+int policy_uninstall(NftCtx *nft, size_t *ret_n, char **ret_error);
 /* What to register with the cache (userdata: the agent). */
 extern const ObjectCacheHandlers policy_agent_handlers;
 /* /debug/policy/explain?from=&to=&port=&proto=: policy_explain() on the cache's objects. 0 with
