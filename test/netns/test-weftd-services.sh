@@ -12,7 +12,8 @@
 # externalIPs, no endpoints -> refused (TCP reset / ICMP) instead of a timeout, hairpin, headless
 # gets nothing, externalTrafficPolicy Local (source kept; a node without a local endpoint drops;
 # healthCheckNodePort 200/503 with localEndpoints),
-# internalTrafficPolicy Local, endpoint churn under a running client (no connection to the removed
+# internalTrafficPolicy Local, sessionAffinity ClientIP (sticky, free again after timeoutSeconds),
+# endpoint churn under a running client (no connection to the removed
 # endpoint once the node has synced), and a restart's full sync removing a Service deleted meanwhile.
 #   SERVICES_BACKEND=host-gw|vxlan (default host-gw)
 . "$(dirname "$0")/lib.sh"
@@ -173,6 +174,36 @@ info "  p3 (node3) -> 10.96.0.14:80 (endpoint on node2): $r"
 assert_eq "$r" timeout "iTP Local from a node without a local endpoint"
 r=$(in_node 2 tcp 10.96.0.14 80 2)
 [[ $r =~ ^p2\  ]] || check_fail "iTP Local from the endpoint's node: $r"
+
+case_ "sessionAffinity ClientIP: one client sticks to one endpoint, free again after timeoutSeconds"
+AFF_SPEC='"clusterIP":"10.96.0.16","ports":[{"port":80,"targetPort":8080}]'
+service aff "{$AFF_SPEC,\"sessionAffinity\":\"ClientIP\",\"sessionAffinityConfig\":{\"clientIP\":{\"timeoutSeconds\":3}}}"
+slice aff-1 aff "$(endpoint "$P1" node1),$(endpoint "$P2" node2)" '{"port":8080}'
+wait_for 10 sh -c "ip netns exec $(node_ns 3) nft list sets inet | grep -q 'svc-shop/aff/tcp/80/ip4/ep/$P2/8080/aff3'" ||
+	fail "node3: no affinity sets for shop/aff"
+s=$(spread 20 in_pod 3 tcp 10.96.0.16 80)
+info "  p3 -> 10.96.0.16:80 x20 with affinity: $s"
+[[ $s =~ ^p[12]\ 20$ ]] || check_fail "affinity: 20 connections of one client did not all reach one endpoint: $s"
+first=${s%% *}
+# the timeout: a client that waits longer than timeoutSeconds is chosen at random again (each
+# connection re-arms the affinity, so probe once per timeout until the other endpoint answers)
+seen=""
+for round in $(seq 10); do
+	sleep 3.5
+	r=$(in_pod 3 tcp 10.96.0.16 80)
+	r=${r%% *}
+	[ "$r" = p1 ] || [ "$r" = p2 ] || { check_fail "affinity: a connection after the timeout failed: $r"; break; }
+	[ "$r" != "$first" ] && { seen=$r; break; }
+done
+info "  after the timeout: $first -> ${seen:-$first only} (round $round)"
+[ -n "$seen" ] || check_fail "affinity: still on $first after 10 timeouts"
+# and without affinity, the same client spreads
+service aff "{$AFF_SPEC}"
+wait_for 10 sh -c "! ip netns exec $(node_ns 3) nft list sets inet | grep -q 'svc-shop/aff/'" ||
+	check_fail "node3 kept the affinity sets of shop/aff"
+s=$(spread 20 in_pod 3 tcp 10.96.0.16 80)
+info "  p3 -> 10.96.0.16:80 x20 without affinity: $s"
+[[ $s =~ ^p1\ [0-9]+,\ p2\ [0-9]+$ ]] || check_fail "no affinity: one client did not reach both endpoints: $s"
 
 case_ "endpoint churn under a running client"
 in_pod 3 loop 10.96.0.10 80 6 >"$T/loop" &

@@ -441,6 +441,127 @@ static void test_incremental(void **state) {
 	free_all(o, 2);
 }
 
+/* The kernel's per-Service svc-* sets, newline separated. */
+static char *kernel_sets(void) {
+	json_t *j = NULL, *it;
+	size_t i;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_int_equal(nft_list_json(nft, "list sets inet", &j), 0);
+	json_array_foreach(json_object_get(j, "nftables"), i, it) {
+		json_t *o = json_object_get(it, "set");
+		const char *name = json_string_value(json_object_get(o, "name"));
+
+		if (name && startswith(name, "svc-") && strchr(name, '/'))
+			fprintf(f, "%s timeout=%lld\n", name,
+				(long long) json_integer_value(json_object_get(o, "timeout")));
+	}
+	json_decref(j);
+	fclose(f);
+	return buf;
+}
+
+static void test_session_affinity(void **state) {
+	KubeObject *o[3];
+	ServiceUnit *u1, *u2, *u0;
+	const char *r;
+	char *d;
+
+	o[0] = svc("aff",
+		   "\"clusterIPs\":[\"10.96.0.16\",\"fd00:96::16\"],\"ipFamilies\":[\"IPv4\",\"IPv6\"],"
+		   "\"sessionAffinity\":\"ClientIP\",\"sessionAffinityConfig\":{\"clientIP\":{\"timeoutSeconds\":3}},"
+		   "\"ports\":[{\"port\":80}]",
+		   NULL);
+	o[1] = slice("aff-4", "aff", "IPv4",
+		     EP("10.244.1.70", "node1", true, true, false) "," EP("10.244.2.70", "node2", true, true, false),
+		     "{\"port\":8080}");
+	o[2] = slice("aff-6", "aff", "IPv6", EP("fd00:10:244:1::70", "node1", true, true, false), "{\"port\":8080}");
+	u1 = build("node1", o[0], o + 1, 2);
+	/* one set per endpoint and family, the timeout in its name and declaration */
+	assert_int_equal(u1->n_sets, 3);
+	assert_string_equal(service_unit_set(u1, "svc-shop/aff/tcp/80/ip4/ep/10.244.1.70/8080/aff3")->decl,
+			    "{ type ipv4_addr; flags dynamic,timeout; timeout 3s; }");
+	assert_string_equal(service_unit_set(u1, "svc-shop/aff/tcp/80/ip6/ep/fd00_10_244_1__70/8080/aff3")->decl,
+			    "{ type ipv6_addr; flags dynamic,timeout; timeout 3s; }");
+	/* the endpoint chain refreshes its set before the DNAT */
+	r = rules(u1, "svc-shop/aff/tcp/80/ip4/ep/10.244.2.70/8080");
+	assert_non_null(strstr(r, "update @svc-shop/aff/tcp/80/ip4/ep/10.244.2.70/8080/aff3 { ip saddr }"));
+	assert_true(strstr(r, "update @") < strstr(r, "dnat ip to 10.244.2.70:8080"));
+	assert_non_null(strstr(rules(u1, "svc-shop/aff/tcp/80/ip6/ep/fd00_10_244_1__70/8080"),
+			       "update @svc-shop/aff/tcp/80/ip6/ep/fd00_10_244_1__70/8080/aff3 { ip6 saddr }"));
+	/* the service chain: every endpoint's set before the random choice */
+	r = rules(u1, "svc-shop/aff/tcp/80/ip4");
+	assert_non_null(strstr(r, "ip saddr @svc-shop/aff/tcp/80/ip4/ep/10.244.1.70/8080/aff3 goto "
+				  "svc-shop/aff/tcp/80/ip4/ep/10.244.1.70/8080 "));
+	assert_non_null(strstr(r, "ip saddr @svc-shop/aff/tcp/80/ip4/ep/10.244.2.70/8080/aff3 goto "
+				  "svc-shop/aff/tcp/80/ip4/ep/10.244.2.70/8080 "));
+	assert_true(strstr(r, "/aff3 goto svc-shop/aff/tcp/80/ip4/ep/10.244.2.70/8080") < strstr(r, "numgen"));
+	assert_non_null(strstr(rules(u1, "svc-shop/aff/tcp/80/ip6"),
+			       "ip6 saddr @svc-shop/aff/tcp/80/ip6/ep/fd00_10_244_1__70/8080/aff3 goto "));
+	apply("affinity full", render_diff, &(Diff) { .new = u1, .full = true });
+	assert_kernel_matches(u1);
+	if (nft) {
+		_cleanup_free_ char *k = kernel_sets();
+
+		assert_non_null(strstr(k, "svc-shop/aff/tcp/80/ip4/ep/10.244.1.70/8080/aff3 timeout=3\n"));
+		assert_non_null(strstr(k, "svc-shop/aff/tcp/80/ip6/ep/fd00_10_244_1__70/8080/aff3 timeout=3\n"));
+	}
+
+	/* timeout changed: new sets, rules naming them, the old sets deleted after the chains */
+	kube_object_free(o[0], pool);
+	o[0] = svc("aff",
+		   "\"clusterIPs\":[\"10.96.0.16\",\"fd00:96::16\"],\"ipFamilies\":[\"IPv4\",\"IPv6\"],"
+		   "\"sessionAffinity\":\"ClientIP\",\"sessionAffinityConfig\":{\"clientIP\":{\"timeoutSeconds\":60}},"
+		   "\"ports\":[{\"port\":80}]",
+		   NULL);
+	u2 = build("node1", o[0], o + 1, 2);
+	d = diff_text(u1, u2);
+	assert_non_null(strstr(d, "add set inet weft svc-shop/aff/tcp/80/ip4/ep/10.244.1.70/8080/aff60 { type "
+				  "ipv4_addr; flags dynamic,timeout; timeout 60s; }\n"));
+	assert_non_null(strstr(d, "flush chain inet weft svc-shop/aff/tcp/80/ip4/ep/10.244.1.70/8080\n"));
+	assert_non_null(strstr(d, "flush chain inet weft svc-shop/aff/tcp/80/ip4\n"));
+	assert_true(strstr(d, "add set ") < strstr(d, "add rule "));
+	assert_true(strstr(d, "delete set inet weft svc-shop/aff/tcp/80/ip4/ep/10.244.1.70/8080/aff3\n") >
+		    strstr(d, "add rule "));
+	assert_null(strstr(d, "delete chain"));
+	assert_null(strstr(d, "element"));
+	free(d);
+	apply("affinity timeout change", render_diff, &(Diff) { .old = u1, .new = u2 });
+	assert_kernel_matches(u2);
+	if (nft) {
+		_cleanup_free_ char *k = kernel_sets();
+
+		assert_null(strstr(k, "/aff3 "));
+		assert_non_null(strstr(k, "svc-shop/aff/tcp/80/ip4/ep/10.244.2.70/8080/aff60 timeout=60\n"));
+	}
+
+	/* affinity off: no sets, no set rules */
+	kube_object_free(o[0], pool);
+	o[0] = svc("aff",
+		   "\"clusterIPs\":[\"10.96.0.16\",\"fd00:96::16\"],\"ipFamilies\":[\"IPv4\",\"IPv6\"],"
+		   "\"ports\":[{\"port\":80}]",
+		   NULL);
+	u0 = build("node1", o[0], o + 1, 2);
+	assert_int_equal(u0->n_sets, 0);
+	assert_null(strstr(rules(u0, "svc-shop/aff/tcp/80/ip4"), "@"));
+	assert_null(strstr(rules(u0, "svc-shop/aff/tcp/80/ip4/ep/10.244.1.70/8080"), "update"));
+	apply("affinity off", render_diff, &(Diff) { .old = u2, .new = u0 });
+	assert_kernel_matches(u0);
+	if (nft) {
+		_cleanup_free_ char *k = kernel_sets();
+
+		assert_string_equal(k, "");
+	}
+	apply("cleanup", render_diff, &(Diff) { .old = u0 });
+	assert_kernel_matches(NULL);
+	service_unit_free(u0);
+	service_unit_free(u1);
+	service_unit_free(u2);
+	free_all(o, 3);
+}
+
 static void test_stale_udp(void **state) {
 	KubeObject *o[2];
 	ServiceUnit *u1, *u2;
@@ -608,6 +729,7 @@ int main(int argc, char *argv[]) {
 		cmocka_unit_test(test_internal_local_and_dual_stack),
 		cmocka_unit_test(test_incremental),
 		cmocka_unit_test(test_stale_udp),
+		cmocka_unit_test(test_session_affinity),
 	};
 	int r;
 

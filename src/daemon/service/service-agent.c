@@ -152,18 +152,22 @@ static int build(ServiceAgent *a, const KubeService *svc, ServiceUnit **ret) {
 	return r;
 }
 
-/* Per-service chains of table inet weft (they all hold a '/'; the fixed ones do not). */
-static int list_kernel_chains(NftCtx *nft, char ***ret) {
+/* svc-* chains ("chain") or sets ("set") of table inet weft; the per-Service ones all hold a '/',
+ * the fixed ones do not. */
+static int list_kernel_objects(NftCtx *nft, const char *kind, char ***ret) {
+	_cleanup_free_ char *cmd = strdup_printf("list %ss inet", kind);
 	json_t *j = NULL, *it;
 	char **l = NULL;
 	size_t i, n = 0;
 	int r = 0;
 
-	r = nft_list_json(nft, "list chains inet", &j);
+	if (!cmd)
+		return -ENOMEM;
+	r = nft_list_json(nft, cmd, &j);
 	if (r < 0)
 		return r == -ENOENT ? 0 : r;
 	json_array_foreach(json_object_get(j, "nftables"), i, it) {
-		json_t *o = json_object_get(it, "chain");
+		json_t *o = json_object_get(it, kind);
 		const char *table = json_string_value(json_object_get(o, "table"));
 		const char *name = json_string_value(json_object_get(o, "name"));
 		char **nl;
@@ -234,7 +238,7 @@ static void clear_dirty(ServiceAgent *a) {
 
 static int sync_full(ServiceAgent *a) {
 	Full f = { .a = a };
-	_cleanup_strv_free_ char **kernel = NULL;
+	_cleanup_strv_free_ char **kernel = NULL, **kernel_sets = NULL;
 	char *buf = NULL, *err = NULL;
 	size_t len = 0;
 	FILE *out;
@@ -243,11 +247,13 @@ static int sync_full(ServiceAgent *a) {
 	object_cache_foreach(a->cache, KUBE_KIND_SERVICE, collect_unit, &f);
 	r = f.r;
 	if (r >= 0)
-		r = list_kernel_chains(a->nft, &kernel);
+		r = list_kernel_objects(a->nft, "chain", &kernel);
+	if (r >= 0)
+		r = list_kernel_objects(a->nft, "set", &kernel_sets);
 	if (r < 0)
 		goto out;
 	qsort(f.v, f.n, sizeof(ServiceUnit *), unit_ptr_cmp);
-	if (f.n == 0 && strv_length(kernel) == 0) {
+	if (f.n == 0 && strv_length(kernel) == 0 && strv_length(kernel_sets) == 0) {
 		/* no Service and nothing of ours: add nothing, so a cluster without Services keeps
 		 * exactly the datapath it had */
 		clear_dirty(a);
@@ -276,6 +282,15 @@ static int sync_full(ServiceAgent *a) {
 			wanted = service_unit_chain(f.v[k], key.name) != NULL;
 		if (!wanted && strchr(kernel[i], '/'))
 			fprintf(out, "delete chain " NFT_TABLE_INET " %s\n", kernel[i]);
+	}
+	/* affinity sets of Services gone or changed meanwhile (after their chains) */
+	for (size_t i = 0; kernel_sets && kernel_sets[i]; i++) {
+		bool wanted = false;
+
+		for (size_t k = 0; k < f.n && !wanted; k++)
+			wanted = service_unit_set(f.v[k], kernel_sets[i]) != NULL;
+		if (!wanted && strchr(kernel_sets[i], '/'))
+			fprintf(out, "delete set " NFT_TABLE_INET " %s\n", kernel_sets[i]);
 	}
 	if (fclose(out) != 0) {
 		free(buf);

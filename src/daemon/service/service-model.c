@@ -111,9 +111,32 @@ static size_t select_eps(const Ep *v, size_t n, bool local_only, size_t *idx) {
 
 typedef struct Builder {
 	ServiceUnit *u;
-	size_t cap_chains, cap_elems;
+	size_t cap_chains, cap_elems, cap_sets;
 	bool oom;
 } Builder;
+
+static void add_set(Builder *b, char *name, char *decl) {
+	if (!name || !decl) {
+		free(name);
+		free(decl);
+		b->oom = true;
+		return;
+	}
+	if (b->u->n_sets == b->cap_sets) {
+		size_t cap = b->cap_sets ? b->cap_sets * 2 : 8;
+		SvcSet *v = reallocarray(b->u->sets, cap, sizeof(SvcSet));
+
+		if (!v) {
+			free(name);
+			free(decl);
+			b->oom = true;
+			return;
+		}
+		b->u->sets = v;
+		b->cap_sets = cap;
+	}
+	b->u->sets[b->u->n_sets++] = (SvcSet) { .name = name, .decl = decl };
+}
 
 static SvcChain *add_chain(Builder *b, char *name) {
 	if (!name) {
@@ -185,13 +208,23 @@ static const char *addr_ident(const IpAddr *a, char buf[static IP_ADDR_STRLEN]) 
  * names a new one by scanning every set of the table (nf_tables_set_alloc_name), which made a
  * 10k-Service batch quadratic (57 s; this way: see bench/services.sh).
  */
-static char *numgen_rule(const char *base, const Ep *v, const size_t *idx, size_t k, const char *comment) {
+static char *numgen_rule(const char *base, const Ep *v, const size_t *idx, size_t k, const char *comment,
+			 uint32_t affinity) {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	if (!f)
 		return NULL;
+	/* sessionAffinity: a client seen within the timeout goes back to its endpoint */
+	for (size_t i = 0; affinity > 0 && i < k; i++) {
+		char a[IP_ADDR_STRLEN];
+
+		addr_ident(&v[idx[i]].addr, a);
+		fprintf(f, "%s saddr @%s/ep/%s/%u/aff%u goto %s/ep/%s/%u comment \"%s affinity\"\n",
+			v[idx[i]].addr.family == AF_INET ? "ip" : "ip6", base, a, v[idx[i]].port, affinity, base, a,
+			v[idx[i]].port, comment);
+	}
 	for (size_t i = 0; i < k; i++) {
 		char a[IP_ADDR_STRLEN];
 
@@ -212,7 +245,8 @@ static int ip_comment(char *buf, size_t size, const KubeObject *o, const KubeSer
 			sp->port, what);
 }
 
-static char *endpoint_rules(const KubeService *svc, const KubeServicePort *sp, const Ep *e, const char *lproto) {
+static char *endpoint_rules(const KubeService *svc, const KubeServicePort *sp, const Ep *e, const char *lproto,
+			    const char *aff_set) {
 	const char *ipkw = e->addr.family == AF_INET ? "ip" : "ip6";
 	char a[IP_ADDR_STRLEN], comment[NFT_COMMENT_MAX + 1];
 	bool v6 = e->addr.family == AF_INET6;
@@ -221,8 +255,12 @@ static char *endpoint_rules(const KubeService *svc, const KubeServicePort *sp, c
 	ip_comment(comment, sizeof(comment), &svc->meta, sp, " endpoint");
 	/* a pod reaching itself through the Service: masquerade, or it would answer itself directly */
 	return strdup_printf("%s saddr %s meta mark set meta mark or " SVC_MASQ_MARK " comment \"%s hairpin\"\n"
+			     "%s%s%s%s%s%s%s"
 			     "meta l4proto %s dnat %s to %s%s%s:%u comment \"%s\"\n",
-			     ipkw, a, comment, lproto, ipkw, v6 ? "[" : "", a, v6 ? "]" : "", e->port, comment);
+			     ipkw, a, comment, aff_set ? "update @" : "", aff_set ?: "", aff_set ? " { " : "",
+			     aff_set ? ipkw : "", aff_set ? " saddr } comment \"" : "", aff_set ? comment : "",
+			     aff_set ? " affinity\"\n" : "", lproto, ipkw, v6 ? "[" : "", a, v6 ? "]" : "", e->port,
+			     comment);
 }
 
 static bool in_set(const size_t *idx, size_t k, size_t i) {
@@ -247,6 +285,7 @@ static void build_port(Builder *b, const ServiceModelInput *in, const KubeServic
 	_cleanup_free_ size_t *all = NULL, *loc = NULL;
 	size_t n = 0, n_all, n_loc, n_cluster;
 	const size_t *cluster;
+	uint32_t aff = svc->session_affinity_client_ip ? svc->session_affinity_timeout : 0;
 	char comment[NFT_COMMENT_MAX + 1], cip[IP_ADDR_STRLEN];
 	const IpAddr *cips = NULL;
 
@@ -288,15 +327,25 @@ static void build_port(Builder *b, const ServiceModelInput *in, const KubeServic
 		if (!in_set(cluster, n_cluster, i) && !(has_ext && in_set(all, n_all, i)) &&
 		    !(has_ext && etp_local && in_set(loc, n_loc, i)))
 			continue;
-		chain_rules(b, add_chain(b, strdup_printf("%s/ep/%s/%u", base, addr_ident(&v[i].addr, ai), v[i].port)),
-			    endpoint_rules(svc, sp, &v[i], lproto));
+		_cleanup_free_ char *ep = strdup_printf("%s/ep/%s/%u", base, addr_ident(&v[i].addr, ai), v[i].port);
+		_cleanup_free_ char *set = ep && aff > 0 ? strdup_printf("%s/aff%u", ep, aff) : NULL;
+
+		if (!ep || (aff > 0 && !set)) {
+			b->oom = true;
+			return;
+		}
+		chain_rules(b, add_chain(b, strdup(ep)), endpoint_rules(svc, sp, &v[i], lproto, set));
+		if (set)
+			add_set(b, strdup(set),
+				strdup_printf("{ type %s; flags dynamic,timeout; timeout %us; }",
+					      family == AF_INET ? "ipv4_addr" : "ipv6_addr", aff));
 	}
 
 	/* internal traffic: the ClusterIP */
 	ip_comment(comment, sizeof(comment), &svc->meta, sp, "");
 	ip_addr_to_string(cips, cip);
 	if (n_cluster > 0) {
-		chain_rules(b, add_chain(b, strdup(base)), numgen_rule(base, v, cluster, n_cluster, comment));
+		chain_rules(b, add_chain(b, strdup(base)), numgen_rule(base, v, cluster, n_cluster, comment, aff));
 		add_elem(b, m_ips, strdup_printf("%s . %s . %u", cip, lproto, sp->port),
 			 strdup_printf("goto %s", base));
 	} else /* no endpoints at all: reject; endpoints, but none usable here (Local): drop */
@@ -346,10 +395,10 @@ static void build_port(Builder *b, const ServiceModelInput *in, const KubeServic
 		}
 		chain_rules(b, add_chain(b, TAKE_PTR(ext)), buf);
 		if (itp_local)
-			chain_rules(b, add_chain(b, strdup(all_chain)), numgen_rule(base, v, all, n_all, comment));
+			chain_rules(b, add_chain(b, strdup(all_chain)), numgen_rule(base, v, all, n_all, comment, aff));
 		if (etp_local && n_loc > 0)
 			chain_rules(b, add_chain(b, strdup_printf("%s/local", base)),
-				    numgen_rule(base, v, loc, n_loc, comment));
+				    numgen_rule(base, v, loc, n_loc, comment, aff));
 	}
 	{
 		_cleanup_free_ char *go = n_all > 0 ? strdup_printf("goto %s/ext", base) : strdup("goto svc-reject");
@@ -380,6 +429,10 @@ static int chain_cmp(const void *a, const void *b) {
 	return strcmp(((const SvcChain *) a)->name, ((const SvcChain *) b)->name);
 }
 
+static int set_cmp(const void *a, const void *b) {
+	return strcmp(((const SvcSet *) a)->name, ((const SvcSet *) b)->name);
+}
+
 static int elem_cmp(const void *a, const void *b) {
 	const SvcElem *x = a, *y = b;
 	int c = strcmp(x->map, y->map);
@@ -406,6 +459,15 @@ int service_unit_build(const ServiceModelInput *in, ServiceUnit **ret) {
 		return -ENOMEM;
 	qsort(u->chains, u->n_chains, sizeof(SvcChain), chain_cmp);
 	qsort(u->elems, u->n_elems, sizeof(SvcElem), elem_cmp);
+	qsort(u->sets, u->n_sets, sizeof(SvcSet), set_cmp);
+	w = 0;
+	for (size_t i = 0; i < u->n_sets; i++)
+		if (w > 0 && set_cmp(&u->sets[w - 1], &u->sets[i]) == 0) {
+			free(u->sets[i].name);
+			free(u->sets[i].decl);
+		} else
+			u->sets[w++] = u->sets[i];
+	u->n_sets = w;
 	/* two ports may not share protocol and port (the API server refuses it); keep the first */
 	w = 0;
 	for (size_t i = 0; i < u->n_elems; i++)
@@ -438,6 +500,11 @@ ServiceUnit *service_unit_free(ServiceUnit *u) {
 		free(u->elems[i].key);
 		free(u->elems[i].value);
 	}
+	for (size_t i = 0; i < u->n_sets; i++) {
+		free(u->sets[i].name);
+		free(u->sets[i].decl);
+	}
+	free(u->sets);
 	free(u->chains);
 	free(u->elems);
 	free(u->key);
@@ -448,8 +515,11 @@ ServiceUnit *service_unit_free(ServiceUnit *u) {
 bool service_unit_equal(const ServiceUnit *a, const ServiceUnit *b) {
 	if (!a || !b)
 		return a == b;
-	if (a->n_chains != b->n_chains || a->n_elems != b->n_elems)
+	if (a->n_chains != b->n_chains || a->n_elems != b->n_elems || a->n_sets != b->n_sets)
 		return false;
+	for (size_t i = 0; i < a->n_sets; i++)
+		if (!streq(a->sets[i].name, b->sets[i].name) || !streq(a->sets[i].decl, b->sets[i].decl))
+			return false;
 	for (size_t i = 0; i < a->n_chains; i++)
 		if (!streq(a->chains[i].name, b->chains[i].name) || !streq_ptr(a->chains[i].rules, b->chains[i].rules))
 			return false;
@@ -463,6 +533,12 @@ const SvcChain *service_unit_chain(const ServiceUnit *u, const char *name) {
 	SvcChain key = { .name = (char *) name };
 
 	return u ? bsearch(&key, u->chains, u->n_chains, sizeof(SvcChain), chain_cmp) : NULL;
+}
+
+const SvcSet *service_unit_set(const ServiceUnit *u, const char *name) {
+	SvcSet key = { .name = (char *) name };
+
+	return u ? bsearch(&key, u->sets, u->n_sets, sizeof(SvcSet), set_cmp) : NULL;
 }
 
 static const SvcElem *unit_elem(const ServiceUnit *u, const SvcElem *e) {
@@ -554,7 +630,11 @@ void service_render_unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit
 		if (!n || !streq(n->value, e->value))
 			fprintf(f, "delete element " T " %s { %s }\n", e->map, e->key);
 	}
-	/* 2. chains new or changed: declared first, since rules may jump between them */
+	/* 2. sets new (affinity), then chains new or changed: declared first, since rules may jump
+	 * between them and name the sets */
+	for (size_t i = 0; new &&i < new->n_sets; i++)
+		if (full || !service_unit_set(old, new->sets[i].name))
+			fprintf(f, "add set " T " %s %s\n", new->sets[i].name, new->sets[i].decl);
 	for (size_t i = 0; new &&i < new->n_chains; i++) {
 		const SvcChain *c = &new->chains[i], *o = service_unit_chain(old, c->name);
 
@@ -583,6 +663,10 @@ void service_render_unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit
 	for (size_t i = 0; old && i < old->n_chains; i++)
 		if (!service_unit_chain(new, old->chains[i].name))
 			fprintf(f, "delete chain " T " %s\n", old->chains[i].name);
+	/* 5. sets gone: no rule names them any more */
+	for (size_t i = 0; old && i < old->n_sets; i++)
+		if (!service_unit_set(new, old->sets[i].name))
+			fprintf(f, "delete set " T " %s\n", old->sets[i].name);
 }
 
 static int push_filter(ServiceCtFilter **v, size_t *n, const ServiceCtFilter *f) {

@@ -25,6 +25,12 @@
  *   svc-<ns>/<name>/<proto>/<port>/ip4/local   numgen over this node's endpoints (Local)
  *   svc-<ns>/<name>/<proto>/<port>/ip4/ep/<addr>/<port>   hairpin mark + DNAT
  *
+ * sessionAffinity ClientIP (kube-proxy's nftables mode): per endpoint a set
+ *   svc-<ns>/<name>/<proto>/<port>/ip4/ep/<addr>/<port>/aff<timeout>   dynamic, timeout
+ * that the endpoint chain refreshes (update @set { ip saddr }) and that every choosing chain
+ * consults before its numgen (ip saddr @set goto <endpoint>). The timeout is in the name: a
+ * changed timeoutSeconds makes new sets (the kernel cannot change a set's timeout in place).
+ *
  * A unit is a pure function of the Service, its EndpointSlices and the node; diffing two units of
  * one Service renders a batch touching only that Service's objects.
  */
@@ -49,10 +55,16 @@ typedef struct SvcElem {
 	char *value;     /* "goto svc-..." | "goto svc-reject" | "drop" */
 } SvcElem;
 
+typedef struct SvcSet {
+	char *name;
+	char *decl; /* "{ type ipv4_addr; flags dynamic,timeout; timeout 3s; }" */
+} SvcSet;
+
 typedef struct ServiceUnit {
 	char *key; /* "ns/name" */
-	size_t n_chains, n_elems;
+	size_t n_chains, n_elems, n_sets;
 	SvcChain *chains; /* sorted by name */
+	SvcSet *sets;     /* sorted by name */
 	SvcElem *elems;   /* sorted by map, key */
 } ServiceUnit;
 
@@ -73,6 +85,7 @@ ServiceUnit *service_unit_free(ServiceUnit *u);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ServiceUnit *, service_unit_free);
 bool service_unit_equal(const ServiceUnit *a, const ServiceUnit *b);
 const SvcChain *service_unit_chain(const ServiceUnit *u, const char *name);
+const SvcSet *service_unit_set(const ServiceUnit *u, const char *name);
 
 /* The fixed objects (idempotent: add, flush, rules). */
 void service_render_base(FILE *f);
