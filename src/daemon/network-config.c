@@ -290,14 +290,17 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 		size_t i;
 
 		if (!json_is_array(rv) || json_array_size(rv) > ELEMENTSOF(b->route_reflectors))
-			return config_error(ret_error, "Backend.RouteReflectors: expected an array of at most %zu node names",
+			return config_error(ret_error,
+					    "Backend.RouteReflectors: expected an array of at most %zu node names",
 					    ELEMENTSOF(b->route_reflectors));
 		json_array_foreach(rv, i, e) {
 			const char *n = json_string_value(e);
 
 			if (!n || !*n || strlen(n) >= sizeof(b->route_reflectors[0]))
-				return config_error(ret_error, "Backend.RouteReflectors[%zu]: expected a node name of 1-%zu characters",
-						    i, sizeof(b->route_reflectors[0]) - 1);
+				return config_error(
+						ret_error,
+						"Backend.RouteReflectors[%zu]: expected a node name of 1-%zu characters",
+						i, sizeof(b->route_reflectors[0]) - 1);
 			strcpy(b->route_reflectors[i], n);
 			b->n_route_reflectors++;
 		}

@@ -26,10 +26,13 @@ static int healthz_verbose(Manager *m, bool ok, char **ret) {
 	int up, r;
 
 	up = backend_bgp_probe(&m->backend, &total, &est);
-	r = asprintf(&buf, "[%c]ready\n[%c]lease\n[%c]cni-conf\n[%c]masquerade\n%s%s\n",
-		     m->ready ? '+' : '-', !m->lease_lost && access(m->lease_path, F_OK) == 0 ? '+' : '-',
-		     cni_conf_present(m->args.cni_conf_dir) ? '+' : '-', masquerade_check(m->nft, &m->masq) > 0 ? '+' : '-',
-		     up < 0 ? "" : up > 0 ? "[+]bird (not part of the verdict)\n" : "[-]bird: not answering (not part of the verdict)\n",
+	r = asprintf(&buf, "[%c]ready\n[%c]lease\n[%c]cni-conf\n[%c]masquerade\n%s%s\n", m->ready ? '+' : '-',
+		     !m->lease_lost && access(m->lease_path, F_OK) == 0 ? '+' : '-',
+		     cni_conf_present(m->args.cni_conf_dir) ? '+' : '-',
+		     masquerade_check(m->nft, &m->masq) > 0 ? '+' : '-',
+		     up < 0   ? ""
+		     : up > 0 ? "[+]bird (not part of the verdict)\n"
+			      : "[-]bird: not answering (not part of the verdict)\n",
 		     ok ? "healthz check passed" : "healthz check failed");
 	if (r < 0)
 		return -ENOMEM;

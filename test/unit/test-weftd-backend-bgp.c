@@ -234,7 +234,8 @@ static void test_render_reflector(void **state) {
 	char *c = NULL, *stripped = NULL;
 
 	assert_int_equal(bird_conf_render(&in, &c), 0);
-	assert_contains(c, "neighbor 10.99.0.12 as 64600;\n\tdirect;\n\tconnect retry time 5;\n\tgraceful restart on;\n\trr client;\n");
+	assert_contains(c,
+			"neighbor 10.99.0.12 as 64600;\n\tdirect;\n\tconnect retry time 5;\n\tgraceful restart on;\n\trr client;\n");
 	assert_null(strstr(strstr(c, "protocol bgp node_10_99_0_13"), "rr client"));
 	assert_contains(c, "export where proto = \"weft_self\" || proto ~ \"node_*\";");
 	assert_null(strstr(c, "next hop self"));
@@ -253,8 +254,11 @@ static void test_render_reflector(void **state) {
 
 	/* a client whose only peer is the reflector, which has no lease yet: nothing accepted */
 	BgpPeer client_peer = { .ip = A("10.99.0.11"), .reflector = true };
-	in = (BirdConfInput) { .router_id = A("10.99.0.12"), .local_ip = A("10.99.0.12"), .asn = 64600,
-			       .peers = &client_peer, .n_peers = 1 };
+	in = (BirdConfInput) { .router_id = A("10.99.0.12"),
+			       .local_ip = A("10.99.0.12"),
+			       .asn = 64600,
+			       .peers = &client_peer,
+			       .n_peers = 1 };
 	assert_int_equal(bird_conf_render(&in, &c), 0);
 	assert_contains(c, "import none;\n\t\texport where proto = \"weft_self\";\n\t\tnext hop self;");
 	free(c);

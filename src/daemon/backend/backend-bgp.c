@@ -86,7 +86,8 @@ int bird_conf_render(const BirdConfInput *in, char **ret) {
 		fprintf(f, "\tlocal %s as %" PRIu32 ";\n", ip_addr_to_string(&in->local_ip, a), in->asn);
 		fprintf(f, "\tneighbor %s as %" PRIu32 ";\n", ip_addr_to_string(&peer->ip, a), in->asn);
 		/* connect retry 5 s: a peer whose BIRD starts later is picked up soon (default 120 s) */
-		fprintf(f, "\t%s;\n\tconnect retry time 5;\n\tgraceful restart on;\n%s\tipv4 {\n\t\timport keep filtered on;\n",
+		fprintf(f,
+			"\t%s;\n\tconnect retry time 5;\n\tgraceful restart on;\n%s\tipv4 {\n\t\timport keep filtered on;\n",
 			peer->multihop ? "multihop" : "direct", peer->rr_client ? "\trr client;\n" : "");
 		for (size_t j = 0; j < peer->n_subnets; j++) {
 			if (peer->subnets[j].addr.family != AF_INET)

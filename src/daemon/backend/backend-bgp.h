@@ -21,7 +21,7 @@ typedef struct BgpPeer {
 	IpAddr ip;           /* its public IP: the session's neighbour and the next hop we accept */
 	IpPrefix subnets[2]; /* the only prefixes accepted from it: its leased subnet(s) */
 	size_t n_subnets;
-	bool multihop; /* not on a directly connected network (a router between us) */
+	bool multihop;  /* not on a directly connected network (a router between us) */
 	bool reflector; /* a route reflector: it also gives us other nodes' subnets (in->reflected) */
 	bool rr_client; /* we are a route reflector and it is our client: we reflect to it */
 } BgpPeer;
@@ -50,9 +50,9 @@ typedef struct BirdConfInput {
 	size_t n_external;
 	const IpPrefix *external_accept; /* the only prefixes accepted from external peers */
 	size_t n_external_accept;
-	bool reflector;             /* we are a route reflector: export what node peers gave us */
-	const BgpRoute *reflected;  /* every accepted remote subnet with its node as next hop: the */
-	size_t n_reflected;         /* only routes accepted from a reflector besides its own subnet */
+	bool reflector;            /* we are a route reflector: export what node peers gave us */
+	const BgpRoute *reflected; /* every accepted remote subnet with its node as next hop: the */
+	size_t n_reflected;        /* only routes accepted from a reflector besides its own subnet */
 } BirdConfInput;
 
 /*
