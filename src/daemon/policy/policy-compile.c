@@ -537,7 +537,9 @@ static void compile_direction(Builder *b, const PolicyInput *in, const KubeNetwo
 			used[k] = true;
 			policy_tag(pol, key + klen);
 			klen += 12;
-			if (strlen(names) + strlen(pol->meta.name) + 2 < sizeof(names) - 16) {
+			/* the longest comment that carries the names is "ingress deny, isolated by NAMES"
+			 * (26 + names): keep names + " ..." within what nftables accepts */
+			if (strlen(names) + strlen(pol->meta.name) + 2 < sizeof(names) - 30) {
 				if (names[0])
 					strcat(names, " ");
 				strcat(names, pol->meta.name);
