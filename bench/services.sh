@@ -4,6 +4,8 @@
 # (KUBE-SERVICES -> KUBE-SVC-* -> KUBE-SEP-* generated here, loaded with iptables-restore, nft
 # backend), each in its own throwaway namespace, in the same run. N Services x 5 endpoints.
 #   bench/services.sh [N...]   (default 1000 3000 10000); WEFT_BUILD as for the tests
+#   bench/services.sh --latency [N...]   (default 100 1000 10000): TCP connect time to a Service
+#                                         with N other Services loaded, weft vs iptables
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${WEFT_BUILD:-$TOP/build}
@@ -48,6 +50,72 @@ PY
 }
 
 ms() { echo "$(($(date +%s%N) / 1000))"; } # microseconds
+
+# Connection setup against the number of Services: a namespace holds N Services plus one more,
+# 10.99.99.99:80 -> 10.77.0.1:8080 (a local address of a veth device, where a server listens), and
+# a client times connect() to 10.99.99.99:80 (the first packet is NATed by the output hook: weft's
+# svc-output map lookup, or kube-proxy's KUBE-SERVICES rule list, where the target Service is the
+# last rule, as a Service created after the others is in iptables-restore's order).
+# Prints "<mode> services=N connects=C connect_us_median=.. connect_us_p90=..".
+connect_probe() { # NS LABEL N
+	ip netns exec "$1" python3 - "$2" "$3" <<'PY'
+import socket, statistics, sys, threading, time
+label, n = sys.argv[1], int(sys.argv[2])
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("10.77.0.1", 8080)); srv.listen(1024)
+def serve():
+    while True:
+        c, _ = srv.accept(); c.close()
+threading.Thread(target=serve, daemon=True).start()
+lat = []
+for i in range(2200):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+    t = time.perf_counter_ns(); s.connect(("10.99.99.99", 80)); d = time.perf_counter_ns() - t
+    s.close()
+    if i >= 200: # warm-up
+        lat.append(d / 1000)
+lat.sort()
+print(f"{label} services={n} connects={len(lat)} connect_us_median={statistics.median(lat):.1f} "
+      f"connect_us_p90={lat[int(len(lat) * 0.9)]:.1f}")
+PY
+}
+latency_ns() { # NS: a veth with the endpoint address, a route for the Service IP
+	ip netns add "$1"
+	ip -n "$1" link set lo up
+	ip -n "$1" link add d0 type veth peer name d1
+	ip -n "$1" link set d1 up
+	ip -n "$1" addr add 10.77.0.1/24 dev d0
+	ip -n "$1" link set d0 up
+	ip -n "$1" route add 10.99.99.99/32 dev d0
+}
+if [ "${1:-}" = --latency ]; then
+	shift
+	for n1 in ${@:-100 1000 10000}; do
+		latency_ns "$NS"
+		ip netns exec "$NS" "$BUILD/test/test-service-model" --bench "$n1" 10.77.0.1 >/dev/null
+		[ "$(ip netns exec "$NS" nft list map inet weft svc-ips4 | grep -c '10.99.99.99 . tcp . 80')" = 1 ] ||
+			{ echo "weft: the target Service is not programmed" >&2; exit 1; }
+		connect_probe "$NS" weft-nft "$n1"
+		ip netns del "$NS"
+		latency_ns "$NS"
+		{
+			iptables_ruleset "$n1" | sed '$d'
+			echo ":KUBE-SVC-TARGET - [0:0]"
+			echo ":KUBE-SEP-TARGET - [0:0]"
+			echo "-A KUBE-SERVICES -d 10.99.99.99/32 -p tcp -m comment --comment \"bench/target\" -m tcp --dport 80 -j KUBE-SVC-TARGET"
+			echo "-A KUBE-SVC-TARGET -j KUBE-SEP-TARGET"
+			echo "-A KUBE-SEP-TARGET -s 10.77.0.1/32 -j KUBE-MARK-MASQ"
+			echo "-A KUBE-SEP-TARGET -p tcp -m tcp -j DNAT --to-destination 10.77.0.1:8080"
+			echo COMMIT
+		} | ip netns exec "$NS" iptables-restore -w
+		ip netns exec "$NS" iptables -t nat -S KUBE-SERVICES | tail -1 | grep -q 10.99.99.99 ||
+			{ echo "iptables: the target Service is not the last rule" >&2; exit 1; }
+		connect_probe "$NS" iptables "$n1"
+		ip netns del "$NS"
+	done
+	exit 0
+fi
+
 for n in "${@:-1000 3000 10000}"; do
 	for n1 in $n; do
 		ip netns add "$NS"
