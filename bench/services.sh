@@ -90,7 +90,8 @@ latency_ns() { # NS: a veth with the endpoint address, a route for the Service I
 }
 if [ "${1:-}" = --latency ]; then
 	shift
-	for n1 in ${@:-100 1000 10000}; do
+	(($#)) || set -- 100 1000 10000
+	for n1 in "$@"; do
 		latency_ns "$NS"
 		ip netns exec "$NS" "$BUILD/test/test-service-model" --bench "$n1" 10.77.0.1 >/dev/null
 		[ "$(ip netns exec "$NS" nft list map inet weft svc-ips4 | grep -c '10.99.99.99 . tcp . 80')" = 1 ] ||

@@ -138,8 +138,9 @@ grep -q '^\[-\]bird' <<<"$HTTP_BODY" || check_fail "node3 /healthz?verbose does 
 bird_start 3
 wait_for 30 is "$(proto_of 1) " established 3 || check_fail "node3: session not back after BIRD restart"
 http_get 3 '/healthz?verbose'
-grep -q '^\[+\]bird' <<<"$HTTP_BODY" && grep -q '^bgp sessions: 1 of 1 established' <<<"$HTTP_BODY" ||
+if ! grep -q '^\[+\]bird' <<<"$HTTP_BODY" || ! grep -q '^bgp sessions: 1 of 1 established' <<<"$HTTP_BODY"; then
 	check_fail "node3 /healthz?verbose after BIRD restart: $HTTP_BODY"
+fi
 
 # ---- node4 leaves (lease released): its BIRD withdraws its subnet, gone everywhere within 10 s
 route_bird_to() { routes_bird "$1" | grep "^$2 " || true; }
