@@ -48,12 +48,12 @@
 typedef struct Step {
 	char **argv;
 	const char *in;
-	const char *prev;     /* "@FILE" */
+	const char *prev; /* "@FILE" */
 } Step;
 
 typedef struct Cmd {
 	char **argv;
-	char **env;   /* extra NAME=VALUE */
+	char **env; /* extra NAME=VALUE */
 	size_t n_env;
 	const char *in;
 	Step steps[MAX_STEPS];
@@ -405,7 +405,7 @@ int main(int argc, char *argv[]) {
 		if (getrusage(RUSAGE_CHILDREN, &ch) == 0)
 			fprintf(stderr, "cpu_us %lld\n",
 				ch.ru_utime.tv_sec * 1000000LL + ch.ru_utime.tv_usec + ch.ru_stime.tv_sec * 1000000LL +
-					ch.ru_stime.tv_usec);
+						ch.ru_stime.tv_usec);
 	}
 	fprintf(stderr, "total_us %lld\n", now_us() - t0);
 	if (lat != stdout)

@@ -273,11 +273,12 @@ int main(int argc, char *argv[]) {
 
 		if (getrusage(RUSAGE_SELF, &self) == 0 && getrusage(RUSAGE_CHILDREN, &ch) == 0)
 			fprintf(stderr, "cpu_us %lld\n",
-				self.ru_utime.tv_sec * 1000000LL + self.ru_utime.tv_usec + self.ru_stime.tv_sec * 1000000LL +
-					self.ru_stime.tv_usec + ch.ru_utime.tv_sec * 1000000LL + ch.ru_utime.tv_usec +
-					ch.ru_stime.tv_sec * 1000000LL + ch.ru_stime.tv_usec -
-					(self0.ru_utime.tv_sec * 1000000LL + self0.ru_utime.tv_usec +
-					 self0.ru_stime.tv_sec * 1000000LL + self0.ru_stime.tv_usec));
+				self.ru_utime.tv_sec * 1000000LL + self.ru_utime.tv_usec +
+						self.ru_stime.tv_sec * 1000000LL + self.ru_stime.tv_usec +
+						ch.ru_utime.tv_sec * 1000000LL + ch.ru_utime.tv_usec +
+						ch.ru_stime.tv_sec * 1000000LL + ch.ru_stime.tv_usec -
+						(self0.ru_utime.tv_sec * 1000000LL + self0.ru_utime.tv_usec +
+						 self0.ru_stime.tv_sec * 1000000LL + self0.ru_stime.tv_usec));
 	}
 	fprintf(stderr, "total_us %lld\n", now_us() - t0);
 	if (lat != stdout)

@@ -112,7 +112,8 @@ int write_file_atomic_at(int dirfd, const char *path, const void *data, size_t l
 		snprintf(dir, sizeof(dir), "%.*s", (int) (slash - path), path);
 		dfd = openat(dirfd, dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	} else
-		dfd = dirfd == AT_FDCWD ? open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+		dfd = dirfd == AT_FDCWD ? open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+					: fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
 	if (dfd >= 0)
 		(void) fsync(dfd);
 	return 0;

@@ -21,7 +21,7 @@ int loop_write(int fd, const void *buf, size_t len);
 #define WRITE_ATOMIC_NO_DIRSYNC 0x1
 /* Atomic (temp + rename) but not durable: no fsync at all. For hints and caches whose loss in a
  * crash is harmless, where two fsyncs would dominate the cost of the operation. */
-#define WRITE_ATOMIC_NO_SYNC    0x2
+#define WRITE_ATOMIC_NO_SYNC 0x2
 int write_file_atomic_at(int dirfd, const char *path, const void *data, size_t len, mode_t mode, int flags);
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
 

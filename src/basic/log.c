@@ -42,7 +42,7 @@ void log_parse_environment(void) {
 
 int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) {
 	static const char *const names[] = {
-		[LOG_EMERG] = "emerg", [LOG_ALERT] = "alert", [LOG_CRIT] = "crit", [LOG_ERR] = "error",
+		[LOG_EMERG] = "emerg",     [LOG_ALERT] = "alert",   [LOG_CRIT] = "crit", [LOG_ERR] = "error",
 		[LOG_WARNING] = "warning", [LOG_NOTICE] = "notice", [LOG_INFO] = "info", [LOG_DEBUG] = "debug",
 	};
 	int e = error < 0 ? -error : error;
@@ -58,8 +58,8 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 	va_end(ap);
 
 	if (max_level >= LOG_DEBUG)
-		fprintf(stderr, "%s[%d] %s: %s (%s:%d)\n", log_prefix ?: program_invocation_short_name,
-			(int) getpid(), names[level & 7], buf, file, line);
+		fprintf(stderr, "%s[%d] %s: %s (%s:%d)\n", log_prefix ?: program_invocation_short_name, (int) getpid(),
+			names[level & 7], buf, file, line);
 	else
 		fprintf(stderr, "%s: %s: %s\n", log_prefix ?: program_invocation_short_name, names[level & 7], buf);
 	errno = e;

@@ -11,8 +11,8 @@
 
 typedef struct Mapping {
 	unsigned long start, end;
-	bool candidate;         /* private, not writable, a file */
-	bool dirty;             /* any anonymous / swapped / dirty page seen */
+	bool candidate; /* private, not writable, a file */
+	bool dirty;     /* any anonymous / swapped / dirty page seen */
 } Mapping;
 
 static int flush(const Mapping *m) {
@@ -49,7 +49,8 @@ int mem_drop_clean_file_pages(void) {
 			continue;
 		}
 		if ((sscanf(line, "Anonymous: %lu kB", &kb) == 1 || sscanf(line, "Swap: %lu kB", &kb) == 1 ||
-		     sscanf(line, "Private_Dirty: %lu kB", &kb) == 1 || sscanf(line, "Shared_Dirty: %lu kB", &kb) == 1) &&
+		     sscanf(line, "Private_Dirty: %lu kB", &kb) == 1 ||
+		     sscanf(line, "Shared_Dirty: %lu kB", &kb) == 1) &&
 		    kb > 0)
 			m.dirty = true;
 	}

@@ -19,22 +19,16 @@ int cni_conf_render(const CniConfParams *p, char **ret) {
 	char *s, *t;
 
 	/* json_pack steals the references of "o" arguments, so a failure leaks nothing. */
-	root = json_pack("{s:s, s:s, s:[{s:s, s:s, s:b, s:b}]}",
-			 "cniVersion", "1.0.0",
-			 "name", CNI_CONF_NETWORK_NAME,
-			 "plugins",
-			 "type", "weft",
-			 "runDir", p->run_dir ?: "/run/weft",
-			 "hairpinMode", 1, "isDefaultGateway", 1);
+	root = json_pack("{s:s, s:s, s:[{s:s, s:s, s:b, s:b}]}", "cniVersion", "1.0.0", "name", CNI_CONF_NETWORK_NAME,
+			 "plugins", "type", "weft", "runDir", p->run_dir ?: "/run/weft", "hairpinMode", 1,
+			 "isDefaultGateway", 1);
 	if (!root)
 		return -ENOMEM;
 	plugins = json_object_get(root, "plugins");
-	if (p->data_dir &&
-	    json_object_set_new(json_array_get(plugins, 0), "dataDir", json_string(p->data_dir)) < 0)
+	if (p->data_dir && json_object_set_new(json_array_get(plugins, 0), "dataDir", json_string(p->data_dir)) < 0)
 		return -ENOMEM;
-	if (p->portmap &&
-	    json_array_append_new(plugins, json_pack("{s:s, s:{s:b}, s:b}", "type", "portmap", "capabilities",
-						     "portMappings", 1, "snat", 1)) < 0)
+	if (p->portmap && json_array_append_new(plugins, json_pack("{s:s, s:{s:b}, s:b}", "type", "portmap",
+								   "capabilities", "portMappings", 1, "snat", 1)) < 0)
 		return -ENOMEM;
 
 	s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

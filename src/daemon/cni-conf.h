@@ -18,9 +18,9 @@
 #define CNI_CONF_NETWORK_NAME "weft"
 
 typedef struct CniConfParams {
-	const char *run_dir;    /* where the weft plugin finds subnet.env */
-	const char *data_dir;   /* the weft plugin's address store; NULL = host-local's default */
-	bool portmap;           /* add the portmap plugin */
+	const char *run_dir;  /* where the weft plugin finds subnet.env */
+	const char *data_dir; /* the weft plugin's address store; NULL = host-local's default */
+	bool portmap;         /* add the portmap plugin */
 } CniConfParams;
 
 /* Renders the conflist JSON (pretty, trailing newline) into *ret (caller frees). 0 or -ENOMEM. */

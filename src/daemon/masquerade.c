@@ -37,25 +37,31 @@ int masquerade_render(const MasqueradeParams *p, char **ret) {
 	fputs("add table " T "\n", f);
 	fputs("add chain " T " " FWD " " FWD_SPEC "\nflush chain " T " " FWD "\n", f);
 	if (v4)
-		fprintf(f, "add rule " T " " FWD " ip saddr %s accept comment \"weftd: from pods\"\n"
-			   "add rule " T " " FWD " ip daddr %s accept comment \"weftd: to pods\"\n", n4, n4);
+		fprintf(f,
+			"add rule " T " " FWD " ip saddr %s accept comment \"weftd: from pods\"\n"
+			"add rule " T " " FWD " ip daddr %s accept comment \"weftd: to pods\"\n",
+			n4, n4);
 	if (v6)
-		fprintf(f, "add rule " T " " FWD " ip6 saddr %s accept comment \"weftd: from pods\"\n"
-			   "add rule " T " " FWD " ip6 daddr %s accept comment \"weftd: to pods\"\n", n6, n6);
+		fprintf(f,
+			"add rule " T " " FWD " ip6 saddr %s accept comment \"weftd: from pods\"\n"
+			"add rule " T " " FWD " ip6 daddr %s accept comment \"weftd: to pods\"\n",
+			n6, n6);
 
 	if (p->masquerade) {
 		fputs("add chain " T " " POST " " POST_SPEC "\nflush chain " T " " POST "\n", f);
 		if (v4)
-			fprintf(f, "add rule " T " " POST " ip saddr %s ip daddr %s return\n"
-				   "add rule " T " " POST " ip saddr %s ip daddr 224.0.0.0/4 return\n"
-				   "add rule " T " " POST " ip saddr %s masquerade fully-random "
-				   "comment \"weftd: pods to outside the cluster network\"\n",
+			fprintf(f,
+				"add rule " T " " POST " ip saddr %s ip daddr %s return\n"
+				"add rule " T " " POST " ip saddr %s ip daddr 224.0.0.0/4 return\n"
+				"add rule " T " " POST " ip saddr %s masquerade fully-random "
+				"comment \"weftd: pods to outside the cluster network\"\n",
 				n4, n4, n4, n4);
 		if (v6)
-			fprintf(f, "add rule " T " " POST " ip6 saddr %s ip6 daddr %s return\n"
-				   "add rule " T " " POST " ip6 saddr %s ip6 daddr ff00::/8 return\n"
-				   "add rule " T " " POST " ip6 saddr %s masquerade fully-random "
-				   "comment \"weftd: pods to outside the cluster network\"\n",
+			fprintf(f,
+				"add rule " T " " POST " ip6 saddr %s ip6 daddr %s return\n"
+				"add rule " T " " POST " ip6 saddr %s ip6 daddr ff00::/8 return\n"
+				"add rule " T " " POST " ip6 saddr %s masquerade fully-random "
+				"comment \"weftd: pods to outside the cluster network\"\n",
 				n6, n6, n6, n6);
 	} else
 		render_delete_chain(f, POST, POST_SPEC);

@@ -24,8 +24,8 @@
 #include "shared/nft/nft.h"
 
 typedef struct MasqueradeParams {
-	IpPrefix network;       /* AF_UNSPEC = none */
-	IpPrefix network6;      /* AF_UNSPEC = none */
+	IpPrefix network;  /* AF_UNSPEC = none */
+	IpPrefix network6; /* AF_UNSPEC = none */
 	bool masquerade;
 } MasqueradeParams;
 

@@ -34,19 +34,19 @@ const char *metrics_op_to_string(MetricsOp op);
 extern const double metrics_reconcile_buckets[METRICS_N_BUCKETS]; /* upper bounds, seconds */
 
 typedef struct Metrics {
-	IpPrefix lease_subnet;          /* AF_UNSPEC until a lease is held */
+	IpPrefix lease_subnet; /* AF_UNSPEC until a lease is held */
 	IpPrefix lease_subnet6;
-	unsigned nodes;                 /* remote leases known */
+	unsigned nodes;                   /* remote leases known */
 	unsigned routes, neighbours, fdb; /* objects of ours in the kernel after the last reconcile */
 	uint64_t reconcile_total;
 	double reconcile_sum;
 	uint64_t reconcile_bucket[METRICS_N_BUCKETS]; /* non-cumulative counts; rendered cumulative */
-	uint64_t reconcile_inf;          /* observations above the last bound */
+	uint64_t reconcile_inf;                       /* observations above the last bound */
 	uint64_t errors[_METRICS_OP_MAX];
 	uint64_t hostgw_unreachable;
 	uint64_t leases_rejected[_LEASE_REJECT_MAX]; /* by LeaseReject: each time a lease becomes refused */
-	uint64_t lease_recreated;       /* our own lease vanished from the store and was put back */
-	bool lease_lost;                /* our subnet is held by another node: unhealthy */
+	uint64_t lease_recreated;                    /* our own lease vanished from the store and was put back */
+	bool lease_lost;                             /* our subnet is held by another node: unhealthy */
 	bool datastore_connected;
 	bool ready;
 } Metrics;

@@ -32,22 +32,22 @@ static int config_error(char **ret_error, const char *fmt, ...) {
 
 static const char *json_kind(const json_t *v) {
 	switch (json_typeof(v)) {
-	case JSON_OBJECT:  return "an object";
-	case JSON_ARRAY:   return "an array";
-	case JSON_STRING:  return "a string";
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
 	case JSON_INTEGER: return "an integer";
-	case JSON_REAL:    return "a number";
+	case JSON_REAL: return "a number";
 	case JSON_TRUE:
-	case JSON_FALSE:   return "a boolean";
-	case JSON_NULL:    return "null";
+	case JSON_FALSE: return "a boolean";
+	case JSON_NULL: return "null";
 	}
 	return "?";
 }
 
 typedef struct KeySpec {
-	const char *name;       /* canonical (Flannel) spelling */
-	const char *alt;        /* lower camel case */
-	json_t *value;          /* filled by collect_keys */
+	const char *name; /* canonical (Flannel) spelling */
+	const char *alt;  /* lower camel case */
+	json_t *value;    /* filled by collect_keys */
 	const char *seen_as;
 } KeySpec;
 
@@ -89,8 +89,7 @@ static int get_bool(const KeySpec *k, const char *path, bool *ret, char **ret_er
 	return 0;
 }
 
-static int get_int(const KeySpec *k, const char *path, long long min, long long max, long long *ret,
-		   char **ret_error) {
+static int get_int(const KeySpec *k, const char *path, long long min, long long max, long long *ret, char **ret_error) {
 	long long v;
 
 	if (!json_is_integer(k->value))
@@ -124,8 +123,7 @@ static int parse_network(const KeySpec *k, int family, IpPrefix *ret, char **ret
 	return 0;
 }
 
-static int parse_subnet_len(const KeySpec *k, const IpPrefix *net, unsigned max, unsigned *ret,
-			    char **ret_error) {
+static int parse_subnet_len(const KeySpec *k, const IpPrefix *net, unsigned max, unsigned *ret, char **ret_error) {
 	char buf[IP_PREFIX_STRLEN];
 	long long v;
 	int r;
@@ -198,14 +196,10 @@ enum {
 
 static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendConfig *b, char **ret_error) {
 	KeySpec keys[_B_MAX] = {
-		[B_TYPE] = { "Type", "type" },
-		[B_VNI] = { "VNI", "vni" },
-		[B_PORT] = { "Port", "port" },
-		[B_DIRECT_ROUTING] = { "DirectRouting", "directRouting" },
-		[B_MTU] = { "MTU", "mtu" },
-		[B_AS_NUMBER] = { "ASNumber", "asNumber" },
-		[B_PEERS] = { "Peers", "peers" },
-		[B_ROUTE_REFLECTORS] = { "RouteReflectors", "routeReflectors" },
+		[B_TYPE] = { "Type", "type" },    [B_VNI] = { "VNI", "vni" },
+		[B_PORT] = { "Port", "port" },    [B_DIRECT_ROUTING] = { "DirectRouting", "directRouting" },
+		[B_MTU] = { "MTU", "mtu" },       [B_AS_NUMBER] = { "ASNumber", "asNumber" },
+		[B_PEERS] = { "Peers", "peers" }, [B_ROUTE_REFLECTORS] = { "RouteReflectors", "routeReflectors" },
 	};
 	const char *s = NULL;
 	long long v;
@@ -218,12 +212,16 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 		return r;
 
 	if (!keys[B_TYPE].value)
-		return config_error(ret_error, "Backend.Type: required (\"vxlan\", \"host-gw\", \"udp\", \"ipip\" or \"bgp\")");
+		return config_error(ret_error,
+				    "Backend.Type: required (\"vxlan\", \"host-gw\", \"udp\", \"ipip\" or \"bgp\")");
 	r = get_string(&keys[B_TYPE], "Backend.Type", &s, ret_error);
 	if (r < 0)
 		return r;
 	if (network_backend_type_from_string(s, &b->type) < 0)
-		return config_error(ret_error, "Backend.Type \"%s\": unknown backend type (expected \"vxlan\", \"host-gw\", \"udp\", \"ipip\" or \"bgp\")", s);
+		return config_error(
+				ret_error,
+				"Backend.Type \"%s\": unknown backend type (expected \"vxlan\", \"host-gw\", \"udp\", \"ipip\" or \"bgp\")",
+				s);
 
 	if (keys[B_VNI].value) {
 		r = get_int(&keys[B_VNI], "Backend.VNI", 0, 16777215, &v, ret_error);
@@ -319,14 +317,10 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 
 int network_config_parse(const char *json, NetworkConfig **ret, char **ret_error) {
 	KeySpec keys[_K_MAX] = {
-		[K_NETWORK] = { "Network", "network" },
-		[K_NETWORK6] = { "Network6", "network6" },
-		[K_SUBNET_LEN] = { "SubnetLen", "subnetLen" },
-		[K_SUBNET_LEN6] = { "SubnetLen6", "subnetLen6" },
-		[K_SUBNET_MIN] = { "SubnetMin", "subnetMin" },
-		[K_SUBNET_MAX] = { "SubnetMax", "subnetMax" },
-		[K_BACKEND] = { "Backend", "backend" },
-		[K_MASQUERADE] = { "Masquerade", "masquerade" },
+		[K_NETWORK] = { "Network", "network" },        [K_NETWORK6] = { "Network6", "network6" },
+		[K_SUBNET_LEN] = { "SubnetLen", "subnetLen" }, [K_SUBNET_LEN6] = { "SubnetLen6", "subnetLen6" },
+		[K_SUBNET_MIN] = { "SubnetMin", "subnetMin" }, [K_SUBNET_MAX] = { "SubnetMax", "subnetMax" },
+		[K_BACKEND] = { "Backend", "backend" },        [K_MASQUERADE] = { "Masquerade", "masquerade" },
 	};
 	_cleanup_free_ NetworkConfig *cfg = NULL;
 	json_t *root;
@@ -436,8 +430,8 @@ int network_config_parse(const char *json, NetworkConfig **ret, char **ret_error
 	if (cfg->subnet_min.family == AF_INET && cfg->subnet_max.family == AF_INET &&
 	    ip_addr_cmp(&cfg->subnet_min, &cfg->subnet_max) > 0) {
 		char b2[IP_ADDR_STRLEN];
-		r = config_error(ret_error, "SubnetMin %s is above SubnetMax %s", ip_addr_to_string(&cfg->subnet_min, buf),
-				 ip_addr_to_string(&cfg->subnet_max, b2));
+		r = config_error(ret_error, "SubnetMin %s is above SubnetMax %s",
+				 ip_addr_to_string(&cfg->subnet_min, buf), ip_addr_to_string(&cfg->subnet_max, b2));
 		goto finish;
 	}
 
@@ -479,8 +473,7 @@ NetworkConfig *network_config_free(NetworkConfig *cfg) {
 	return NULL;
 }
 
-int network_config_check_overlap(const NetworkConfig *cfg, const IpPrefix *other, const char *what,
-				 char **ret_error) {
+int network_config_check_overlap(const NetworkConfig *cfg, const IpPrefix *other, const char *what, char **ret_error) {
 	char a[IP_PREFIX_STRLEN], b[IP_PREFIX_STRLEN];
 	const IpPrefix *net;
 	const char *name;
@@ -510,16 +503,11 @@ int network_config_check_overlap(const NetworkConfig *cfg, const IpPrefix *other
 
 const char *network_backend_type_to_string(NetworkBackendType t) {
 	switch (t) {
-	case NETWORK_BACKEND_VXLAN:
-		return "vxlan";
-	case NETWORK_BACKEND_HOST_GW:
-		return "host-gw";
-	case NETWORK_BACKEND_UDP:
-		return "udp";
-	case NETWORK_BACKEND_IPIP:
-		return "ipip";
-	case NETWORK_BACKEND_BGP:
-		return "bgp";
+	case NETWORK_BACKEND_VXLAN: return "vxlan";
+	case NETWORK_BACKEND_HOST_GW: return "host-gw";
+	case NETWORK_BACKEND_UDP: return "udp";
+	case NETWORK_BACKEND_IPIP: return "ipip";
+	case NETWORK_BACKEND_BGP: return "bgp";
 	}
 	return NULL;
 }

@@ -24,36 +24,36 @@
 typedef enum NetworkBackendType {
 	NETWORK_BACKEND_VXLAN,
 	NETWORK_BACKEND_HOST_GW,
-	NETWORK_BACKEND_UDP,            /* Flannel's first backend: TUN + userspace UDP (backend-udp.c) */
-	NETWORK_BACKEND_BGP,            /* Calico's BGP through BIRD (backend-bgp.c) */
-	NETWORK_BACKEND_IPIP,           /* Calico's ipipMode (backend-ipip.c); DirectRouting = CrossSubnet */
+	NETWORK_BACKEND_UDP,  /* Flannel's first backend: TUN + userspace UDP (backend-udp.c) */
+	NETWORK_BACKEND_BGP,  /* Calico's BGP through BIRD (backend-bgp.c) */
+	NETWORK_BACKEND_IPIP, /* Calico's ipipMode (backend-ipip.c); DirectRouting = CrossSubnet */
 } NetworkBackendType;
 
 typedef struct NetworkBackendConfig {
 	NetworkBackendType type;
-	uint32_t vni;           /* 0..16777215, default 1 (vxlan) */
-	uint16_t port;          /* UDP port, default 4789 (vxlan), 8285 (udp) */
-	bool direct_routing;    /* vxlan: use host-gw style routes to nodes on the same L2 */
-	uint32_t mtu;           /* 0 = derive from the underlay */
-	uint32_t asn;           /* bgp: the cluster's AS number ("ASNumber"), default 64512 */
+	uint32_t vni;        /* 0..16777215, default 1 (vxlan) */
+	uint16_t port;       /* UDP port, default 4789 (vxlan), 8285 (udp) */
+	bool direct_routing; /* vxlan: use host-gw style routes to nodes on the same L2 */
+	uint32_t mtu;        /* 0 = derive from the underlay */
+	uint32_t asn;        /* bgp: the cluster's AS number ("ASNumber"), default 64512 */
 	struct {
 		IpAddr ip;
 		uint32_t asn;
-	} peers[8];             /* bgp: external peers ("Peers"); each node uses those on its own segment */
+	} peers[8]; /* bgp: external peers ("Peers"); each node uses those on its own segment */
 	size_t n_peers;
 	char route_reflectors[8][64]; /* bgp: node names ("RouteReflectors"); none = full mesh */
 	size_t n_route_reflectors;
 } NetworkBackendConfig;
 
 typedef struct NetworkConfig {
-	IpPrefix network;       /* IPv4 cluster network; addr.family AF_UNSPEC = none (IPv6-only) */
-	IpPrefix network6;      /* IPv6 cluster network; AF_UNSPEC = none */
-	unsigned subnet_len;    /* per-node IPv4 subnet length, default 24 */
-	unsigned subnet_len6;   /* per-node IPv6 subnet length, default 64 */
-	IpAddr subnet_min;      /* first IPv4 subnet that may be leased; AF_UNSPEC = network start */
-	IpAddr subnet_max;      /* last IPv4 subnet that may be leased; AF_UNSPEC = network end */
+	IpPrefix network;     /* IPv4 cluster network; addr.family AF_UNSPEC = none (IPv6-only) */
+	IpPrefix network6;    /* IPv6 cluster network; AF_UNSPEC = none */
+	unsigned subnet_len;  /* per-node IPv4 subnet length, default 24 */
+	unsigned subnet_len6; /* per-node IPv6 subnet length, default 64 */
+	IpAddr subnet_min;    /* first IPv4 subnet that may be leased; AF_UNSPEC = network start */
+	IpAddr subnet_max;    /* last IPv4 subnet that may be leased; AF_UNSPEC = network end */
 	NetworkBackendConfig backend;
-	bool masquerade;        /* default true */
+	bool masquerade; /* default true */
 } NetworkConfig;
 
 /*
@@ -73,8 +73,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(NetworkConfig *, network_config_free);
  * does not overlap the cluster Network/Network6 of the same family. 0 if fine; -EEXIST with
  * "Network 10.244.0.0/16 overlaps <what> 10.244.1.0/24" in *ret_error otherwise.
  */
-int network_config_check_overlap(const NetworkConfig *cfg, const IpPrefix *other, const char *what,
-				 char **ret_error);
+int network_config_check_overlap(const NetworkConfig *cfg, const IpPrefix *other, const char *what, char **ret_error);
 
 /* "vxlan" | "host-gw" | "udp" | "ipip" | "bgp"; NULL for an unknown value. */
 const char *network_backend_type_to_string(NetworkBackendType t);

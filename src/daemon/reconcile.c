@@ -165,7 +165,8 @@ int reconcile_plan(NodeObjects *desired, size_t n_desired, ReconcileObserved *ob
 			const NlRoute *h = lower_bound(&o->routes[j], obs->routes, obs->n_routes, sizeof(NlRoute),
 						       route_key_cmp);
 			o->route_present[j] = o->route_replace[j] = o->route_foreign[j] = false;
-			if (!h && lower_bound(&o->routes[j], obs->foreign, obs->n_foreign, sizeof(NlRoute), route_key_cmp)) {
+			if (!h &&
+			    lower_bound(&o->routes[j], obs->foreign, obs->n_foreign, sizeof(NlRoute), route_key_cmp)) {
 				/* someone else's route (the kernel's connected one, a static one): not ours to
 				 * replace; reconciler_run() skips the whole node */
 				o->route_foreign[j] = true;
@@ -480,9 +481,9 @@ int reconciler_select(Reconciler *r) {
 			if (w)
 				detail = strdup_printf("conflicts with the older lease %s of node %s (%s)", w->key,
 						       w->lease.node_name ?: "",
-						       v == LEASE_REJECT_OVERLAP ? "same subnet"
+						       v == LEASE_REJECT_OVERLAP          ? "same subnet"
 						       : v == LEASE_REJECT_DUPLICATE_NAME ? "same node name"
-											: "same VTEP MAC");
+											  : "same VTEP MAC");
 			else
 				(void) lease_filter_check(&f, &d->lease, &detail);
 			log_warning("Refusing lease %s of node \"%s\": %s [%s]", d->key, d->lease.node_name ?: "",
@@ -497,20 +498,20 @@ int reconciler_select(Reconciler *r) {
 
 /* ---- observation (netlink dumps) ---- */
 
-#define GROW(arr, n, alloc)                                                           \
-	({                                                                            \
-		int _r = 0;                                                           \
-		if ((n) == (alloc)) {                                                 \
-			size_t _na = (alloc) ? (alloc) * 2 : 256;                     \
-			void *_p = reallocarray((arr), _na, sizeof(*(arr)));          \
-			if (!_p)                                                      \
-				_r = -ENOMEM;                                         \
-			else {                                                        \
-				(arr) = _p;                                           \
-				(alloc) = _na;                                        \
-			}                                                             \
-		}                                                                     \
-		_r;                                                                   \
+#define GROW(arr, n, alloc)                                                                                            \
+	({                                                                                                             \
+		int _r = 0;                                                                                            \
+		if ((n) == (alloc)) {                                                                                  \
+			size_t _na = (alloc) ? (alloc) *2 : 256;                                                       \
+			void *_p = reallocarray((arr), _na, sizeof(*(arr)));                                           \
+			if (!_p)                                                                                       \
+				_r = -ENOMEM;                                                                          \
+			else {                                                                                         \
+				(arr) = _p;                                                                            \
+				(alloc) = _na;                                                                         \
+			}                                                                                              \
+		}                                                                                                      \
+		_r;                                                                                                    \
 	})
 
 typedef struct ObserveCtx {
@@ -630,7 +631,7 @@ static int apply_deletes(Reconciler *r, const ReconcilePlan *p) {
 }
 
 typedef struct ApplyCounts {
-	unsigned routes, neigh, fdb;    /* in place after the pass */
+	unsigned routes, neigh, fdb; /* in place after the pass */
 	unsigned added;
 } ApplyCounts;
 
@@ -643,7 +644,8 @@ static void kernel_conflict(Reconciler *r, DesiredNode *d, const NlRoute *rt) {
 		return;
 	log_warning("Refusing lease %s of node \"%s\": the kernel has a route to %s that weft did not install; "
 		    "leaving it alone [%s]",
-		    d->key, d->lease.node_name ?: "", route_str(rt, buf), lease_reject_to_string(LEASE_REJECT_KERNEL_CONFLICT));
+		    d->key, d->lease.node_name ?: "", route_str(rt, buf),
+		    lease_reject_to_string(LEASE_REJECT_KERNEL_CONFLICT));
 	count_rejected(r, LEASE_REJECT_KERNEL_CONFLICT);
 	d->kernel_conflict = true;
 }
@@ -711,7 +713,8 @@ static int apply_node(Reconciler *r, const NodeObjects *o, DesiredNode *d, Apply
 	cnt->fdb += o->has_fdb;
 	cnt->routes += (unsigned) o->n_routes;
 	if (d && d->kernel_conflict) {
-		log_info("Lease %s of node %s: the conflicting route is gone, installed now", d->key, d->lease.node_name ?: "");
+		log_info("Lease %s of node %s: the conflicting route is gone, installed now", d->key,
+			 d->lease.node_name ?: "");
 		d->kernel_conflict = false;
 	}
 	return 0;
@@ -768,7 +771,8 @@ static int render_all(Reconciler *r, NodeObjects **ret, DesiredNode ***ret_from,
 		}
 		if (k < 0) {
 			if (!d->refused)
-				log_warning_errno(k, "Node %s: lease unusable with backend %s (public IP %s%s): skipping",
+				log_warning_errno(k,
+						  "Node %s: lease unusable with backend %s (public IP %s%s): skipping",
 						  d->lease.node_name ?: "", r->backend->ops->name,
 						  ip_addr_to_string(&d->lease.public_ip, a),
 						  d->lease.has_vtep_mac ? "" : ", no VTEP MAC");

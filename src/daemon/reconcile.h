@@ -34,13 +34,13 @@
 #include "shared/nl/nl.h"
 
 typedef struct ReconcileObserved {
-	NlRoute *routes;        /* ours only (protocol WEFT_RTPROT) */
+	NlRoute *routes; /* ours only (protocol WEFT_RTPROT) */
 	size_t n_routes;
-	NlNeigh *neigh;         /* permanent neighbours on the VTEP */
+	NlNeigh *neigh; /* permanent neighbours on the VTEP */
 	size_t n_neigh;
-	NlNeigh *fdb;           /* FDB entries on the VTEP with a remote dst */
+	NlNeigh *fdb; /* FDB entries on the VTEP with a remote dst */
 	size_t n_fdb;
-	NlRoute *foreign;       /* main-table routes weft did not install: never replaced, never deleted */
+	NlRoute *foreign; /* main-table routes weft did not install: never replaced, never deleted */
 	size_t n_foreign;
 } ReconcileObserved;
 
@@ -51,9 +51,9 @@ typedef struct ReconcilePlan {
 	size_t n_del_neigh;
 	NlNeigh *del_fdb;
 	size_t n_del_fdb;
-	size_t n_add;           /* objects missing or to be replaced */
-	size_t n_present;       /* objects already right */
-	size_t n_conflict;      /* routes held by a route weft did not install */
+	size_t n_add;      /* objects missing or to be replaced */
+	size_t n_present;  /* objects already right */
+	size_t n_conflict; /* routes held by a route weft did not install */
 } ReconcilePlan;
 
 void reconcile_plan_done(ReconcilePlan *p);
@@ -68,23 +68,23 @@ void reconcile_observed_done(ReconcileObserved *o);
 int reconcile_plan(NodeObjects *desired, size_t n_desired, ReconcileObserved *obs, ReconcilePlan *ret);
 
 typedef struct DesiredNode {
-	char *key;              /* datastore key (owned) */
-	NodeLease lease;        /* lease.key is NULL here: use `key` */
-	bool judged;            /* verdict is from a pass (a new lease has none yet) */
-	LeaseReject verdict;    /* import filter: logged and counted when it changes */
-	bool refused;           /* render() refused it: logged and counted once, until it changes */
-	bool kernel_conflict;   /* a foreign route holds its destination: logged and counted once */
+	char *key;            /* datastore key (owned) */
+	NodeLease lease;      /* lease.key is NULL here: use `key` */
+	bool judged;          /* verdict is from a pass (a new lease has none yet) */
+	LeaseReject verdict;  /* import filter: logged and counted when it changes */
+	bool refused;         /* render() refused it: logged and counted once, until it changes */
+	bool kernel_conflict; /* a foreign route holds its destination: logged and counted once */
 } DesiredNode;
 
 typedef struct Reconciler {
-	Backend *backend;       /* not owned */
-	NlSock *nl;             /* not owned */
-	Metrics *metrics;       /* not owned */
+	Backend *backend;             /* not owned */
+	NlSock *nl;                   /* not owned */
+	Metrics *metrics;             /* not owned */
 	const NetworkConfig *network; /* not owned; NULL = no network checks (unit tests) */
-	const char *self_name;  /* not owned: outlives the reconciler (weftd's --node-name) */
-	DesiredNode *nodes;     /* sorted by key; never contains our own lease */
+	const char *self_name;        /* not owned: outlives the reconciler (weftd's --node-name) */
+	DesiredNode *nodes;           /* sorted by key; never contains our own lease */
 	size_t n_nodes, n_alloc;
-	bool synced;            /* a full lease list has arrived: pruning is safe from now on */
+	bool synced; /* a full lease list has arrived: pruning is safe from now on */
 } Reconciler;
 
 void reconciler_init(Reconciler *r, Backend *b, NlSock *nl, Metrics *m, const char *self_name);

@@ -182,8 +182,8 @@ static int conn_respond(StatusConn *c) {
 	body = resp.body ?: status_text(resp.status);
 	r = asprintf(&c->out,
 		     "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s%s",
-		     resp.status, status_text(resp.status), resp.content_type ?: "text/plain", strlen(body) + !resp.body,
-		     body, resp.body ? "" : "\n");
+		     resp.status, status_text(resp.status), resp.content_type ?: "text/plain",
+		     strlen(body) + !resp.body, body, resp.body ? "" : "\n");
 	free(resp.body);
 	if (r < 0) {
 		c->out = NULL;
@@ -283,7 +283,8 @@ static int listen_io(EventSource *src, int fd, uint32_t revents, void *userdata)
 	}
 }
 
-int status_server_new(EventLoop *e, const char *listen_addr, StatusHandlerFn handler, void *userdata, StatusServer **ret) {
+int status_server_new(EventLoop *e, const char *listen_addr, StatusHandlerFn handler, void *userdata,
+		      StatusServer **ret) {
 	_cleanup_(status_server_freep) StatusServer *s = NULL;
 	struct sockaddr_storage ss;
 	socklen_t len;

@@ -15,9 +15,9 @@
 typedef struct StatusServer StatusServer;
 
 typedef struct StatusResponse {
-	int status;                     /* 200, 404, 503 ... */
-	const char *content_type;       /* static string */
-	char *body;                     /* malloc'ed, freed by the server */
+	int status;               /* 200, 404, 503 ... */
+	const char *content_type; /* static string */
+	char *body;               /* malloc'ed, freed by the server */
 } StatusResponse;
 
 /* Fills *resp for one request; query is what followed '?' ("" if nothing). Return < 0 to answer 500. */

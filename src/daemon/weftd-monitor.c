@@ -74,8 +74,8 @@ static int on_monitor(EventSource *s, int fd, uint32_t revents, void *userdata) 
 
 int manager_monitor_open(Manager *m) {
 	static const unsigned groups[] = {
-		RTNLGRP_LINK, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE, RTNLGRP_NEIGH,
-		RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR,
+		RTNLGRP_LINK,  RTNLGRP_IPV4_ROUTE,  RTNLGRP_IPV6_ROUTE,
+		RTNLGRP_NEIGH, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR,
 	};
 	int r;
 

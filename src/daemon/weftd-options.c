@@ -91,31 +91,30 @@ enum {
 };
 
 int weftd_parse_args(int argc, char *argv[], Args *a) {
-	static const struct option options[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "node-name", required_argument, NULL, ARG_NODE_NAME },
-		{ "public-ip", required_argument, NULL, ARG_PUBLIC_IP },
-		{ "iface", required_argument, NULL, ARG_IFACE },
-		{ "etcd-endpoints", required_argument, NULL, ARG_ETCD_ENDPOINTS },
-		{ "etcd-prefix", required_argument, NULL, ARG_ETCD_PREFIX },
-		{ "etcd-timeout", required_argument, NULL, ARG_ETCD_TIMEOUT },
-		{ "net-config", required_argument, NULL, ARG_NET_CONFIG },
-		{ "cni-conf-dir", required_argument, NULL, ARG_CNI_CONF_DIR },
-		{ "cni-bin-dir", required_argument, NULL, ARG_CNI_BIN_DIR },
-		{ "run-dir", required_argument, NULL, ARG_RUN_DIR },
-		{ "state-dir", required_argument, NULL, ARG_STATE_DIR },
-		{ "listen", required_argument, NULL, ARG_LISTEN },
-		{ "resync-interval", required_argument, NULL, ARG_RESYNC },
-		{ "relist-interval", required_argument, NULL, ARG_RELIST },
-		{ "lease-ttl", required_argument, NULL, ARG_LEASE_TTL },
-		{ "keep-lease", no_argument, NULL, ARG_KEEP_LEASE },
-		{ "ipam-data-dir", required_argument, NULL, ARG_IPAM_DATA_DIR },
-		{ "datastore", required_argument, NULL, ARG_DATASTORE },
-		{ "kubeconfig", required_argument, NULL, ARG_KUBECONFIG },
-		{ "objects-datastore", required_argument, NULL, ARG_OBJECTS_DATASTORE },
-		{ "policy-log-drops", no_argument, NULL, ARG_POLICY_LOG_DROPS },
-		{}
-	};
+	static const struct option options[] = { { "help", no_argument, NULL, 'h' },
+						 { "node-name", required_argument, NULL, ARG_NODE_NAME },
+						 { "public-ip", required_argument, NULL, ARG_PUBLIC_IP },
+						 { "iface", required_argument, NULL, ARG_IFACE },
+						 { "etcd-endpoints", required_argument, NULL, ARG_ETCD_ENDPOINTS },
+						 { "etcd-prefix", required_argument, NULL, ARG_ETCD_PREFIX },
+						 { "etcd-timeout", required_argument, NULL, ARG_ETCD_TIMEOUT },
+						 { "net-config", required_argument, NULL, ARG_NET_CONFIG },
+						 { "cni-conf-dir", required_argument, NULL, ARG_CNI_CONF_DIR },
+						 { "cni-bin-dir", required_argument, NULL, ARG_CNI_BIN_DIR },
+						 { "run-dir", required_argument, NULL, ARG_RUN_DIR },
+						 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+						 { "listen", required_argument, NULL, ARG_LISTEN },
+						 { "resync-interval", required_argument, NULL, ARG_RESYNC },
+						 { "relist-interval", required_argument, NULL, ARG_RELIST },
+						 { "lease-ttl", required_argument, NULL, ARG_LEASE_TTL },
+						 { "keep-lease", no_argument, NULL, ARG_KEEP_LEASE },
+						 { "ipam-data-dir", required_argument, NULL, ARG_IPAM_DATA_DIR },
+						 { "datastore", required_argument, NULL, ARG_DATASTORE },
+						 { "kubeconfig", required_argument, NULL, ARG_KUBECONFIG },
+						 { "objects-datastore", required_argument, NULL,
+						   ARG_OBJECTS_DATASTORE },
+						 { "policy-log-drops", no_argument, NULL, ARG_POLICY_LOG_DROPS },
+						 {} };
 	int c;
 
 	*a = (Args) {
@@ -133,9 +132,7 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 	};
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
 		switch (c) {
-		case 'h':
-			help();
-			exit(EXIT_SUCCESS);
+		case 'h': help(); exit(EXIT_SUCCESS);
 		case ARG_NODE_NAME: a->node_name = optarg; break;
 		case ARG_PUBLIC_IP: a->public_ip = optarg; break;
 		case ARG_IFACE: a->iface = optarg; break;
@@ -158,7 +155,8 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 			break;
 		case ARG_OBJECTS_DATASTORE:
 			if (!streq(optarg, "none") && !streq(optarg, "etcd") && !streq(optarg, "kubernetes"))
-				return log_error_errno(EINVAL, "Invalid --objects-datastore '%s' (none, etcd or kubernetes)",
+				return log_error_errno(EINVAL,
+						       "Invalid --objects-datastore '%s' (none, etcd or kubernetes)",
 						       optarg);
 			a->objects_datastore = optarg;
 			break;
@@ -176,10 +174,10 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 			break;
 		case ARG_LEASE_TTL:
 			if (safe_atoi(optarg, &a->lease_ttl_sec) < 0 || a->lease_ttl_sec < 2)
-				return log_error_errno(EINVAL, "Invalid --lease-ttl '%s' (seconds, at least 2)", optarg);
+				return log_error_errno(EINVAL, "Invalid --lease-ttl '%s' (seconds, at least 2)",
+						       optarg);
 			break;
-		default:
-			return -EINVAL;
+		default: return -EINVAL;
 		}
 	}
 	if (!a->objects_datastore)
@@ -187,8 +185,9 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 	/* Leases in etcd with objects from Kubernetes is a Flannel-on-etcd cluster; the other way round
 	 * (leases in Node objects, objects in etcd) has no cluster that would run it. */
 	if (streq(a->datastore, "kubernetes") && streq(a->objects_datastore, "etcd"))
-		return log_error_errno(EINVAL, "--datastore kubernetes with --objects-datastore etcd is not supported "
-					       "(supported: etcd+none, etcd+etcd, etcd+kubernetes, kubernetes+kubernetes, "
-					       "kubernetes+none)");
+		return log_error_errno(EINVAL,
+				       "--datastore kubernetes with --objects-datastore etcd is not supported "
+				       "(supported: etcd+none, etcd+etcd, etcd+kubernetes, kubernetes+kubernetes, "
+				       "kubernetes+none)");
 	return 0;
 }

@@ -18,7 +18,6 @@
 #include "basic/string-util.h"
 #include "daemon/weftd.h"
 
-
 /* Our IPv6 subnet is derived from the IPv4 one (same index into Network6), so the store's
  * compare-and-swap on the IPv4 subnet keeps both unique. -ERANGE if Network6 is too small. */
 static int derive_subnet6(const NetworkConfig *c, const IpPrefix *subnet, IpPrefix *ret) {
@@ -48,8 +47,8 @@ static int startup_fail_config(Manager *m, const char *msg) {
 
 int manager_validate_config(Manager *m) {
 	for (size_t i = 0; i < m->backend.n_connected; i++) {
-		_cleanup_free_ char *err = NULL, *what = strdup_printf("the underlay network of %s",
-								      m->backend.underlay_name);
+		_cleanup_free_ char *err = NULL,
+				    *what = strdup_printf("the underlay network of %s", m->backend.underlay_name);
 
 		if (!what)
 			return log_error_errno(ENOMEM, "Out of memory");
@@ -107,7 +106,8 @@ static int startup_connect(Manager *m) {
 
 	r = m->ds_ops->get_network_config(m->ds, &json);
 	if (r == -ENOENT) {
-		log_warning("No network config at %s/config yet (attempt %u): waiting", m->args.etcd_prefix, m->attempt);
+		log_warning("No network config at %s/config yet (attempt %u): waiting", m->args.etcd_prefix,
+			    m->attempt);
 		return -EAGAIN;
 	}
 	if (r < 0) {
@@ -202,7 +202,8 @@ static int startup_acquire(Manager *m) {
 	}
 	log_info("Acquired subnet %s%s%s for node %s (public IP %s)", ip_prefix_to_string(&lease.subnet, a),
 		 ip_addr_is_set(&lease.subnet6.addr) ? " and " : "",
-		 ip_addr_is_set(&lease.subnet6.addr) ? ip_prefix_to_string(&lease.subnet6, (char[IP_PREFIX_STRLEN]) {}) : "",
+		 ip_addr_is_set(&lease.subnet6.addr) ? ip_prefix_to_string(&lease.subnet6, (char[IP_PREFIX_STRLEN]) {})
+						     : "",
 		 m->args.node_name, ip_addr_to_string(&m->backend.public_ip, (char[IP_ADDR_STRLEN]) {}));
 
 	r = manager_state_write_subnet(m, &lease.subnet);

@@ -13,8 +13,8 @@
 #include "daemon/weftd.h"
 
 static bool healthy(Manager *m) {
-	return m->ready && !m->lease_lost && access(m->lease_path, F_OK) == 0 && cni_conf_present(m->args.cni_conf_dir) &&
-	       masquerade_check(m->nft, &m->masq) > 0;
+	return m->ready && !m->lease_lost && access(m->lease_path, F_OK) == 0 &&
+	       cni_conf_present(m->args.cni_conf_dir) && masquerade_check(m->nft, &m->masq) > 0;
 }
 
 /* /healthz?verbose: the checks one per line. BIRD is reported but never fails the check: the

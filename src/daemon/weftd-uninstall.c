@@ -50,7 +50,8 @@ int manager_uninstall(Manager *m) {
 
 	r = masquerade_uninstall(m->nft, &err);
 	if (r < 0)
-		RET_GATHER(ret, log_error_errno(r, "Failed to remove nftables chains: %m%s%s", err ? ": " : "", err ?: ""));
+		RET_GATHER(ret,
+			   log_error_errno(r, "Failed to remove nftables chains: %m%s%s", err ? ": " : "", err ?: ""));
 	else
 		log_info("Removed nftables chains node-*");
 

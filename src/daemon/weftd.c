@@ -145,7 +145,8 @@ void manager_on_ds_event(const DatastoreEvent *ev, void *userdata) {
 	case DS_EVENT_NODE_UPSERT:
 		r = reconciler_upsert(&m->rec, ev->node);
 		if (r > 0) {
-			log_info("Node %s: subnet %s", ev->node->node_name ?: "", ip_prefix_to_string(&ev->node->subnet, a));
+			log_info("Node %s: subnet %s", ev->node->node_name ?: "",
+				 ip_prefix_to_string(&ev->node->subnet, a));
 			manager_schedule_reconcile(m);
 		}
 		break;
@@ -269,7 +270,8 @@ static int run_daemon(Manager *m) {
 	}
 	if (!node_name_valid(m->args.node_name)) {
 		log_error("Invalid node name \"%s\": it must be a Kubernetes node name (lowercase letters, digits, "
-			  "'-' and '.', at most %d characters)", m->args.node_name, NODE_NAME_MAX);
+			  "'-' and '.', at most %d characters)",
+			  m->args.node_name, NODE_NAME_MAX);
 		return -EXIT_CONFIG;
 	}
 	if (m->args.public_ip && ip_addr_parse(m->args.public_ip, &public_ip) < 0)
@@ -305,9 +307,9 @@ static int run_daemon(Manager *m) {
 	m->backend.node_name = m->args.node_name;
 	r = backend_find_underlay(&m->backend, m->args.iface, m->args.public_ip ? &public_ip : NULL);
 	if (r < 0)
-		return log_error_errno(r, "Failed to find the underlay interface%s%s%s%s: %m",
-				       m->args.iface ? " " : "", m->args.iface ?: "",
-				       m->args.public_ip ? " with address " : "", m->args.public_ip ?: "");
+		return log_error_errno(r, "Failed to find the underlay interface%s%s%s%s: %m", m->args.iface ? " " : "",
+				       m->args.iface ?: "", m->args.public_ip ? " with address " : "",
+				       m->args.public_ip ?: "");
 	log_info("Underlay %s (MTU %u), public IP %s", m->backend.underlay_name, m->backend.underlay_mtu,
 		 ip_addr_to_string(&m->backend.public_ip, (char[IP_ADDR_STRLEN]) {}));
 	if (m->config) {
@@ -321,7 +323,7 @@ static int run_daemon(Manager *m) {
 	r = event_loop_new(&m->loop);
 	if (r < 0)
 		return log_error_errno(r, "Failed to create event loop: %m");
-	m->backend.loop = m->loop; /* the udp backend watches its TUN and socket in it */
+	m->backend.loop = m->loop;            /* the udp backend watches its TUN and socket in it */
 	m->backend.run_dir = m->args.run_dir; /* the bgp backend's bird.conf and bird.ctl */
 	r = event_loop_add_signals(m->loop, sigs, on_signal, m, NULL);
 	if (r < 0)

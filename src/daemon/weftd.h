@@ -40,9 +40,9 @@ typedef struct Args {
 	const char *node_name;
 	const char *public_ip;
 	const char *iface;
-	const char *datastore;          /* "etcd" | "kubernetes" */
-	const char *objects_datastore;  /* "none" | "etcd" | "kubernetes" (weftd-objects.c) */
-	const char *kubeconfig;         /* NULL = in-cluster service account */
+	const char *datastore;         /* "etcd" | "kubernetes" */
+	const char *objects_datastore; /* "none" | "etcd" | "kubernetes" (weftd-objects.c) */
+	const char *kubeconfig;        /* NULL = in-cluster service account */
 	const char *etcd_endpoints;
 	const char *etcd_prefix;
 	const char *net_config;
@@ -53,17 +53,17 @@ typedef struct Args {
 	const char *state_dir;
 	const char *listen;
 	uint64_t resync_usec;
-	uint64_t relist_usec;           /* re-list the datastore this often (on a resync tick); 0 = never */
-	uint64_t etcd_timeout_usec;     /* 0 = forever */
+	uint64_t relist_usec;       /* re-list the datastore this often (on a resync tick); 0 = never */
+	uint64_t etcd_timeout_usec; /* 0 = forever */
 	int lease_ttl_sec;
 	bool keep_lease;
-	bool policy_log_drops;          /* --policy-log-drops (or WEFT_POLICY_LOG_DROPS set) */
+	bool policy_log_drops; /* --policy-log-drops (or WEFT_POLICY_LOG_DROPS set) */
 } Args;
 
 typedef enum StartupState {
-	STARTUP_CONNECT,        /* open the datastore, read the config */
-	STARTUP_ACQUIRE,        /* VTEP, lease, local programming, watch */
-	STARTUP_WAIT_SYNC,      /* waiting for the first full lease list */
+	STARTUP_CONNECT,   /* open the datastore, read the config */
+	STARTUP_ACQUIRE,   /* VTEP, lease, local programming, watch */
+	STARTUP_WAIT_SYNC, /* waiting for the first full lease list */
 	STARTUP_DONE,
 } StartupState;
 
@@ -75,21 +75,21 @@ typedef struct ObjectConsumer {
 } ObjectConsumer;
 
 typedef struct ObjectsState {
-	ObjectCache *cache;             /* NULL with --objects-datastore none */
+	ObjectCache *cache; /* NULL with --objects-datastore none */
 	const ObjectSourceOps *ops;
 	void *source;
-	KubeClient *kube;               /* the objects' own client: one of these two */
+	KubeClient *kube; /* the objects' own client: one of these two */
 	EtcdClient *etcd;
 	KubeObjectSource *kube_source;
 	EtcdObjectSource *etcd_source;
 	EventSource *client_io, *relist_timer;
 	ObjectConsumer consumers[4];
 	size_t n_consumers;
-	double started;                 /* CLOCK_MONOTONIC seconds */
+	double started;                    /* CLOCK_MONOTONIC seconds */
 	double last_delta[_KUBE_KIND_MAX]; /* unix seconds of each kind's last delta (0 = none yet) */
-	char **rejected_seen;           /* "kind/ns/name: reason" already logged */
-	struct PolicyAgent *policy;     /* NetworkPolicy enforcement (policy/policy-agent.h) */
-	struct ServiceAgent *services;  /* Services, kube-proxy's job (service/service-agent.h) */
+	char **rejected_seen;              /* "kind/ns/name: reason" already logged */
+	struct PolicyAgent *policy;        /* NetworkPolicy enforcement (policy/policy-agent.h) */
+	struct ServiceAgent *services;     /* Services, kube-proxy's job (service/service-agent.h) */
 	size_t n_rejected_seen;
 } ObjectsState;
 
@@ -115,8 +115,8 @@ typedef struct Manager {
 	uint64_t backoff_usec;
 	unsigned attempt;
 	bool ready;
-	bool trimmed;           /* heap trimmed after the first reconcile pass */
-	bool lease_lost;        /* another node holds our subnet: unhealthy until restarted */
+	bool trimmed;    /* heap trimmed after the first reconcile pass */
+	bool lease_lost; /* another node holds our subnet: unhealthy until restarted */
 	uint64_t resyncs_since_relist;
 	char lease_path[PATH_MAX];
 } Manager;

@@ -44,8 +44,8 @@ int cni_cache_write(const char *cache_dir, const CniCacheEntry *e) {
 	if (r < 0)
 		return r;
 	/* Field order as libcni's cachedInfo struct, so the files diff cleanly against cnitool's. */
-	o = json_pack("{s:s,s:s,s:s,s:s,s:s}", "kind", CNI_CACHE_KIND_V1, "containerId", e->container_id, "config",
-		      b64, "ifName", e->ifname, "networkName", e->network_name);
+	o = json_pack("{s:s,s:s,s:s,s:s,s:s}", "kind", CNI_CACHE_KIND_V1, "containerId", e->container_id, "config", b64,
+		      "ifName", e->ifname, "networkName", e->network_name);
 	if (!o)
 		return -ENOMEM;
 	r = 0;
@@ -125,8 +125,7 @@ static int entry_parse(const char *text, size_t len, bool legacy_ok, CniCacheEnt
 	return 0;
 }
 
-int cni_cache_read(const char *cache_dir, const char *net, const char *cid, const char *ifname,
-		   CniCacheEntry **ret) {
+int cni_cache_read(const char *cache_dir, const char *net, const char *cid, const char *ifname, CniCacheEntry **ret) {
 	_cleanup_free_ char *path = NULL, *text = NULL;
 	size_t len;
 	int r;

@@ -16,18 +16,18 @@
 #include "basic/macro.h"
 
 #define CNI_CACHE_DIR_DEFAULT "/var/lib/cni"
-#define CNI_CACHE_KIND_V1     "cniCacheV1"
+#define CNI_CACHE_KIND_V1 "cniCacheV1"
 
 typedef struct CniCacheEntry {
-	json_t *root;             /* owned when read; NULL in an entry built for writing */
+	json_t *root; /* owned when read; NULL in an entry built for writing */
 	/* Views: borrowed from root when read, from the caller when writing. */
 	const char *network_name;
 	const char *container_id;
 	const char *ifname;
-	const char *netns;        /* NULL if not recorded (libcni < 1.2 does not write it) */
-	json_t *cni_args;         /* array of [key, value] or NULL */
-	json_t *capability_args;  /* object or NULL */
-	json_t *result;           /* object or NULL */
+	const char *netns;       /* NULL if not recorded (libcni < 1.2 does not write it) */
+	json_t *cni_args;        /* array of [key, value] or NULL */
+	json_t *capability_args; /* object or NULL */
+	json_t *result;          /* object or NULL */
 	/* The network config list bytes (decoded from base64 when read). Owned when read. */
 	char *config;
 	size_t config_len;
@@ -45,8 +45,7 @@ int cni_cache_write(const char *cache_dir, const CniCacheEntry *e);
 
 /* Reads one attachment. -ENOENT if absent, -EINVAL if unparseable. A pre-cniCacheV1 file (the
  * bare result) comes back with only ->result set. */
-int cni_cache_read(const char *cache_dir, const char *net, const char *cid, const char *ifname,
-		   CniCacheEntry **ret);
+int cni_cache_read(const char *cache_dir, const char *net, const char *cid, const char *ifname, CniCacheEntry **ret);
 
 /* Removes it; absent is fine. */
 int cni_cache_remove(const char *cache_dir, const char *net, const char *cid, const char *ifname);

@@ -93,8 +93,8 @@ oom:
 }
 
 static void plugin_env_set_command(PluginEnv *e, const char *cmd) {
-	static const char *const cmds[] = { "CNI_COMMAND=ADD", "CNI_COMMAND=DEL", "CNI_COMMAND=CHECK",
-					    "CNI_COMMAND=GC", "CNI_COMMAND=STATUS", "CNI_COMMAND=VERSION" };
+	static const char *const cmds[] = { "CNI_COMMAND=ADD", "CNI_COMMAND=DEL",    "CNI_COMMAND=CHECK",
+					    "CNI_COMMAND=GC",  "CNI_COMMAND=STATUS", "CNI_COMMAND=VERSION" };
 	for (size_t i = 0; i < ELEMENTSOF(cmds); i++)
 		if (streq(cmds[i] + strlen("CNI_COMMAND="), cmd)) {
 			e->envp[e->cmd] = (char *) cmds[i];
@@ -163,16 +163,16 @@ static int run_plugin(const CniNetConfList *l, json_t *plugin, PluginEnv *env, c
 	if (r < 0) {
 		cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to find plugin \"%s\" in path [%s]", type,
 			      env->own[5] + strlen("CNI_PATH="));
-		return log_error_errno(r, "plugin type=\"%s\" name=\"%s\" failed (%s): %s", type, l->name,
-				       cmd, err->msg ?: "");
+		return log_error_errno(r, "plugin type=\"%s\" name=\"%s\" failed (%s): %s", type, l->name, cmd,
+				       err->msg ?: "");
 	}
 	plugin_env_set_command(env, cmd);
 	r = cni_exec(exe, env->envp, conf, strlen(conf), ret_out, err);
 	if (r < 0) {
 		if (!err->code)
 			cni_error_set(err, r, CNI_ERR_INTERNAL, "%s: %s", exe, strerror(-r));
-		return log_error_errno(r, "plugin type=\"%s\" name=\"%s\" failed (%s): %s", type, l->name,
-				       cmd, err->msg ?: "");
+		return log_error_errno(r, "plugin type=\"%s\" name=\"%s\" failed (%s): %s", type, l->name, cmd,
+				       err->msg ?: "");
 	}
 	return 0;
 }
@@ -371,15 +371,15 @@ int cni_chain_check(const CniNetConfList *l, const CniRuntime *rt, CniError *err
 
 	if (l->version < CNI_VERSION_0_4_0)
 		return cni_error_set(err, -EOPNOTSUPP, CNI_ERR_INCOMPATIBLE_VERSION,
-				     "configuration version \"%s\" does not support the CHECK command",
-				     l->version_str);
+				     "configuration version \"%s\" does not support the CHECK command", l->version_str);
 	if (l->disable_check)
 		return 0;
 	r = cni_cache_read(rt->cache_dir, l->name, rt->container_id, rt->ifname, &cached);
 	if (r < 0 || !cached->result)
 		return cni_error_set(err, r < 0 ? r : -ENOENT, CNI_ERR_UNKNOWN_CONTAINER,
 				     "failed to get network \"%s\" cached result for %s/%s: %s", l->name,
-				     rt->container_id, rt->ifname, r == -ENOENT || r >= 0 ? "none cached" : strerror(-r));
+				     rt->container_id, rt->ifname,
+				     r == -ENOENT || r >= 0 ? "none cached" : strerror(-r));
 	prev = result_as_list_version(cached->result, l, err);
 	if (!prev)
 		return -EINVAL;
@@ -412,8 +412,8 @@ static bool attachment_valid(const CniAttachment *valid, size_t n, const char *c
 }
 
 /* Sends `cmd` (GC, STATUS) to every plugin with name/cniVersion and `extra` injected. */
-static int run_all(const CniNetConfList *l, const CniRuntime *rt, const char *cmd, json_t *extra,
-		   bool keep_going, CniError *err) {
+static int run_all(const CniNetConfList *l, const CniRuntime *rt, const char *cmd, json_t *extra, bool keep_going,
+		   CniError *err) {
 	_cleanup_(plugin_env_done) PluginEnv env = {};
 	CniRuntime none = { .container_id = "", .netns = "", .ifname = "", .cni_path = rt->cni_path };
 	json_t *plugin;

@@ -17,11 +17,11 @@
 
 typedef struct CniRuntime {
 	const char *container_id;
-	const char *netns;       /* "" when there is none (DEL of a gone sandbox, GC, STATUS) */
+	const char *netns; /* "" when there is none (DEL of a gone sandbox, GC, STATUS) */
 	const char *ifname;
-	json_t *cni_args;        /* [[key, value], ...] or NULL: CNI_ARGS for the plugins, cached */
-	json_t *cap_args;        /* capability args object or NULL: filtered into runtimeConfig */
-	const char *cni_path;    /* colon separated plugin search path */
+	json_t *cni_args;     /* [[key, value], ...] or NULL: CNI_ARGS for the plugins, cached */
+	json_t *cap_args;     /* capability args object or NULL: filtered into runtimeConfig */
+	const char *cni_path; /* colon separated plugin search path */
 	const char *cache_dir;
 } CniRuntime;
 

@@ -28,10 +28,12 @@ static int conf_list_validate(CniNetConfList *l, CniError *err) {
 	size_t i;
 
 	if (!json_is_object(l->root))
-		return cni_error_set(err, -EINVAL, CNI_ERR_DECODE, "error parsing configuration list: not a JSON object");
+		return cni_error_set(err, -EINVAL, CNI_ERR_DECODE,
+				     "error parsing configuration list: not a JSON object");
 	name = json_object_get(l->root, "name");
 	if (!name)
-		return cni_error_set(err, -EINVAL, CNI_ERR_INVALID_NETCONF, "error parsing configuration list: no name");
+		return cni_error_set(err, -EINVAL, CNI_ERR_INVALID_NETCONF,
+				     "error parsing configuration list: no name");
 	if (!json_is_string(name))
 		return cni_error_set(err, -EINVAL, CNI_ERR_INVALID_NETCONF,
 				     "error parsing configuration list: invalid name type");
@@ -87,9 +89,10 @@ static int conf_list_validate(CniNetConfList *l, CniError *err) {
 						     "failed to parse plugin config %zu: invalid 'capabilities'", i);
 			json_object_foreach(caps, k, v)
 				if (!json_is_boolean(v))
-					return cni_error_set(err, -EINVAL, CNI_ERR_INVALID_NETCONF,
-							     "failed to parse plugin config %zu: capability \"%s\" is not a boolean",
-							     i, k);
+					return cni_error_set(
+							err, -EINVAL, CNI_ERR_INVALID_NETCONF,
+							"failed to parse plugin config %zu: capability \"%s\" is not a boolean",
+							i, k);
 		}
 	}
 	return 0;
@@ -145,8 +148,7 @@ int cni_conf_list_from_bytes(char *bytes, size_t len, CniNetConfList **ret, CniE
 	return conf_list_parse(bytes, len, NULL, NULL, ret, err);
 }
 
-static int conf_parse(char *bytes, size_t len, const char *want, bool *ret_named, CniNetConfList **ret,
-		      CniError *err) {
+static int conf_parse(char *bytes, size_t len, const char *want, bool *ret_named, CniNetConfList **ret, CniError *err) {
 	_cleanup_free_ char *owned = bytes;
 	json_t *conf, *type, *name, *ver, *list;
 	char *text;

@@ -14,8 +14,8 @@
 #include "shared/cni/cni-types.h"
 
 typedef struct CniNetConfList {
-	json_t *root;            /* the list object (owned) */
-	char *bytes;             /* the list as text: the file's bytes, or the wrapped single config */
+	json_t *root; /* the list object (owned) */
+	char *bytes;  /* the list as text: the file's bytes, or the wrapped single config */
 	size_t n_bytes;
 	char *path;              /* file it came from, NULL when built from bytes */
 	const char *name;        /* borrowed from root */
@@ -23,7 +23,7 @@ typedef struct CniNetConfList {
 	CniVersion version;
 	bool disable_check;
 	bool disable_gc;
-	json_t *plugins;         /* borrowed: non-empty array of objects, each with a string "type" */
+	json_t *plugins; /* borrowed: non-empty array of objects, each with a string "type" */
 } CniNetConfList;
 
 CniNetConfList *cni_conf_list_free(CniNetConfList *l);

@@ -27,10 +27,10 @@
 #include "tool/install-cni.h"
 
 #define PLUGIN_MODE 0755
-#define CONF_MODE   0644
+#define CONF_MODE 0644
 /* Temp files carry this prefix (a dot file: runtimes list the bin dir by plugin name and never
  * look at these) so a run killed between create and rename can be cleaned up by the next one. */
-#define TMP_PREFIX  ".weft-install."
+#define TMP_PREFIX ".weft-install."
 /* Older leftovers than this are from a dead run, not from one installing concurrently. */
 #define TMP_STALE_SEC (10 * 60)
 
@@ -54,13 +54,12 @@ typedef struct InstallItem {
 } InstallItem;
 
 static void usage(FILE *f) {
-	fprintf(f,
-		"Usage: weft install-cni --src DIR --dest DIR [--plugins NAME[,NAME...]]\n"
-		"                        [--conf-src FILE --conf-dest DIR]\n"
-		"Copies plugin executables from --src into --dest (atomic per file: temp + fsync + rename,\n"
-		"so running plugins are unaffected), skipping files that are already identical. Default\n"
-		"plugin list: every executable in --src. Only the listed names are written in --dest.\n"
-		"--conf-src/--conf-dest install one CNI config file the same way (mode 0644).\n");
+	fprintf(f, "Usage: weft install-cni --src DIR --dest DIR [--plugins NAME[,NAME...]]\n"
+		   "                        [--conf-src FILE --conf-dest DIR]\n"
+		   "Copies plugin executables from --src into --dest (atomic per file: temp + fsync + rename,\n"
+		   "so running plugins are unaffected), skipping files that are already identical. Default\n"
+		   "plugin list: every executable in --src. Only the listed names are written in --dest.\n"
+		   "--conf-src/--conf-dest install one CNI config file the same way (mode 0644).\n");
 }
 
 static bool name_valid(const char *s) {
@@ -231,7 +230,8 @@ static int install_item(const InstallItem *it, int dest_dfd, const char *dest, m
 				return log_error_errno(errno, "Failed to open %s/%s for reading: %m", dest, it->name);
 			r = same_content(it->fd, cur, it->st.st_size);
 			if (r < 0)
-				return log_error_errno(r, "Failed to compare %s with %s/%s: %m", it->name, dest, it->name);
+				return log_error_errno(r, "Failed to compare %s with %s/%s: %m", it->name, dest,
+						       it->name);
 			if (r > 0) {
 				*ret = INSTALL_UNCHANGED;
 				return 0;
@@ -340,7 +340,13 @@ static int install_all(const InstallItem *items, size_t n, int dest_dfd, const c
 }
 
 int install_cni_main(int argc, char *argv[]) {
-	enum { ARG_SRC = 0x100, ARG_DEST, ARG_PLUGINS, ARG_CONF_SRC, ARG_CONF_DEST };
+	enum {
+		ARG_SRC = 0x100,
+		ARG_DEST,
+		ARG_PLUGINS,
+		ARG_CONF_SRC,
+		ARG_CONF_DEST
+	};
 	static const struct option options[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "src", required_argument, NULL, ARG_SRC },
@@ -360,17 +366,13 @@ int install_cni_main(int argc, char *argv[]) {
 
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			return EXIT_SUCCESS;
+		case 'h': usage(stdout); return EXIT_SUCCESS;
 		case ARG_SRC: src = optarg; break;
 		case ARG_DEST: dest = optarg; break;
 		case ARG_PLUGINS: plugins = optarg; break;
 		case ARG_CONF_SRC: conf_src = optarg; break;
 		case ARG_CONF_DEST: conf_dest = optarg; break;
-		default:
-			usage(stderr);
-			return EXIT_FAILURE;
+		default: usage(stderr); return EXIT_FAILURE;
 		}
 	if (optind < argc) {
 		log_error("Unexpected argument '%s'", argv[optind]);

@@ -32,7 +32,7 @@
 #include "tool/policy-cmd.h"
 
 #define NETCONFPATH_DEFAULT "/etc/cni/net.d"
-#define CNI_PATH_DEFAULT    "/opt/cni/bin"
+#define CNI_PATH_DEFAULT "/opt/cni/bin"
 
 typedef struct Options {
 	const char *conf_dir;
@@ -301,8 +301,7 @@ static int run(const char *cmd, const char *net, const char *netns_arg, Options 
 		CniError ce = {};
 
 		if (bytes && cni_conf_list_from_bytes(bytes, cached->config_len, &l, &ce) >= 0) {
-			log_info("Network %s not in %s; using the config cached with the attachment", net,
-				 o->conf_dir);
+			log_info("Network %s not in %s; using the config cached with the attachment", net, o->conf_dir);
 			cni_error_clear(&err);
 			r = 0;
 		}
@@ -431,27 +430,13 @@ static int cni_main(int argc, char *argv[]) {
 		return EXIT_FAILURE;
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			return EXIT_SUCCESS;
-		case ARG_CONF_DIR:
-			o.conf_dir = optarg;
-			break;
-		case ARG_CACHE_DIR:
-			o.cache_dir = optarg;
-			break;
-		case ARG_CONTAINER_ID:
-			o.container_id = optarg;
-			break;
-		case ARG_ETCD_ENDPOINTS:
-			o.rec.endpoints = optarg;
-			break;
-		case ARG_ETCD_PREFIX:
-			o.rec.prefix = optarg;
-			break;
-		case ARG_NODE_NAME:
-			o.rec.node_name = optarg;
-			break;
+		case 'h': usage(stdout); return EXIT_SUCCESS;
+		case ARG_CONF_DIR: o.conf_dir = optarg; break;
+		case ARG_CACHE_DIR: o.cache_dir = optarg; break;
+		case ARG_CONTAINER_ID: o.container_id = optarg; break;
+		case ARG_ETCD_ENDPOINTS: o.rec.endpoints = optarg; break;
+		case ARG_ETCD_PREFIX: o.rec.prefix = optarg; break;
+		case ARG_NODE_NAME: o.rec.node_name = optarg; break;
 		case ARG_LABEL:
 			if (strv_extend(&o.rec.labels, optarg) < 0)
 				return EXIT_FAILURE;
@@ -462,9 +447,7 @@ static int cni_main(int argc, char *argv[]) {
 				return EXIT_FAILURE;
 			}
 			break;
-		default:
-			usage(stderr);
-			return EXIT_FAILURE;
+		default: usage(stderr); return EXIT_FAILURE;
 		}
 	n = argc - optind;
 	if (n < 2) {

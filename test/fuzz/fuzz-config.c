@@ -67,8 +67,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
 	{
 		_cleanup_free_ char *cargs = args_env ? strdup_printf("CNI_%s", args_env) : NULL;
-		char *envp[] = { "CNI_COMMAND=ADD", "CNI_CONTAINERID=fuzz", "CNI_NETNS=/run/netns/fuzz", "CNI_IFNAME=eth0",
-				 "CNI_PATH=/opt/cni/bin", cargs, NULL };
+		char *envp[] = { "CNI_COMMAND=ADD",
+				 "CNI_CONTAINERID=fuzz",
+				 "CNI_NETNS=/run/netns/fuzz",
+				 "CNI_IFNAME=eth0",
+				 "CNI_PATH=/opt/cni/bin",
+				 cargs,
+				 NULL };
 		CniArgs a = {};
 		CniError err = {};
 

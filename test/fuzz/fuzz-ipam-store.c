@@ -199,18 +199,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 		ipam_store_free(s);
 	}
 	switch (data[0] % 4) {
-	case 0:
-		entry(data + 1, size - 1);
-		break;
-	case 1:
-		index_body(data + 1, size - 1, false);
-		break;
-	case 2:
-		index_body(data + 1, size - 1, true);
-		break;
-	default:
-		last_reserved(data + 1, size - 1);
-		break;
+	case 0: entry(data + 1, size - 1); break;
+	case 1: index_body(data + 1, size - 1, false); break;
+	case 2: index_body(data + 1, size - 1, true); break;
+	default: last_reserved(data + 1, size - 1); break;
 	}
 	return 0;
 }

@@ -37,8 +37,12 @@ static inline int fuzz_age_cmp(const LeaseCandidate *a, const LeaseCandidate *b)
 static inline void fuzz_check_leases(const NodeLease *ls, const char *const *keys, size_t n) {
 	static const uint8_t self_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
 	IpPrefix local[2];
-	LeaseFilter f = { .subnet_len = 24, .subnet_len6 = 64, .self_name = "node1", .self_mac = self_mac,
-			  .local = local, .n_local = 2 };
+	LeaseFilter f = { .subnet_len = 24,
+			  .subnet_len6 = 64,
+			  .self_name = "node1",
+			  .self_mac = self_mac,
+			  .local = local,
+			  .n_local = 2 };
 	LeaseCandidate c[FUZZ_LEASES_MAX];
 	LeaseReject checked[FUZZ_LEASES_MAX];
 

@@ -48,8 +48,8 @@ static void test_cid_matches(void **state) {
 /* ids that fit keep the forms of earlier versions (elements written before still match on DEL);
  * a long network is hashed first, then a long container ID too; every form fits. */
 static void test_id_forms(void **state) {
-	char buf[NFT_COMMENT_MAX + 1], want[8192], hn[CNI_ATTACHMENT_HASH_LEN + 1],
-		hc[CNI_ATTACHMENT_HASH_LEN + 1], net[101], cid[4097];
+	char buf[NFT_COMMENT_MAX + 1], want[8192], hn[CNI_ATTACHMENT_HASH_LEN + 1], hc[CNI_ATTACHMENT_HASH_LEN + 1],
+			net[101], cid[4097];
 
 	memset(net, 'n', sizeof(net) - 1);
 	net[sizeof(net) - 1] = 0;

@@ -93,7 +93,8 @@ static void test_exec_big_output_before_reading(void **state) {
 	CniError err = {};
 	json_t *out = NULL;
 
-	script("big", "printf '{\"pad\":\"'; head -c 300000 /dev/zero | tr '\\0' a; printf '\"}'; cat >/dev/null", 0755);
+	script("big", "printf '{\"pad\":\"'; head -c 300000 /dev/zero | tr '\\0' a; printf '\"}'; cat >/dev/null",
+	       0755);
 	memset(data, ' ', 1 << 20);
 	assert_int_equal(cni_exec(exe, NULL, data, 1 << 20, &out, &err), 0);
 	assert_int_equal(strlen(json_string_value(json_object_get(out, "pad"))), 300000);
@@ -118,7 +119,9 @@ static void test_exec_errors(void **state) {
 	CniError err = {};
 	json_t *out = NULL;
 
-	script("cnierr", "cat >/dev/null; echo '{\"cniVersion\":\"1.0.0\",\"code\":11,\"msg\":\"try later\",\"details\":\"d\"}'; exit 1", 0755);
+	script("cnierr",
+	       "cat >/dev/null; echo '{\"cniVersion\":\"1.0.0\",\"code\":11,\"msg\":\"try later\",\"details\":\"d\"}'; exit 1",
+	       0755);
 	assert_int_equal(cni_exec(e1, NULL, "{}", 2, &out, &err), -EIO);
 	assert_int_equal(err.code, 11);
 	assert_string_equal(err.msg, "try later");
@@ -160,12 +163,13 @@ static int parse_req(CniRequest *req, const char *conf) {
 static void test_ipam_exec(void **state) {
 	_cleanup_free_ char *in = path_of("ipam.in"), *cmdf = path_of("ipam.cmd"), *got = NULL, *gotcmd = NULL;
 	_cleanup_free_ char *body = strdup_printf(
-		"cat > '%s'; echo \"$CNI_COMMAND $CNI_CONTAINERID $CNI_IFNAME\" > '%s'\n"
-		"[ \"$CNI_COMMAND\" = ADD ] && echo '{\"cniVersion\":\"0.4.0\",\"ips\":[{\"version\":\"4\",\"address\":\"10.1.0.5/24\",\"gateway\":\"10.1.0.1\"}],"
-		"\"routes\":[{\"dst\":\"0.0.0.0/0\"}],\"dns\":{}}'\nexit 0",
-		in, cmdf);
+			"cat > '%s'; echo \"$CNI_COMMAND $CNI_CONTAINERID $CNI_IFNAME\" > '%s'\n"
+			"[ \"$CNI_COMMAND\" = ADD ] && echo '{\"cniVersion\":\"0.4.0\",\"ips\":[{\"version\":\"4\",\"address\":\"10.1.0.5/24\",\"gateway\":\"10.1.0.1\"}],"
+			"\"routes\":[{\"dst\":\"0.0.0.0/0\"}],\"dns\":{}}'\nexit 0",
+			in, cmdf);
 	_cleanup_free_ char *cni_path = strdup_printf("%s", dir);
-	const char conf[] = "{\"cniVersion\":\"1.0.0\", \"name\":\"n\",\"type\":\"bridge\",\"ipam\":{\"type\":\"fake-ipam\"}}";
+	const char conf[] =
+			"{\"cniVersion\":\"1.0.0\", \"name\":\"n\",\"type\":\"bridge\",\"ipam\":{\"type\":\"fake-ipam\"}}";
 	CniResult *res = NULL;
 	CniRequest req;
 
@@ -199,12 +203,16 @@ static void test_ipam_exec(void **state) {
 	assert_true(cni_ipam_exec(&req, CNI_CMD_ADD, &res) < 0);
 	assert_int_equal(req.error.code, CNI_ERR_INVALID_NETCONF);
 	cni_request_done(&req);
-	assert_int_equal(parse_req(&req, "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"bridge\",\"ipam\":{}}"), 0);
+	assert_int_equal(parse_req(&req, "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"bridge\",\"ipam\":{}}"),
+			 0);
 	assert_true(cni_ipam_exec(&req, CNI_CMD_ADD, &res) < 0);
 	assert_int_equal(req.error.code, CNI_ERR_INVALID_NETCONF);
 	assert_non_null(strstr(req.error.msg, "ipam.type"));
 	cni_request_done(&req);
-	assert_int_equal(parse_req(&req, "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"bridge\",\"ipam\":{\"type\":\"nope\"}}"), 0);
+	assert_int_equal(
+			parse_req(&req,
+				  "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"bridge\",\"ipam\":{\"type\":\"nope\"}}"),
+			0);
 	assert_int_equal(cni_ipam_exec(&req, CNI_CMD_ADD, &res), -ENOENT);
 	assert_int_equal(req.error.code, CNI_ERR_INTERNAL);
 	assert_non_null(strstr(req.error.msg, "failed to find plugin \"nope\""));
@@ -215,7 +223,8 @@ static void test_ipam_exec(void **state) {
 /* CNI_PATH is optional for ADD/CHECK/DEL: parsing succeeds without it, and only a delegation
  * fails, with code 4 naming CNI_PATH and the plugin it was needed for, without running anything. */
 static void test_ipam_exec_without_cni_path(void **state) {
-	const char conf[] = "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"bridge\",\"ipam\":{\"type\":\"fake-ipam\"}}";
+	const char conf[] =
+			"{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"bridge\",\"ipam\":{\"type\":\"fake-ipam\"}}";
 	char *envp[] = { "CNI_COMMAND=DEL", "CNI_CONTAINERID=c1", "CNI_IFNAME=eth0", NULL };
 	_cleanup_free_ char *cmdf = path_of("fake-ipam.ran");
 	CniResult *res = NULL;

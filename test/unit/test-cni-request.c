@@ -130,7 +130,8 @@ static void test_env_required(void **state) {
 			assert_int_equal(r, 0);
 			cni_request_done(&req);
 		} else
-			expect_err(env_build(&e, t[i].cmd, t[i].unset, NULL), t[i].conf, CNI_ERR_INVALID_ENV, name, t[i].cmd);
+			expect_err(env_build(&e, t[i].cmd, t[i].unset, NULL), t[i].conf, CNI_ERR_INVALID_ENV, name,
+				   t[i].cmd);
 	}
 }
 
@@ -170,8 +171,11 @@ static void test_env_invalid(void **state) {
 		CniRequest req;
 		Env e;
 
-		assert_int_equal(parse(&req, env_build(&e, "ADD", "CNI_IFNAME=abcdefghijklmno",
-							"CNI_CONTAINERID=Abc_1.2-3", NULL), CONF_OK), 0);
+		assert_int_equal(parse(&req,
+				       env_build(&e, "ADD", "CNI_IFNAME=abcdefghijklmno", "CNI_CONTAINERID=Abc_1.2-3",
+						 NULL),
+				       CONF_OK),
+				 0);
 		cni_request_done(&req);
 	}
 	/* No CNI_COMMAND at all. */
@@ -190,10 +194,11 @@ static void test_args(void **state) {
 	assert_int_equal(cni_args_parse("", &a, &err), 0);
 	assert_int_equal(a.n_ips, 0);
 
-	assert_int_equal(cni_args_parse("IP=10.1.0.5,fd00::5/64;MAC=AA:bb:cc:dd:ee:ff;K8S_POD_NAME=p;K8S_POD_NAMESPACE=ns;"
-					"K8S_POD_INFRA_CONTAINER_ID=abc;K8S_POD_UID=u-1",
-					&a, &err),
-			 0);
+	assert_int_equal(
+			cni_args_parse("IP=10.1.0.5,fd00::5/64;MAC=AA:bb:cc:dd:ee:ff;K8S_POD_NAME=p;K8S_POD_NAMESPACE=ns;"
+				       "K8S_POD_INFRA_CONTAINER_ID=abc;K8S_POD_UID=u-1",
+				       &a, &err),
+			0);
 	assert_int_equal(a.n_ips, 2);
 	assert_string_equal(ip_addr_to_string(&a.ips[0], buf), "10.1.0.5");
 	assert_string_equal(ip_addr_to_string(&a.ips[1], buf), "fd00::5");
@@ -243,11 +248,13 @@ static void test_config_errors(void **state) {
 	expect_err(env, CONF_OK " trailing", CNI_ERR_DECODE, NULL, NULL);
 	expect_err(env, "{\"cniVersion\":\"9.9.9\",\"name\":\"n\",\"type\":\"t\"}", CNI_ERR_INCOMPATIBLE_VERSION,
 		   "\"9.9.9\"", "1.1.0");
-	expect_err(env, "{\"cniVersion\":1,\"name\":\"n\",\"type\":\"t\"}", CNI_ERR_INVALID_NETCONF, "cniVersion", NULL);
+	expect_err(env, "{\"cniVersion\":1,\"name\":\"n\",\"type\":\"t\"}", CNI_ERR_INVALID_NETCONF, "cniVersion",
+		   NULL);
 	expect_err(env, "{\"cniVersion\":\"1.0.0\",\"type\":\"t\"}", CNI_ERR_INVALID_NETCONF, "\"name\"", "missing");
 	expect_err(env, "{\"cniVersion\":\"1.0.0\",\"name\":\"../x\",\"type\":\"t\"}", CNI_ERR_INVALID_NETCONF,
 		   "\"name\"", "\"../x\"");
-	expect_err(env, "{\"cniVersion\":\"1.0.0\",\"name\":5,\"type\":\"t\"}", CNI_ERR_INVALID_NETCONF, "\"name\"", NULL);
+	expect_err(env, "{\"cniVersion\":\"1.0.0\",\"name\":5,\"type\":\"t\"}", CNI_ERR_INVALID_NETCONF, "\"name\"",
+		   NULL);
 	expect_err(env, "{\"cniVersion\":\"1.0.0\",\"name\":\"n\"}", CNI_ERR_INVALID_NETCONF, "\"type\"", "missing");
 	expect_err(env, "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"../bin/sh\"}", CNI_ERR_INVALID_NETCONF,
 		   "\"type\"", "\"../bin/sh\"");
@@ -255,7 +262,8 @@ static void test_config_errors(void **state) {
 		   "\"ipam\"", NULL);
 	expect_err(env, "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"t\",\"dns\":{\"nameservers\":\"x\"}}",
 		   CNI_ERR_INVALID_NETCONF, "\"dns\"", NULL);
-	expect_err(env, "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"t\",\"args\":{\"cni\":{\"ips\":[\"1.2.3\"]}}}",
+	expect_err(env,
+		   "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"t\",\"args\":{\"cni\":{\"ips\":[\"1.2.3\"]}}}",
 		   CNI_ERR_INVALID_NETCONF, "args.cni.ips[0]", "\"1.2.3\"");
 	expect_err(env, "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"t\",\"runtimeConfig\":{\"mac\":\"nope\"}}",
 		   CNI_ERR_INVALID_NETCONF, "runtimeConfig.mac", "\"nope\"");
@@ -271,7 +279,8 @@ static void test_config_errors(void **state) {
 		   "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"t\",\"runtimeConfig\":{\"bandwidth\":"
 		   "{\"ingressRate\":-1}}}",
 		   CNI_ERR_INVALID_NETCONF, "ingressRate", NULL);
-	expect_err(env, "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"t\",\"prevResult\":{\"ips\":[{\"address\":\"x\"}]}}",
+	expect_err(env,
+		   "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"t\",\"prevResult\":{\"ips\":[{\"address\":\"x\"}]}}",
 		   CNI_ERR_DECODE, "prevResult", "\"x\"");
 
 	/* Command/version rules. */
@@ -296,19 +305,19 @@ static void test_env_error_keeps_config_version(void **state) {
 
 static void test_config_full(void **state) {
 	static const char conf[] =
-		"{\"cniVersion\":\"1.1.0\",\"name\":\"k8s-pod-network\",\"type\":\"bridge\",\"extra\":{\"x\":1},"
-		"\"ipam\":{\"type\":\"host-local\",\"subnet\":\"10.1.0.0/16\"},"
-		"\"dns\":{\"nameservers\":[\"10.96.0.10\"],\"search\":[\"svc.cluster.local\"]},"
-		"\"args\":{\"cni\":{\"ips\":[\"10.1.0.7/16\"],\"mac\":\"02:00:00:00:00:02\"}},"
-		"\"runtimeConfig\":{\"ips\":[\"fd00::7\"],\"mac\":\"02:00:00:00:00:03\","
-		"\"ipRanges\":[[{\"subnet\":\"10.2.0.0/24\"}]],"
-		"\"portMappings\":[{\"HostPort\":8080,\"ContainerPort\":80,\"Protocol\":\"TCP\",\"HostIP\":\"\"},"
-		"{\"hostPort\":53,\"containerPort\":53,\"protocol\":\"udp\",\"hostIP\":\"127.0.0.1\"}],"
-		"\"bandwidth\":{\"IngressRate\":1000,\"ingressBurst\":2000,\"egressRate\":3000,\"EgressBurst\":4000}},"
-		"\"prevResult\":{\"cniVersion\":\"1.1.0\",\"interfaces\":[{\"name\":\"eth0\",\"sandbox\":\"/x\"}],"
-		"\"ips\":[{\"address\":\"10.1.0.7/16\",\"interface\":0,\"gateway\":\"10.1.0.1\"}]},"
-		"\"cni.dev/valid-attachments\":[{\"containerID\":\"c1\",\"ifname\":\"eth0\"},"
-		"{\"containerID\":\"c2\",\"ifname\":\"net1\"}]}";
+			"{\"cniVersion\":\"1.1.0\",\"name\":\"k8s-pod-network\",\"type\":\"bridge\",\"extra\":{\"x\":1},"
+			"\"ipam\":{\"type\":\"host-local\",\"subnet\":\"10.1.0.0/16\"},"
+			"\"dns\":{\"nameservers\":[\"10.96.0.10\"],\"search\":[\"svc.cluster.local\"]},"
+			"\"args\":{\"cni\":{\"ips\":[\"10.1.0.7/16\"],\"mac\":\"02:00:00:00:00:02\"}},"
+			"\"runtimeConfig\":{\"ips\":[\"fd00::7\"],\"mac\":\"02:00:00:00:00:03\","
+			"\"ipRanges\":[[{\"subnet\":\"10.2.0.0/24\"}]],"
+			"\"portMappings\":[{\"HostPort\":8080,\"ContainerPort\":80,\"Protocol\":\"TCP\",\"HostIP\":\"\"},"
+			"{\"hostPort\":53,\"containerPort\":53,\"protocol\":\"udp\",\"hostIP\":\"127.0.0.1\"}],"
+			"\"bandwidth\":{\"IngressRate\":1000,\"ingressBurst\":2000,\"egressRate\":3000,\"EgressBurst\":4000}},"
+			"\"prevResult\":{\"cniVersion\":\"1.1.0\",\"interfaces\":[{\"name\":\"eth0\",\"sandbox\":\"/x\"}],"
+			"\"ips\":[{\"address\":\"10.1.0.7/16\",\"interface\":0,\"gateway\":\"10.1.0.1\"}]},"
+			"\"cni.dev/valid-attachments\":[{\"containerID\":\"c1\",\"ifname\":\"eth0\"},"
+			"{\"containerID\":\"c2\",\"ifname\":\"net1\"}]}";
 	char buf[IP_ADDR_STRLEN];
 	CniRequest req;
 	Env e;
@@ -396,16 +405,11 @@ static void test_versions_strings(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_env_ok),
-		cmocka_unit_test(test_env_required),
-		cmocka_unit_test(test_env_invalid),
-		cmocka_unit_test(test_args),
-		cmocka_unit_test(test_config_errors),
-		cmocka_unit_test(test_env_error_keeps_config_version),
-		cmocka_unit_test(test_config_full),
-		cmocka_unit_test(test_legacy_attachments),
-		cmocka_unit_test(test_version_command),
-		cmocka_unit_test(test_versions_strings),
+		cmocka_unit_test(test_env_ok),          cmocka_unit_test(test_env_required),
+		cmocka_unit_test(test_env_invalid),     cmocka_unit_test(test_args),
+		cmocka_unit_test(test_config_errors),   cmocka_unit_test(test_env_error_keeps_config_version),
+		cmocka_unit_test(test_config_full),     cmocka_unit_test(test_legacy_attachments),
+		cmocka_unit_test(test_version_command), cmocka_unit_test(test_versions_strings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

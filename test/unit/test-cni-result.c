@@ -45,8 +45,14 @@ static CniResult *canonical(void) {
 	assert_int_equal(cni_result_add_ip(r, &p, &g, 1), 1);
 	p = P("10.2.0.5/24");
 	assert_int_equal(cni_result_add_ip(r, &p, NULL, 1), 2);
-	rt = (CniRoute) { .dst = P("0.0.0.0/0"), .gw = A("10.1.0.1"), .mtu = 1300, .advmss = 1260, .priority = 10,
-			  .table = 100, .scope = 0, .has_scope = true };
+	rt = (CniRoute) { .dst = P("0.0.0.0/0"),
+			  .gw = A("10.1.0.1"),
+			  .mtu = 1300,
+			  .advmss = 1260,
+			  .priority = 10,
+			  .table = 100,
+			  .scope = 0,
+			  .has_scope = true };
 	assert_int_equal(cni_result_add_route(r, &rt), 0);
 	rt = (CniRoute) { .dst = P("::/0"), .gw = A("fd00::1") };
 	assert_int_equal(cni_result_add_route(r, &rt), 1);
@@ -66,7 +72,8 @@ static CniResult *reduce(const CniResult *c, CniVersion v) {
 
 	if (v >= CNI_VERSION_0_3_0) {
 		for (size_t i = 0; i < c->n_interfaces; i++)
-			cni_result_add_interface(r, c->interfaces[i].name, c->interfaces[i].mac, c->interfaces[i].sandbox);
+			cni_result_add_interface(r, c->interfaces[i].name, c->interfaces[i].mac,
+						 c->interfaces[i].sandbox);
 		for (size_t i = 0; i < c->n_ips; i++)
 			cni_result_add_ip(r, &c->ips[i].address, &c->ips[i].gateway, c->ips[i].interface);
 		for (size_t i = 0; i < c->n_routes; i++) {
@@ -76,8 +83,11 @@ static CniResult *reduce(const CniResult *c, CniVersion v) {
 		if (v >= CNI_VERSION_1_1_0)
 			for (size_t i = 0; i < c->n_interfaces; i++) {
 				r->interfaces[i].mtu = c->interfaces[i].mtu;
-				r->interfaces[i].socket_path = c->interfaces[i].socket_path ? strdup(c->interfaces[i].socket_path) : NULL;
-				r->interfaces[i].pci_id = c->interfaces[i].pci_id ? strdup(c->interfaces[i].pci_id) : NULL;
+				r->interfaces[i].socket_path = c->interfaces[i].socket_path
+									       ? strdup(c->interfaces[i].socket_path)
+									       : NULL;
+				r->interfaces[i].pci_id =
+						c->interfaces[i].pci_id ? strdup(c->interfaces[i].pci_id) : NULL;
 			}
 	} else {
 		/* first IPv4, first IPv6, no interfaces; routes grouped under ip4 then ip6 */
@@ -140,7 +150,8 @@ static void assert_result_equal(const CniResult *a, const CniResult *b) {
 	}
 	assert_int_equal(a->n_ips, b->n_ips);
 	for (size_t i = 0; i < a->n_ips; i++) {
-		assert_string_equal(ip_prefix_to_string(&a->ips[i].address, x), ip_prefix_to_string(&b->ips[i].address, y));
+		assert_string_equal(ip_prefix_to_string(&a->ips[i].address, x),
+				    ip_prefix_to_string(&b->ips[i].address, y));
 		assert_true(ip_addr_equal(&a->ips[i].gateway, &b->ips[i].gateway));
 		assert_int_equal(a->ips[i].interface, b->ips[i].interface);
 	}
@@ -201,27 +212,30 @@ static void test_golden(void **state) {
 	_cleanup_free_ char *v020 = dump(c, CNI_VERSION_0_2_0), *v040 = dump(c, CNI_VERSION_0_4_0),
 			    *v100 = dump(c, CNI_VERSION_1_0_0), *v110 = dump(c, CNI_VERSION_1_1_0);
 
-	assert_string_equal(v020,
-		"{\"cniVersion\":\"0.2.0\","
-		"\"ip4\":{\"ip\":\"10.1.0.5/24\",\"gateway\":\"10.1.0.1\",\"routes\":[{\"dst\":\"0.0.0.0/0\",\"gw\":\"10.1.0.1\"},{\"dst\":\"192.168.0.0/16\"}]},"
-		"\"ip6\":{\"ip\":\"fd00::5/64\",\"gateway\":\"fd00::1\",\"routes\":[{\"dst\":\"::/0\",\"gw\":\"fd00::1\"}]},"
-		"\"dns\":{\"nameservers\":[\"10.96.0.10\"],\"domain\":\"cluster.local\",\"search\":[\"svc.cluster.local\"],\"options\":[\"ndots:5\"]}}");
-	assert_string_equal(v040,
-		"{\"cniVersion\":\"0.4.0\","
-		"\"interfaces\":[{\"name\":\"cni0\",\"mac\":\"0a:58:0a:01:00:01\"},{\"name\":\"eth0\",\"mac\":\"0a:58:0a:01:00:05\",\"sandbox\":\"/run/netns/pod\"}],"
-		"\"ips\":[{\"version\":\"4\",\"interface\":1,\"address\":\"10.1.0.5/24\",\"gateway\":\"10.1.0.1\"},"
-		"{\"version\":\"6\",\"interface\":1,\"address\":\"fd00::5/64\",\"gateway\":\"fd00::1\"},"
-		"{\"version\":\"4\",\"interface\":1,\"address\":\"10.2.0.5/24\"}],"
-		"\"routes\":[{\"dst\":\"0.0.0.0/0\",\"gw\":\"10.1.0.1\"},{\"dst\":\"::/0\",\"gw\":\"fd00::1\"},{\"dst\":\"192.168.0.0/16\"}],"
-		"\"dns\":{\"nameservers\":[\"10.96.0.10\"],\"domain\":\"cluster.local\",\"search\":[\"svc.cluster.local\"],\"options\":[\"ndots:5\"]}}");
-	assert_string_equal(v100,
-		"{\"cniVersion\":\"1.0.0\","
-		"\"interfaces\":[{\"name\":\"cni0\",\"mac\":\"0a:58:0a:01:00:01\"},{\"name\":\"eth0\",\"mac\":\"0a:58:0a:01:00:05\",\"sandbox\":\"/run/netns/pod\"}],"
-		"\"ips\":[{\"interface\":1,\"address\":\"10.1.0.5/24\",\"gateway\":\"10.1.0.1\"},"
-		"{\"interface\":1,\"address\":\"fd00::5/64\",\"gateway\":\"fd00::1\"},"
-		"{\"interface\":1,\"address\":\"10.2.0.5/24\"}],"
-		"\"routes\":[{\"dst\":\"0.0.0.0/0\",\"gw\":\"10.1.0.1\"},{\"dst\":\"::/0\",\"gw\":\"fd00::1\"},{\"dst\":\"192.168.0.0/16\"}],"
-		"\"dns\":{\"nameservers\":[\"10.96.0.10\"],\"domain\":\"cluster.local\",\"search\":[\"svc.cluster.local\"],\"options\":[\"ndots:5\"]}}");
+	assert_string_equal(
+			v020,
+			"{\"cniVersion\":\"0.2.0\","
+			"\"ip4\":{\"ip\":\"10.1.0.5/24\",\"gateway\":\"10.1.0.1\",\"routes\":[{\"dst\":\"0.0.0.0/0\",\"gw\":\"10.1.0.1\"},{\"dst\":\"192.168.0.0/16\"}]},"
+			"\"ip6\":{\"ip\":\"fd00::5/64\",\"gateway\":\"fd00::1\",\"routes\":[{\"dst\":\"::/0\",\"gw\":\"fd00::1\"}]},"
+			"\"dns\":{\"nameservers\":[\"10.96.0.10\"],\"domain\":\"cluster.local\",\"search\":[\"svc.cluster.local\"],\"options\":[\"ndots:5\"]}}");
+	assert_string_equal(
+			v040,
+			"{\"cniVersion\":\"0.4.0\","
+			"\"interfaces\":[{\"name\":\"cni0\",\"mac\":\"0a:58:0a:01:00:01\"},{\"name\":\"eth0\",\"mac\":\"0a:58:0a:01:00:05\",\"sandbox\":\"/run/netns/pod\"}],"
+			"\"ips\":[{\"version\":\"4\",\"interface\":1,\"address\":\"10.1.0.5/24\",\"gateway\":\"10.1.0.1\"},"
+			"{\"version\":\"6\",\"interface\":1,\"address\":\"fd00::5/64\",\"gateway\":\"fd00::1\"},"
+			"{\"version\":\"4\",\"interface\":1,\"address\":\"10.2.0.5/24\"}],"
+			"\"routes\":[{\"dst\":\"0.0.0.0/0\",\"gw\":\"10.1.0.1\"},{\"dst\":\"::/0\",\"gw\":\"fd00::1\"},{\"dst\":\"192.168.0.0/16\"}],"
+			"\"dns\":{\"nameservers\":[\"10.96.0.10\"],\"domain\":\"cluster.local\",\"search\":[\"svc.cluster.local\"],\"options\":[\"ndots:5\"]}}");
+	assert_string_equal(
+			v100,
+			"{\"cniVersion\":\"1.0.0\","
+			"\"interfaces\":[{\"name\":\"cni0\",\"mac\":\"0a:58:0a:01:00:01\"},{\"name\":\"eth0\",\"mac\":\"0a:58:0a:01:00:05\",\"sandbox\":\"/run/netns/pod\"}],"
+			"\"ips\":[{\"interface\":1,\"address\":\"10.1.0.5/24\",\"gateway\":\"10.1.0.1\"},"
+			"{\"interface\":1,\"address\":\"fd00::5/64\",\"gateway\":\"fd00::1\"},"
+			"{\"interface\":1,\"address\":\"10.2.0.5/24\"}],"
+			"\"routes\":[{\"dst\":\"0.0.0.0/0\",\"gw\":\"10.1.0.1\"},{\"dst\":\"::/0\",\"gw\":\"fd00::1\"},{\"dst\":\"192.168.0.0/16\"}],"
+			"\"dns\":{\"nameservers\":[\"10.96.0.10\"],\"domain\":\"cluster.local\",\"search\":[\"svc.cluster.local\"],\"options\":[\"ndots:5\"]}}");
 	assert_non_null(strstr(v110, "{\"name\":\"eth0\",\"mac\":\"0a:58:0a:01:00:05\",\"sandbox\":\"/run/netns/pod\","
 				     "\"mtu\":1400,\"socketPath\":\"/run/vhost.sock\",\"pciID\":\"0000:00:1f.6\"}"));
 	assert_non_null(strstr(v110, "{\"dst\":\"0.0.0.0/0\",\"gw\":\"10.1.0.1\",\"mtu\":1300,\"advmss\":1260,"
@@ -273,11 +287,13 @@ static void expect_parse_error(const char *s, CniVersion v, const char *sub) {
 static void test_parse_errors(void **state) {
 	expect_parse_error("[]", CNI_VERSION_1_0_0, "not a JSON object");
 	expect_parse_error("{\"ips\":[{\"address\":\"10.0.0.1/24\",\"interface\":0}]}", CNI_VERSION_1_0_0, "interface");
-	expect_parse_error("{\"interfaces\":[{\"name\":\"e\"}],\"ips\":[{\"address\":\"10.0.0.1/24\",\"interface\":-1}]}",
-			   CNI_VERSION_1_0_0, "interface");
+	expect_parse_error(
+			"{\"interfaces\":[{\"name\":\"e\"}],\"ips\":[{\"address\":\"10.0.0.1/24\",\"interface\":-1}]}",
+			CNI_VERSION_1_0_0, "interface");
 	expect_parse_error("{\"ips\":[{\"version\":\"6\",\"address\":\"10.0.0.1/24\"}]}", CNI_VERSION_0_4_0, "version");
 	expect_parse_error("{\"ips\":[{\"address\":\"10.0.0.1\"}]}", CNI_VERSION_1_0_0, "\"10.0.0.1\"");
-	expect_parse_error("{\"ips\":[{\"address\":\"10.0.0.1/24\",\"gateway\":\"fd00::1\"}]}", CNI_VERSION_1_0_0, "family");
+	expect_parse_error("{\"ips\":[{\"address\":\"10.0.0.1/24\",\"gateway\":\"fd00::1\"}]}", CNI_VERSION_1_0_0,
+			   "family");
 	expect_parse_error("{\"ips\":{}}", CNI_VERSION_1_0_0, "\"ips\"");
 	expect_parse_error("{\"interfaces\":[{\"mac\":\"x\"}]}", CNI_VERSION_1_0_0, "name");
 	expect_parse_error("{\"routes\":[{\"gw\":\"10.0.0.1\"}]}", CNI_VERSION_1_0_0, "dst");
@@ -289,14 +305,15 @@ static void test_parse_errors(void **state) {
 
 static void test_parse_lenient(void **state) {
 	/* The reference loopback labels a 1.0-shaped result "0.2.0" and omits ips[].version at 0.4.0. */
-	_cleanup_(cni_result_freep) CniResult *a =
-		reparse("{\"cniVersion\":\"0.2.0\",\"interfaces\":[{\"name\":\"lo\",\"mac\":\"00:00:00:00:00:00\",\"sandbox\":\"/x\"}],"
+	_cleanup_(cni_result_freep) CniResult *a = reparse(
+			"{\"cniVersion\":\"0.2.0\",\"interfaces\":[{\"name\":\"lo\",\"mac\":\"00:00:00:00:00:00\",\"sandbox\":\"/x\"}],"
 			"\"ips\":[{\"interface\":0,\"address\":\"127.0.0.1/8\"}],\"dns\":{}}",
 			CNI_VERSION_0_2_0);
 	assert_int_equal(a->n_interfaces, 1);
 	assert_int_equal(a->n_ips, 1);
 	assert_int_equal(a->ips[0].interface, 0);
-	_cleanup_(cni_result_freep) CniResult *b = reparse("{\"ips\":[{\"address\":\"::1/128\"}],\"extra\":1}", CNI_VERSION_0_4_0);
+	_cleanup_(cni_result_freep) CniResult *b =
+			reparse("{\"ips\":[{\"address\":\"::1/128\"}],\"extra\":1}", CNI_VERSION_0_4_0);
 	assert_int_equal(b->n_ips, 1);
 	assert_int_equal(b->ips[0].interface, -1);
 	/* legacy shape labelled 0.4.0 */
@@ -315,11 +332,13 @@ static void test_copy(void **state) {
 
 static void test_dns(void **state) {
 	CniDns a = {}, b = {};
-	json_t *j = json_loads("{\"nameservers\":[\"1.1.1.1\",\"8.8.8.8\"],\"domain\":\"x\",\"search\":[\"a\"]}", 0, NULL);
+	json_t *j = json_loads("{\"nameservers\":[\"1.1.1.1\",\"8.8.8.8\"],\"domain\":\"x\",\"search\":[\"a\"]}", 0,
+			       NULL);
 
 	assert_int_equal(cni_dns_from_json(j, &a), 0);
 	json_decref(j);
-	j = json_loads("{\"nameservers\":[\"8.8.8.8\",\"9.9.9.9\"],\"domain\":\"y\",\"options\":[\"ndots:2\"]}", 0, NULL);
+	j = json_loads("{\"nameservers\":[\"8.8.8.8\",\"9.9.9.9\"],\"domain\":\"y\",\"options\":[\"ndots:2\"]}", 0,
+		       NULL);
 	assert_int_equal(cni_dns_from_json(j, &b), 0);
 	json_decref(j);
 	assert_int_equal(cni_dns_merge(&a, &b), 0);
@@ -343,7 +362,8 @@ static void test_error_json(void **state) {
 	CniError e = {}, back = {};
 	json_t *j;
 
-	assert_int_equal(cni_error_set(&e, -ENOENT, CNI_ERR_INVALID_ENV, "CNI_IFNAME \"%s\" is invalid", "a/b"), -ENOENT);
+	assert_int_equal(cni_error_set(&e, -ENOENT, CNI_ERR_INVALID_ENV, "CNI_IFNAME \"%s\" is invalid", "a/b"),
+			 -ENOENT);
 	/* first error wins */
 	assert_int_equal(cni_error_set(&e, -EIO, CNI_ERR_INTERNAL, "later"), -EIO);
 	assert_int_equal(e.code, CNI_ERR_INVALID_ENV);

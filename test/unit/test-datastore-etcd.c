@@ -94,9 +94,8 @@ static int etcd_start(void) {
 		}
 		execl(ETCD_BIN, ETCD_BIN, "--name", "t", "--data-dir", data, "--listen-client-urls", client_url,
 		      "--advertise-client-urls", client_url, "--listen-peer-urls", peer_url,
-		      "--initial-advertise-peer-urls", peer_url, "--initial-cluster", cluster,
-		      "--heartbeat-interval", "50", "--election-timeout", "500", "--logger", "zap", "--log-level",
-		      "error", (char *) NULL);
+		      "--initial-advertise-peer-urls", peer_url, "--initial-cluster", cluster, "--heartbeat-interval",
+		      "50", "--election-timeout", "500", "--logger", "zap", "--log-level", "error", (char *) NULL);
 		_exit(127);
 	}
 	etcd.pid = pid;
@@ -243,12 +242,8 @@ static void record(const DatastoreEvent *ev, void *userdata) {
 	case DS_EVENT_NODE_DELETE:
 		snprintf(l, 512, "DELETE %s %s", ev->node->node_name, pstr(&ev->node->subnet));
 		break;
-	case DS_EVENT_CONNECTION:
-		snprintf(l, 512, "CONNECTION %s", ev->connected ? "true" : "false");
-		break;
-	case DS_EVENT_SELF_RECREATED:
-		snprintf(l, 512, "SELF_RECREATED");
-		break;
+	case DS_EVENT_CONNECTION: snprintf(l, 512, "CONNECTION %s", ev->connected ? "true" : "false"); break;
+	case DS_EVENT_SELF_RECREATED: snprintf(l, 512, "SELF_RECREATED"); break;
 	}
 }
 
@@ -395,7 +390,9 @@ static void test_distinct_and_reacquire(void **state) {
 	assert_true(l[1].expiration > time(NULL));
 
 	v = raw_get("/t/distinct/subnets/10.10.1.0-24", &lease_before);
-	assert_string_equal(v, "{\"backend\":\"vxlan\",\"node\":\"n1\",\"publicIP\":\"192.0.2.2\",\"vtepMAC\":\"02:00:00:00:00:02\"}");
+	assert_string_equal(
+			v,
+			"{\"backend\":\"vxlan\",\"node\":\"n1\",\"publicIP\":\"192.0.2.2\",\"vtepMAC\":\"02:00:00:00:00:02\"}");
 	assert_true(lease_before != 0);
 	free(v);
 
@@ -793,7 +790,9 @@ static void test_wiped_store(void **state) {
 }
 
 static void test_concurrent_acquire(void **state) {
-	enum { N = 5 };
+	enum {
+		N = 5
+	};
 	int pfd[2], status;
 	pid_t pids[N];
 	char buf[N][32] = {};
@@ -805,8 +804,9 @@ static void test_concurrent_acquire(void **state) {
 		if (pids[i] == 0) {
 			char name[32], out[32];
 			Datastore *d = NULL;
-			DatastoreConfig cfg = { .kind = "etcd", .endpoints = etcd.endpoint, .prefix = "/t/race",
-						.lease_ttl_sec = 5 };
+			DatastoreConfig cfg = {
+				.kind = "etcd", .endpoints = etcd.endpoint, .prefix = "/t/race", .lease_ttl_sec = 5
+			};
 			IpPrefix net;
 			NodeLease self = {}, l;
 			int r;

@@ -220,7 +220,12 @@ static void fx_stop(void) {
 
 /* ---- kubeconfig + datastore ---- */
 
-typedef enum CaMode { CA_NONE, CA_FILE, CA_DATA, CA_WRONG } CaMode;
+typedef enum CaMode {
+	CA_NONE,
+	CA_FILE,
+	CA_DATA,
+	CA_WRONG
+} CaMode;
 
 static const char *write_kubeconfig(const char *token, CaMode ca) {
 	static char path[96];
@@ -339,15 +344,9 @@ static void record(const DatastoreEvent *ev, void *userdata) {
 			 ip_addr_to_string(&ev->node->public_ip, ip), ev->node->backend,
 			 ev->node->has_vtep_mac ? ether_addr_format(ev->node->vtep_mac, mac) : "nomac");
 		break;
-	case DS_EVENT_NODE_DELETE:
-		snprintf(l, 512, "DELETE %s", ev->node->node_name);
-		break;
-	case DS_EVENT_CONNECTION:
-		snprintf(l, 512, "CONNECTION %s", ev->connected ? "true" : "false");
-		break;
-	case DS_EVENT_SELF_RECREATED:
-		snprintf(l, 512, "SELF_RECREATED");
-		break;
+	case DS_EVENT_NODE_DELETE: snprintf(l, 512, "DELETE %s", ev->node->node_name); break;
+	case DS_EVENT_CONNECTION: snprintf(l, 512, "CONNECTION %s", ev->connected ? "true" : "false"); break;
+	case DS_EVENT_SELF_RECREATED: snprintf(l, 512, "SELF_RECREATED"); break;
 	}
 }
 
@@ -371,7 +370,8 @@ static int pump(Datastore *d, int timeout_ms, const Recorder *rec, size_t from, 
 	struct epoll_event ev;
 
 	assert_true(epfd >= 0);
-	assert_int_equal(epoll_ctl(epfd, EPOLL_CTL_ADD, ops->get_fd(d), &(struct epoll_event) { .events = EPOLLIN }), 0);
+	assert_int_equal(epoll_ctl(epfd, EPOLL_CTL_ADD, ops->get_fd(d), &(struct epoll_event) { .events = EPOLLIN }),
+			 0);
 	for (;;) {
 		uint64_t now = now_ms();
 		int t, nt;
@@ -718,8 +718,8 @@ static void test_release(void **state) {
 	assert_null(node_annotation(node, "weft.dev/backend-type"));
 	assert_null(node_annotation(node, "weft.dev/vtep-mac"));
 	/* The subnet stays with the node: the controller owns it. */
-	assert_string_equal(json_string_value(json_array_get(json_object_get(json_object_get(node, "spec"),
-									      "podCIDRs"), 0)),
+	assert_string_equal(json_string_value(json_array_get(json_object_get(json_object_get(node, "spec"), "podCIDRs"),
+							     0)),
 			    "10.244.1.0/24");
 	json_decref(node);
 	expect(d2, &rec, from, "DELETE n1");

@@ -32,8 +32,8 @@
 #define MAX_DOCS 16
 
 typedef struct Manifest {
-	const char *file;           /* relative to the repository top */
-	bool kubernetes_datastore;  /* weft.yaml; weft-etcd.yaml otherwise */
+	const char *file;          /* relative to the repository top */
+	bool kubernetes_datastore; /* weft.yaml; weft-etcd.yaml otherwise */
 	yaml_document_t docs[MAX_DOCS];
 	size_t n_docs;
 } Manifest;
@@ -118,7 +118,8 @@ static const char *path_str(yaml_document_t *d, yaml_node_t *n, const char *path
 }
 
 static size_t seq_len(const yaml_node_t *n) {
-	return n && n->type == YAML_SEQUENCE_NODE ? (size_t) (n->data.sequence.items.top - n->data.sequence.items.start) : 0;
+	return n && n->type == YAML_SEQUENCE_NODE ? (size_t) (n->data.sequence.items.top - n->data.sequence.items.start)
+						  : 0;
 }
 
 static yaml_node_t *seq_at(yaml_document_t *d, yaml_node_t *n, size_t i) {
@@ -284,7 +285,8 @@ static yaml_node_t *volume_of(Pod *p, yaml_node_t *mount) {
 /* ---- tests ---- */
 
 static void test_kinds(void **state) {
-	static const char *const kinds[] = { "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet" };
+	static const char *const kinds[] = { "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap",
+					     "DaemonSet" };
 
 	for (size_t i = 0; i < ELEMENTSOF(manifests); i++) {
 		Manifest *m = &manifests[i];
@@ -303,7 +305,8 @@ static void test_kinds(void **state) {
 			assert_non_null(path_str(d, root(d), "metadata.name"));
 			/* Namespaced objects live in kube-system (system-node-critical needs it too). */
 			if (!streq(kind, "ClusterRole") && !streq(kind, "ClusterRoleBinding"))
-				assert_string_equal(path_str(d, root(d), "metadata.namespace") ?: "(none)", "kube-system");
+				assert_string_equal(path_str(d, root(d), "metadata.namespace") ?: "(none)",
+						    "kube-system");
 		}
 		sa = find_doc(m, "ServiceAccount", NULL);
 		cr = find_doc(m, "ClusterRole", NULL);
@@ -314,7 +317,8 @@ static void test_kinds(void **state) {
 					 path_str(sa, root(sa), "metadata.name")));
 		{
 			Pod p = pod_of(m);
-			assert_string_equal(path_str(p.d, p.spec, "serviceAccountName"), path_str(sa, root(sa), "metadata.name"));
+			assert_string_equal(path_str(p.d, p.spec, "serviceAccountName"),
+					    path_str(sa, root(sa), "metadata.name"));
 		}
 	}
 }
@@ -327,7 +331,8 @@ static bool rbac_allows(yaml_document_t *d, const char *resource, const char *ve
 		yaml_node_t *r = seq_at(d, rules, i);
 
 		if (seq_has_str(d, map_get(d, r, "apiGroups"), "") &&
-		    (seq_has_str(d, map_get(d, r, "resources"), resource) || seq_has_str(d, map_get(d, r, "resources"), "*")) &&
+		    (seq_has_str(d, map_get(d, r, "resources"), resource) ||
+		     seq_has_str(d, map_get(d, r, "resources"), "*")) &&
 		    (seq_has_str(d, map_get(d, r, "verbs"), verb) || seq_has_str(d, map_get(d, r, "verbs"), "*")))
 			return true;
 	}
@@ -345,7 +350,8 @@ static void test_rbac(void **state) {
 			/* kubernetes datastore: get/list/watch/patch on nodes; etcd: only get (least privilege). */
 			bool want = m->kubernetes_datastore ? v < 4 : v == 0;
 			if (rbac_allows(cr, "nodes", verbs[v]) != want)
-				fail_msg("%s: nodes %s is %s", m->file, verbs[v], want ? "missing" : "granted but not needed");
+				fail_msg("%s: nodes %s is %s", m->file, verbs[v],
+					 want ? "missing" : "granted but not needed");
 		}
 		assert_true(rbac_allows(cr, "nodes/status", "patch") == m->kubernetes_datastore);
 		assert_false(rbac_allows(cr, "secrets", "get"));
@@ -392,7 +398,8 @@ static void test_daemonset(void **state) {
 		/* A toleration without key and with operator Exists matches every taint. */
 		for (size_t t = 0; t < seq_len(tol); t++) {
 			yaml_node_t *x = seq_at(d, tol, t);
-			if (streq_ptr(path_str(d, x, "operator"), "Exists") && !map_get(d, x, "key") && !map_get(d, x, "effect"))
+			if (streq_ptr(path_str(d, x, "operator"), "Exists") && !map_get(d, x, "key") &&
+			    !map_get(d, x, "effect"))
 				all_taints = true;
 		}
 		assert_true(all_taints);
@@ -415,7 +422,8 @@ static void test_daemonset(void **state) {
 		assert_non_null(listen);
 		assert_true(startswith(listen, "0.0.0.0:") || startswith(listen, "[::]:"));
 		port = strrchr(listen, ':') + 1;
-		for (const char *const *probe = (const char *const[]) { "readinessProbe", "livenessProbe", NULL }; *probe; probe++) {
+		for (const char *const *probe = (const char *const[]) { "readinessProbe", "livenessProbe", NULL };
+		     *probe; probe++) {
 			yaml_node_t *pr = map_get(d, p.weftd, *probe);
 			if (!pr)
 				fail_msg("%s: no %s", m->file, *probe);
@@ -446,8 +454,8 @@ static void test_daemonset(void **state) {
 				yaml_document_t *cm = cm_name ? find_doc(m, "ConfigMap", cm_name) : NULL;
 
 				if (!cm || !key || !map_get(cm, path_get(cm, root(cm), "data"), key))
-					fail_msg("%s: $(%s) refers to ConfigMap %s key %s, not in the file", m->file, var,
-						 cm_name ?: "?", key ?: "?");
+					fail_msg("%s: $(%s) refers to ConfigMap %s key %s, not in the file", m->file,
+						 var, cm_name ?: "?", key ?: "?");
 			}
 		}
 
@@ -573,7 +581,8 @@ static void test_mounts_cover_args(void **state) {
 				const char *cm_name = path_str(p.d, vol, "configMap.name");
 				yaml_document_t *cm = cm_name ? find_doc(m, "ConfigMap", cm_name) : NULL;
 				if (!cm || !map_get(cm, path_get(cm, root(cm), "data"), strrchr(val, '/') + 1))
-					fail_msg("%s: --net-config %s is not a key of a ConfigMap in the file", m->file, val);
+					fail_msg("%s: --net-config %s is not a key of a ConfigMap in the file", m->file,
+						 val);
 			}
 		}
 		/* conf dir, bin dir, run dir, state dir, ipam data dir, net config */
@@ -610,8 +619,10 @@ static void test_init_container(void **state) {
 		assert_false(streq_ptr(path_str(p.d, imount, "readOnly"), "true"));
 		assert_string_equal(path_str(p.d, p.init, "image"), path_str(p.d, p.weftd, "image"));
 		/* The conflist goes to the host's /etc/cni/net.d. */
-		assert_string_equal(path_str(p.d, volume_of(&p, mount_for(p.d, p.weftd, arg_value(argv, "--cni-conf-dir"))),
-					     "hostPath.path"), "/etc/cni/net.d");
+		assert_string_equal(path_str(p.d,
+					     volume_of(&p, mount_for(p.d, p.weftd, arg_value(argv, "--cni-conf-dir"))),
+					     "hostPath.path"),
+				    "/etc/cni/net.d");
 
 		/* The image puts the plugins where --src reads them: deploy/Containerfile copies the
 		 * root filesystem deploy/image-rootfs.sh stages (test/runtime/test-image.sh builds and
@@ -629,12 +640,9 @@ static void test_init_container(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kinds),
-		cmocka_unit_test(test_rbac),
-		cmocka_unit_test(test_net_conf),
-		cmocka_unit_test(test_daemonset),
-		cmocka_unit_test(test_weftd_flags),
-		cmocka_unit_test(test_mounts_cover_args),
+		cmocka_unit_test(test_kinds),          cmocka_unit_test(test_rbac),
+		cmocka_unit_test(test_net_conf),       cmocka_unit_test(test_daemonset),
+		cmocka_unit_test(test_weftd_flags),    cmocka_unit_test(test_mounts_cover_args),
 		cmocka_unit_test(test_init_container),
 	};
 

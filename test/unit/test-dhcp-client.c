@@ -29,8 +29,9 @@ static struct in_addr A(const char *s) {
 }
 
 /* A reply message built the way dhcp_message_parse() would leave it. */
-static void mkmsg(DhcpMessage *m, uint8_t type, uint32_t xid, const char *yiaddr, const char *server, uint32_t lease,
-		  uint32_t t1, uint32_t t2) {
+static void
+mkmsg(DhcpMessage *m, uint8_t type, uint32_t xid, const char *yiaddr, const char *server, uint32_t lease, uint32_t t1,
+      uint32_t t2) {
 	uint8_t v[4];
 
 	memset(m, 0, sizeof(*m));
@@ -39,13 +40,13 @@ static void mkmsg(DhcpMessage *m, uint8_t type, uint32_t xid, const char *yiaddr
 	m->type = type;
 	m->yiaddr = A(yiaddr);
 	memcpy(m->chaddr, MAC, 6);
-#define PUT(code, data, len)                                            \
-	do {                                                            \
-		m->opt_present[code] = true;                            \
-		m->opt_off[code] = (uint16_t) m->store_used;            \
-		m->opt_len[code] = (len);                               \
-		memcpy(m->store + m->store_used, (data), (len));        \
-		m->store_used += (len);                                 \
+#define PUT(code, data, len)                                                                                           \
+	do {                                                                                                           \
+		m->opt_present[code] = true;                                                                           \
+		m->opt_off[code] = (uint16_t) m->store_used;                                                           \
+		m->opt_len[code] = (len);                                                                              \
+		memcpy(m->store + m->store_used, (data), (len));                                                       \
+		m->store_used += (len);                                                                                \
 	} while (0)
 	PUT(DHCP_OPT_MESSAGE_TYPE, &type, 1);
 	if (server) {

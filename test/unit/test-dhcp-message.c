@@ -28,8 +28,8 @@ static struct in_addr A(const char *s) {
 }
 
 /* A server reply: fixed part, option 53, `opts` verbatim, END. Returns its length. */
-static size_t mkreply(uint8_t *buf, uint8_t type, uint32_t xid, const char *yiaddr, const uint8_t *opts,
-		      size_t optlen) {
+static size_t
+mkreply(uint8_t *buf, uint8_t type, uint32_t xid, const char *yiaddr, const uint8_t *opts, size_t optlen) {
 	struct in_addr y = A(yiaddr);
 	size_t n = 240;
 
@@ -52,8 +52,14 @@ static void test_build_parse_discover(void **state) {
 	uint8_t buf[DHCP_MSG_MAX], prl[] = { 1, 3, 121 };
 	DhcpRawOption opts[2] = { { .code = 61, .len = 4, .data = { 0, 'a', '/', 'b' } },
 				  { .code = 12, .len = 5, .data = "pod-a" } };
-	DhcpBuild b = { .type = DHCP_DISCOVER, .xid = 0xdeadbeef, .secs = 3, .prl = prl, .n_prl = 3,
-			.opts = opts, .n_opts = 2, .requested_ip = A("10.0.0.9") };
+	DhcpBuild b = { .type = DHCP_DISCOVER,
+			.xid = 0xdeadbeef,
+			.secs = 3,
+			.prl = prl,
+			.n_prl = 3,
+			.opts = opts,
+			.n_opts = 2,
+			.requested_ip = A("10.0.0.9") };
 	static DhcpMessage m;
 	const uint8_t *v;
 	size_t len;
@@ -121,17 +127,15 @@ static void test_build_parse_discover(void **state) {
 
 static void test_parse_reply_and_lease(void **state) {
 	static const uint8_t opts[] = {
-		1,  4, 255, 255, 255, 0,          /* mask /24 */
-		3,  8, 10, 77, 0, 1, 10, 77, 0, 2, /* routers: first one counts */
-		51, 4, 0, 0, 0, 120,              /* lease 120 s */
-		54, 4, 10, 77, 0, 1,              /* server id */
-		58, 4, 0, 0, 0, 10,               /* T1 */
-		59, 4, 0, 0, 0, 20,               /* T2 */
-		121, 20,                          /* 10.99/16 via .1, default via .1, 192.168.1/24 on-link */
-		16, 10, 99, 10, 77, 0, 1,
-		0, 10, 77, 0, 1,
-		24, 192, 168, 1, 0, 0, 0, 0,
-		33, 8, 10, 0, 0, 0, 10, 77, 0, 9, /* ignored: 121 present */
+		1,   4,  255, 255, 255, 0,                  /* mask /24 */
+		3,   8,  10,  77,  0,   1,   10, 77, 0,  2, /* routers: first one counts */
+		51,  4,  0,   0,   0,   120,                /* lease 120 s */
+		54,  4,  10,  77,  0,   1,                  /* server id */
+		58,  4,  0,   0,   0,   10,                 /* T1 */
+		59,  4,  0,   0,   0,   20,                 /* T2 */
+		121, 20,                                    /* 10.99/16 via .1, default via .1, 192.168.1/24 on-link */
+		16,  10, 99,  10,  77,  0,   1,  0,  10, 77, 0, 1,  24, 192, 168,
+		1,   0,  0,   0,   0,   33,  8,  10, 0,  0,  0, 10, 77, 0,   9, /* ignored: 121 present */
 	};
 	uint8_t buf[600];
 	static DhcpMessage m;
@@ -162,10 +166,8 @@ static void test_parse_reply_and_lease(void **state) {
 
 	/* Malformed 121 (width 33): ignored as a whole, option 33 used instead (classful /8). */
 	static const uint8_t opts2[] = {
-		51, 4, 0, 0, 14, 16,          /* 3600 s, no T1/T2: defaults */
-		54, 4, 10, 77, 0, 1,
-		121, 5, 33, 10, 0, 0, 1,
-		33, 8, 10, 1, 2, 3, 10, 77, 0, 9,
+		51, 4, 0,  0,  14, 16, /* 3600 s, no T1/T2: defaults */
+		54, 4, 10, 77, 0,  1,  121, 5, 33, 10, 0, 0, 1, 33, 8, 10, 1, 2, 3, 10, 77, 0, 9,
 	};
 	n = mkreply(buf, DHCP_ACK, 42, "10.77.0.55", opts2, sizeof(opts2));
 	assert_int_equal(dhcp_message_parse(buf, n, &m), 0);
@@ -200,7 +202,9 @@ static void test_parse_reply_and_lease(void **state) {
 	assert_int_equal(dhcp_message_parse(buf, n, &m), 0);
 	assert_int_equal(dhcp_lease_from_message(&m, (struct in_addr) {}, &l), -EBADMSG);
 	/* T1 > T2 from the server: T1 falls back to 50%. */
-	static const uint8_t opts4[] = { 51, 4, 0, 0, 0, 100, 54, 4, 1, 2, 3, 4, 58, 4, 0, 0, 0, 90, 59, 4, 0, 0, 0, 80 };
+	static const uint8_t opts4[] = {
+		51, 4, 0, 0, 0, 100, 54, 4, 1, 2, 3, 4, 58, 4, 0, 0, 0, 90, 59, 4, 0, 0, 0, 80
+	};
 	n = mkreply(buf, DHCP_ACK, 1, "10.77.0.55", opts4, sizeof(opts4));
 	assert_int_equal(dhcp_message_parse(buf, n, &m), 0);
 	assert_int_equal(dhcp_lease_from_message(&m, (struct in_addr) {}, &l), 0);
@@ -210,8 +214,8 @@ static void test_parse_reply_and_lease(void **state) {
 
 static void test_routes(void **state) {
 	DhcpRoute r[4];
-	static const uint8_t hostbits[] = { 12, 10, 0xff, 1, 1, 1, 1 };     /* 10.255/12 -> 10.240.0.0/12 */
-	static const uint8_t trunc[] = { 24, 192, 168, 1, 10, 0, 0 };       /* router cut short */
+	static const uint8_t hostbits[] = { 12, 10, 0xff, 1, 1, 1, 1 }; /* 10.255/12 -> 10.240.0.0/12 */
+	static const uint8_t trunc[] = { 24, 192, 168, 1, 10, 0, 0 };   /* router cut short */
 	static const uint8_t trunc2[] = { 24, 192 };
 	static const uint8_t wide[] = { 33, 1, 2, 3, 4, 5, 1, 1, 1, 1 };
 	static const uint8_t host[] = { 32, 1, 2, 3, 4, 9, 9, 9, 9 };
@@ -398,9 +402,12 @@ static void test_names(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_build_parse_discover), cmocka_unit_test(test_parse_reply_and_lease),
-		cmocka_unit_test(test_routes),               cmocka_unit_test(test_parse_malformed),
-		cmocka_unit_test(test_frame),                cmocka_unit_test(test_names),
+		cmocka_unit_test(test_build_parse_discover),
+		cmocka_unit_test(test_parse_reply_and_lease),
+		cmocka_unit_test(test_routes),
+		cmocka_unit_test(test_parse_malformed),
+		cmocka_unit_test(test_frame),
+		cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

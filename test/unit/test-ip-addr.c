@@ -92,7 +92,7 @@ static void test_prefix_parse(void **state) {
 		const char *out;
 	} t[] = {
 		{ "10.1.0.0/16", true, true, "10.1.0.0/16" },
-		{ "10.1.2.3/24", true, false, "10.1.2.3/24" },  /* host bits kept */
+		{ "10.1.2.3/24", true, false, "10.1.2.3/24" }, /* host bits kept */
 		{ "0.0.0.0/0", true, true, "0.0.0.0/0" },
 		{ "10.1.2.3/32", true, true, "10.1.2.3/32" },
 		{ "10.1.2.3/33", false, false, NULL },
@@ -130,7 +130,8 @@ static void test_mask_first_last_netmask(void **state) {
 		{ "10.1.2.3/0", "0.0.0.0/0", "0.0.0.0", "255.255.255.255", "0.0.0.0" },
 		{ "10.1.2.3/32", "10.1.2.3/32", "10.1.2.3", "10.1.2.3", "255.255.255.255" },
 		{ "10.1.2.3/31", "10.1.2.2/31", "10.1.2.2", "10.1.2.3", "255.255.255.254" },
-		{ "fd00::1:2/112", "fd00::1:0/112", "fd00::1:0", "fd00::1:ffff", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:0" },
+		{ "fd00::1:2/112", "fd00::1:0/112", "fd00::1:0", "fd00::1:ffff",
+		  "ffff:ffff:ffff:ffff:ffff:ffff:ffff:0" },
 		{ "fd00:1:2:3:4::/61", "fd00:1:2::/61", "fd00:1:2::", "fd00:1:2:7:ffff:ffff:ffff:ffff",
 		  "ffff:ffff:ffff:fff8::" },
 		{ "fd00::1/128", "fd00::1/128", "fd00::1", "fd00::1", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff" },
@@ -159,24 +160,20 @@ static void test_contains_overlaps(void **state) {
 		{ "0.0.0.0/0", "1.2.3.4", true },
 		{ "10.1.2.3/32", "10.1.2.3", true },
 		{ "10.1.2.3/32", "10.1.2.4", false },
-		{ "10.1.0.0/16", "fd00::1", false },   /* family mismatch */
+		{ "10.1.0.0/16", "fd00::1", false }, /* family mismatch */
 		{ "::/0", "10.1.2.3", false },
 		{ "fd00::/8", "fdff:ffff::1", true },
 		{ "fd00::/8", "fe00::", false },
-		{ "10.1.2.77/24", "10.1.2.1", true },  /* host bits of p ignored */
+		{ "10.1.2.77/24", "10.1.2.1", true }, /* host bits of p ignored */
 	};
 	static const struct {
 		const char *a, *b;
 		bool overlap;
 	} o[] = {
-		{ "10.1.0.0/16", "10.1.2.0/24", true },
-		{ "10.1.2.0/24", "10.1.0.0/16", true },
-		{ "10.1.0.0/24", "10.1.1.0/24", false },
-		{ "10.1.0.0/23", "10.1.1.0/24", true },
-		{ "0.0.0.0/0", "192.168.0.0/16", true },
-		{ "10.0.0.0/8", "fd00::/8", false },
-		{ "fd00::/64", "fd00:0:0:1::/64", false },
-		{ "fd00::/63", "fd00:0:0:1::/64", true },
+		{ "10.1.0.0/16", "10.1.2.0/24", true },    { "10.1.2.0/24", "10.1.0.0/16", true },
+		{ "10.1.0.0/24", "10.1.1.0/24", false },   { "10.1.0.0/23", "10.1.1.0/24", true },
+		{ "0.0.0.0/0", "192.168.0.0/16", true },   { "10.0.0.0/8", "fd00::/8", false },
+		{ "fd00::/64", "fd00:0:0:1::/64", false }, { "fd00::/63", "fd00:0:0:1::/64", true },
 	};
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
@@ -257,7 +254,7 @@ static void test_distance_cmp(void **state) {
 		{ "255.255.255.255", "0.0.0.0", -4294967295LL },
 		{ "fd00::", "fd00::1:0", 65536 },
 		{ "fd00::", "fd00::7fff:ffff:ffff:ffff", INT64_MAX },
-		{ "fd00::", "fd00::8000:0:0:0", INT64_MAX },  /* saturated */
+		{ "fd00::", "fd00::8000:0:0:0", INT64_MAX }, /* saturated */
 		{ "fd00::", "fd01::", INT64_MAX },
 		{ "fd01::", "fd00::", INT64_MIN },
 	};

@@ -22,7 +22,7 @@ typedef struct Fake {
 	size_t n_taken;
 	char visited[64][IP_ADDR_STRLEN];
 	size_t n_visited;
-	bool claim; /* mark returned free addresses taken (like the store's reserve) */
+	bool claim;  /* mark returned free addresses taken (like the store's reserve) */
 	int fail_at; /* return -EIO on this visit (1-based), 0 = never */
 } Fake;
 
@@ -212,12 +212,9 @@ static void test_fill_whole_set(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_first_and_round_robin),
-		cmocka_unit_test(test_visit_order_and_exhaustion),
-		cmocka_unit_test(test_gateway_inside_range),
-		cmocka_unit_test(test_multiple_ranges),
-		cmocka_unit_test(test_ipv6_and_errors),
-		cmocka_unit_test(test_fill_whole_set),
+		cmocka_unit_test(test_first_and_round_robin), cmocka_unit_test(test_visit_order_and_exhaustion),
+		cmocka_unit_test(test_gateway_inside_range),  cmocka_unit_test(test_multiple_ranges),
+		cmocka_unit_test(test_ipv6_and_errors),       cmocka_unit_test(test_fill_whole_set),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

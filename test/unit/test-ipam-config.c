@@ -58,7 +58,9 @@ static void test_defaults(void **state) {
 	IpamError err;
 
 	assert_int_equal(parse("{\"type\":\"host-local\",\"ranges\":[[{\"subnet\":\"10.1.0.0/24\"}],"
-			       "[{\"subnet\":\"fd00::/64\"}]]}", NULL, CNI_VERSION_1_0_0, &c, &err), 0);
+			       "[{\"subnet\":\"fd00::/64\"}]]}",
+			       NULL, CNI_VERSION_1_0_0, &c, &err),
+			 0);
 	assert_string_equal(c->name, "net1");
 	assert_string_equal(c->data_dir, "/var/lib/cni/networks");
 	assert_null(c->resolv_conf);
@@ -72,7 +74,8 @@ static void test_defaults(void **state) {
 
 	/* Smallest allocatable networks. */
 	assert_int_equal(parse("{\"ranges\":[[{\"subnet\":\"10.1.0.0/30\"}],[{\"subnet\":\"fd00::/126\"}]]}", NULL,
-			       CNI_VERSION_1_0_0, &c, &err), 0);
+			       CNI_VERSION_1_0_0, &c, &err),
+			 0);
 	assert_range(&c->range_sets[0].ranges[0], "10.1.0.0/30", "10.1.0.1", "10.1.0.2", "10.1.0.1");
 	assert_range(&c->range_sets[1].ranges[0], "fd00::/126", "fd00::1", "fd00::3", "fd00::1");
 	ipam_config_free(c);
@@ -84,12 +87,14 @@ static void test_explicit_values_and_keys(void **state) {
 	char buf[256];
 
 	/* Keys match case-insensitively (Go encoding/json), v4-mapped addresses are IPv4. */
-	assert_int_equal(parse("{\"DataDir\":\"/tmp/x\",\"resolvConf\":\"/etc/r\",\"ranges\":[[{\"Subnet\":\"10.1.0.0/24\","
-			       "\"RANGESTART\":\"10.1.0.10\",\"rangeEnd\":\"::ffff:10.1.0.20\",\"gateway\":\"10.1.0.254\"},"
-			       "{\"subnet\":\"10.2.0.0/24\"}]],"
-			       "\"routes\":[{\"dst\":\"0.0.0.0/0\"},{\"dst\":\"10.9.1.0/24\",\"gw\":\"10.1.0.254\",\"mtu\":1400},"
-			       "{\"dst\":\"fd00::/8\"}]}",
-			       NULL, CNI_VERSION_1_1_0, &c, &err), 0);
+	assert_int_equal(
+			parse("{\"DataDir\":\"/tmp/x\",\"resolvConf\":\"/etc/r\",\"ranges\":[[{\"Subnet\":\"10.1.0.0/24\","
+			      "\"RANGESTART\":\"10.1.0.10\",\"rangeEnd\":\"::ffff:10.1.0.20\",\"gateway\":\"10.1.0.254\"},"
+			      "{\"subnet\":\"10.2.0.0/24\"}]],"
+			      "\"routes\":[{\"dst\":\"0.0.0.0/0\"},{\"dst\":\"10.9.1.0/24\",\"gw\":\"10.1.0.254\",\"mtu\":1400},"
+			      "{\"dst\":\"fd00::/8\"}]}",
+			      NULL, CNI_VERSION_1_1_0, &c, &err),
+			0);
 	assert_string_equal(c->data_dir, "/tmp/x");
 	assert_string_equal(c->resolv_conf, "/etc/r");
 	assert_int_equal(c->n_range_sets, 1);
@@ -110,8 +115,10 @@ static void test_set_order(void **state) {
 	IpamError err;
 
 	/* runtimeConfig.ipRanges first, then the legacy flat range, then ipam.ranges (reference order). */
-	assert_int_equal(parse("{\"subnet\":\"10.2.0.0/24\",\"gateway\":\"10.2.0.9\",\"ranges\":[[{\"subnet\":\"10.3.0.0/24\"}]]}",
-			       "[[{\"subnet\":\"10.1.0.0/24\"}]]", CNI_VERSION_1_0_0, &c, &err), 0);
+	assert_int_equal(
+			parse("{\"subnet\":\"10.2.0.0/24\",\"gateway\":\"10.2.0.9\",\"ranges\":[[{\"subnet\":\"10.3.0.0/24\"}]]}",
+			      "[[{\"subnet\":\"10.1.0.0/24\"}]]", CNI_VERSION_1_0_0, &c, &err),
+			0);
 	assert_int_equal(c->n_range_sets, 3);
 	assert_range(&c->range_sets[0].ranges[0], "10.1.0.0/24", "10.1.0.1", "10.1.0.254", "10.1.0.1");
 	assert_range(&c->range_sets[1].ranges[0], "10.2.0.0/24", "10.2.0.1", "10.2.0.254", "10.2.0.9");
@@ -125,7 +132,9 @@ static void test_set_order(void **state) {
 	assert_int_equal(c->n_range_sets, 1);
 	ipam_config_free(c);
 	/* Runtime ranges alone are enough. */
-	assert_int_equal(parse("{\"type\":\"host-local\"}", "[[{\"subnet\":\"10.5.0.0/16\"}]]", CNI_VERSION_1_0_0, &c, &err), 0);
+	assert_int_equal(parse("{\"type\":\"host-local\"}", "[[{\"subnet\":\"10.5.0.0/16\"}]]", CNI_VERSION_1_0_0, &c,
+			       &err),
+			 0);
 	assert_int_equal(c->n_range_sets, 1);
 	ipam_config_free(c);
 }
@@ -143,17 +152,25 @@ static void test_errors(void **state) {
 		{ "{\"ranges\":{}}", NULL, CNI_VERSION_1_0_0, "ipam.ranges: expected an array" },
 		{ "{\"ranges\":[{}]}", NULL, CNI_VERSION_1_0_0, "ipam.ranges[0]: expected an array of ranges" },
 		{ "{\"ranges\":[[]]}", NULL, CNI_VERSION_1_0_0, "ipam.ranges[0]: empty range set" },
-		{ "{\"ranges\":[[\"10.1.0.0/24\"]]}", NULL, CNI_VERSION_1_0_0, "ipam.ranges[0][0]: expected a range object" },
+		{ "{\"ranges\":[[\"10.1.0.0/24\"]]}", NULL, CNI_VERSION_1_0_0,
+		  "ipam.ranges[0][0]: expected a range object" },
 		{ "{\"ranges\":[[{}]]}", NULL, CNI_VERSION_1_0_0, "ipam.ranges[0][0].subnet: missing" },
-		{ "{\"ranges\":[[{\"subnet\":24}]]}", NULL, CNI_VERSION_1_0_0, "ipam.ranges[0][0].subnet: expected a string" },
-		{ "{\"ranges\":[[{\"subnet\":\"foo\"}]]}", NULL, CNI_VERSION_1_0_0, "ipam.ranges[0][0].subnet: invalid CIDR address \"foo\"" },
-		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.0\"}]]}", NULL, CNI_VERSION_1_0_0, "invalid CIDR address \"10.1.0.0\"" },
+		{ "{\"ranges\":[[{\"subnet\":24}]]}", NULL, CNI_VERSION_1_0_0,
+		  "ipam.ranges[0][0].subnet: expected a string" },
+		{ "{\"ranges\":[[{\"subnet\":\"foo\"}]]}", NULL, CNI_VERSION_1_0_0,
+		  "ipam.ranges[0][0].subnet: invalid CIDR address \"foo\"" },
+		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.0\"}]]}", NULL, CNI_VERSION_1_0_0,
+		  "invalid CIDR address \"10.1.0.0\"" },
 		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.5/24\"}]]}", NULL, CNI_VERSION_1_0_0,
 		  "ipam.ranges[0][0].subnet: 10.1.0.5/24 has host bits set; for a prefix length of 24 the network address is 10.1.0.0" },
-		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.0/31\"}]]}", NULL, CNI_VERSION_1_0_0, "network 10.1.0.0/31 too small" },
-		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.1/32\"}]]}", NULL, CNI_VERSION_1_0_0, "network 10.1.0.1/32 too small" },
-		{ "{\"ranges\":[[{\"subnet\":\"fd00::/127\"}]]}", NULL, CNI_VERSION_1_0_0, "network fd00::/127 too small" },
-		{ "{\"ranges\":[[{\"subnet\":\"fd00::/128\"}]]}", NULL, CNI_VERSION_1_0_0, "network fd00::/128 too small" },
+		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.0/31\"}]]}", NULL, CNI_VERSION_1_0_0,
+		  "network 10.1.0.0/31 too small" },
+		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.1/32\"}]]}", NULL, CNI_VERSION_1_0_0,
+		  "network 10.1.0.1/32 too small" },
+		{ "{\"ranges\":[[{\"subnet\":\"fd00::/127\"}]]}", NULL, CNI_VERSION_1_0_0,
+		  "network fd00::/127 too small" },
+		{ "{\"ranges\":[[{\"subnet\":\"fd00::/128\"}]]}", NULL, CNI_VERSION_1_0_0,
+		  "network fd00::/128 too small" },
 		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\",\"rangeStart\":\"10.1.1.1\"}]]}", NULL, CNI_VERSION_1_0_0,
 		  "ipam.ranges[0][0].rangeStart: 10.1.1.1 not in network 10.1.0.0/24" },
 		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\",\"rangeEnd\":\"10.1.1.1\"}]]}", NULL, CNI_VERSION_1_0_0,
@@ -164,35 +181,40 @@ static void test_errors(void **state) {
 		  "ipam.ranges[0][0].gateway: 10.2.0.1 not in network 10.1.0.0/24" },
 		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\",\"gateway\":\"x\"}]]}", NULL, CNI_VERSION_1_0_0,
 		  "ipam.ranges[0][0].gateway: invalid IP address \"x\"" },
-		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\",\"rangeStart\":\"10.1.0.300\"}]]}", NULL, CNI_VERSION_1_0_0,
-		  "ipam.ranges[0][0].rangeStart: invalid IP address \"10.1.0.300\"" },
-		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\",\"rangeStart\":\"10.1.0.9\",\"rangeEnd\":\"10.1.0.8\"}]]}", NULL,
-		  CNI_VERSION_1_0_0, "ipam.ranges[0][0].rangeStart: 10.1.0.9 is after rangeEnd 10.1.0.8" },
+		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\",\"rangeStart\":\"10.1.0.300\"}]]}", NULL,
+		  CNI_VERSION_1_0_0, "ipam.ranges[0][0].rangeStart: invalid IP address \"10.1.0.300\"" },
+		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\",\"rangeStart\":\"10.1.0.9\",\"rangeEnd\":\"10.1.0.8\"}]]}",
+		  NULL, CNI_VERSION_1_0_0, "ipam.ranges[0][0].rangeStart: 10.1.0.9 is after rangeEnd 10.1.0.8" },
 		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\"},{\"subnet\":\"fd00::/64\"}]]}", NULL, CNI_VERSION_1_0_0,
 		  "ipam.ranges[0][1].subnet: mixed address families" },
 		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\"},{\"subnet\":\"10.1.0.0/25\"}]]}", NULL, CNI_VERSION_1_0_0,
 		  "ipam.ranges[0]: ranges 10.1.0.1-10.1.0.254 and 10.1.0.1-10.1.0.126 overlap" },
-		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\"}],[{\"subnet\":\"10.1.0.0/16\"}]]}", NULL, CNI_VERSION_1_0_0,
+		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\"}],[{\"subnet\":\"10.1.0.0/16\"}]]}", NULL,
+		  CNI_VERSION_1_0_0,
 		  "ipam.ranges[0] (10.1.0.1-10.1.0.254) overlaps with ipam.ranges[1] (10.1.0.1-10.1.255.254)" },
 		{ "{\"subnet\":\"10.1.0.0/24\"}", "[[{\"subnet\":\"10.1.0.0/24\"}]]", CNI_VERSION_1_0_0,
 		  "runtimeConfig.ipRanges[0] (10.1.0.1-10.1.0.254) overlaps with ipam (10.1.0.1-10.1.0.254)" },
-		{ "{\"subnet\":\"10.1.0.0/33\"}", NULL, CNI_VERSION_1_0_0, "ipam.subnet: invalid CIDR address \"10.1.0.0/33\"" },
+		{ "{\"subnet\":\"10.1.0.0/33\"}", NULL, CNI_VERSION_1_0_0,
+		  "ipam.subnet: invalid CIDR address \"10.1.0.0/33\"" },
 		{ "{\"subnet\":\"10.1.0.0/24\",\"rangeStart\":\"10.9.0.1\"}", NULL, CNI_VERSION_1_0_0,
 		  "ipam.rangeStart: 10.9.0.1 not in network 10.1.0.0/24" },
 		{ "{\"type\":\"host-local\"}", "[[{\"subnet\":\"bad\"}]]", CNI_VERSION_1_0_0,
 		  "runtimeConfig.ipRanges[0][0].subnet: invalid CIDR address \"bad\"" },
 		{ "{\"type\":\"host-local\"}", "{}", CNI_VERSION_1_0_0, "runtimeConfig.ipRanges: expected an array" },
-		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\"}],[{\"subnet\":\"10.2.0.0/24\"}]]}", NULL, CNI_VERSION_0_2_0,
-		  "cniVersion: versions before 0.3.0 support only one address per family" },
-		{ "{\"subnet\":\"10.1.0.0/24\",\"routes\":{}}", NULL, CNI_VERSION_1_0_0, "ipam.routes: expected an array" },
-		{ "{\"subnet\":\"10.1.0.0/24\",\"routes\":[{\"gw\":\"10.1.0.1\"}]}", NULL, CNI_VERSION_1_0_0, "ipam.routes[0].dst: missing" },
+		{ "{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\"}],[{\"subnet\":\"10.2.0.0/24\"}]]}", NULL,
+		  CNI_VERSION_0_2_0, "cniVersion: versions before 0.3.0 support only one address per family" },
+		{ "{\"subnet\":\"10.1.0.0/24\",\"routes\":{}}", NULL, CNI_VERSION_1_0_0,
+		  "ipam.routes: expected an array" },
+		{ "{\"subnet\":\"10.1.0.0/24\",\"routes\":[{\"gw\":\"10.1.0.1\"}]}", NULL, CNI_VERSION_1_0_0,
+		  "ipam.routes[0].dst: missing" },
 		{ "{\"subnet\":\"10.1.0.0/24\",\"routes\":[{\"dst\":\"x/8\"}]}", NULL, CNI_VERSION_1_0_0,
 		  "ipam.routes[0].dst: invalid CIDR address \"x/8\"" },
-		{ "{\"subnet\":\"10.1.0.0/24\",\"routes\":[{\"dst\":\"0.0.0.0/0\",\"gw\":\"fd00::1\"}]}", NULL, CNI_VERSION_1_0_0,
-		  "ipam.routes[0].gw: address family differs" },
-		{ "{\"subnet\":\"10.1.0.0/24\",\"routes\":[{\"dst\":\"0.0.0.0/0\",\"mtu\":\"x\"}]}", NULL, CNI_VERSION_1_0_0,
-		  "ipam.routes[0].mtu: expected a non-negative integer" },
-		{ "{\"subnet\":\"10.1.0.0/24\",\"dataDir\":5}", NULL, CNI_VERSION_1_0_0, "ipam.dataDir: expected a string" },
+		{ "{\"subnet\":\"10.1.0.0/24\",\"routes\":[{\"dst\":\"0.0.0.0/0\",\"gw\":\"fd00::1\"}]}", NULL,
+		  CNI_VERSION_1_0_0, "ipam.routes[0].gw: address family differs" },
+		{ "{\"subnet\":\"10.1.0.0/24\",\"routes\":[{\"dst\":\"0.0.0.0/0\",\"mtu\":\"x\"}]}", NULL,
+		  CNI_VERSION_1_0_0, "ipam.routes[0].mtu: expected a non-negative integer" },
+		{ "{\"subnet\":\"10.1.0.0/24\",\"dataDir\":5}", NULL, CNI_VERSION_1_0_0,
+		  "ipam.dataDir: expected a string" },
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -201,7 +223,8 @@ static void test_errors(void **state) {
 		int r = parse(t[i].ipam, t[i].rc, t[i].v, &c, &err);
 
 		if (r != -EINVAL || !strstr(err.msg, t[i].msg))
-			fail_msg("case %zu (%s): r=%d msg '%s', expected '%s'", i, t[i].ipam ?: "NULL", r, err.msg, t[i].msg);
+			fail_msg("case %zu (%s): r=%d msg '%s', expected '%s'", i, t[i].ipam ?: "NULL", r, err.msg,
+				 t[i].msg);
 		assert_null(c);
 	}
 
@@ -209,7 +232,8 @@ static void test_errors(void **state) {
 	IpamConfig *c = NULL;
 	IpamError err;
 	assert_int_equal(parse("{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\"}],[{\"subnet\":\"fd00::/64\"}]]}", NULL,
-			       CNI_VERSION_0_2_0, &c, &err), 0);
+			       CNI_VERSION_0_2_0, &c, &err),
+			 0);
 	ipam_config_free(c);
 
 	/* A network name must be usable as a directory name. */
@@ -230,25 +254,27 @@ static void test_subnet_bounds(void **state) {
 		const char *subnet;
 		const char *msg; /* NULL: accepted */
 	} t[] = {
-		{ "0.0.0.0/0", "ipam.ranges[0][0].subnet: \"0.0.0.0/0\" is too large: prefix length /0 is shorter than /8" },
+		{ "0.0.0.0/0",
+		  "ipam.ranges[0][0].subnet: \"0.0.0.0/0\" is too large: prefix length /0 is shorter than /8" },
 		{ "10.0.0.0/7", "\"10.0.0.0/7\" is too large: prefix length /7 is shorter than /8" },
 		{ "10.0.0.0/8", NULL },
 		{ "172.16.0.0/12", NULL },
 		{ "10.244.0.0/16", NULL },
-		{ "0.0.0.0/24", "\"0.0.0.0/24\" is invalid: it overlaps the unspecified (\"this network\") range 0.0.0.0/8" },
+		{ "0.0.0.0/24",
+		  "\"0.0.0.0/24\" is invalid: it overlaps the unspecified (\"this network\") range 0.0.0.0/8" },
 		{ "0.0.0.0/8", "overlaps the unspecified" },
 		{ "127.0.0.0/8", "\"127.0.0.0/8\" is invalid: it overlaps the loopback range 127.0.0.0/8" },
 		{ "127.1.2.0/24", "overlaps the loopback range" },
 		{ "224.0.0.0/24", "\"224.0.0.0/24\" is invalid: it overlaps the multicast range 224.0.0.0/4" },
 		{ "239.255.0.0/16", "overlaps the multicast range 224.0.0.0/4" },
-		{ "169.254.0.0/16", NULL },  /* link-local: allowed */
-		{ "240.0.0.0/8", NULL },     /* class E: used for pods */
+		{ "169.254.0.0/16", NULL }, /* link-local: allowed */
+		{ "240.0.0.0/8", NULL },    /* class E: used for pods */
 		{ "::/0", "\"::/0\" is too large: prefix length /0 is shorter than /8" },
 		{ "2000::/3", "\"2000::/3\" is too large" },
 		{ "fd00::/8", NULL },
 		{ "fd00:10:244::/56", NULL },
 		{ "2001:db8::/64", NULL },
-		{ "fe80::/64", NULL },       /* link-local: allowed */
+		{ "fe80::/64", NULL }, /* link-local: allowed */
 		{ "::/64", "\"::/64\" is invalid: it overlaps the unspecified address ::" },
 		{ "::/120", "overlaps the unspecified address ::" },
 		{ "ff02::/64", "\"ff02::/64\" is invalid: it overlaps the multicast range ff00::/8" },
@@ -282,9 +308,12 @@ static void test_subnet_bounds(void **state) {
 	assert_non_null(strstr(err.msg, "ipam.subnet: \"0.0.0.0/0\" is too large"));
 	c = ipam_config_free(c);
 	assert_int_equal(parse("{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\"},{\"subnet\":\"127.0.0.0/24\"}]]}",
-			       "[[{\"subnet\":\"10.9.0.0/24\"}]]", CNI_VERSION_1_0_0, &c, &err), 0);
+			       "[[{\"subnet\":\"10.9.0.0/24\"}]]", CNI_VERSION_1_0_0, &c, &err),
+			 0);
 	assert_int_equal(ipam_config_check_subnets(c, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "ipam.ranges[0][1].subnet: \"127.0.0.0/24\" is invalid: it overlaps the loopback range"));
+	assert_non_null(strstr(
+			err.msg,
+			"ipam.ranges[0][1].subnet: \"127.0.0.0/24\" is invalid: it overlaps the loopback range"));
 	ipam_config_free(c);
 }
 
@@ -319,9 +348,11 @@ static void test_requested(void **state) {
 	ssize_t want[3];
 	IpAddr ips[4];
 
-	assert_int_equal(parse("{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\"},{\"subnet\":\"10.2.0.0/24\"}],"
-			       "[{\"subnet\":\"fd00::/64\"}],[{\"subnet\":\"10.3.0.0/24\",\"rangeEnd\":\"10.3.0.100\"}]]}",
-			       NULL, CNI_VERSION_1_0_0, &c, &err), 0);
+	assert_int_equal(
+			parse("{\"ranges\":[[{\"subnet\":\"10.1.0.0/24\"},{\"subnet\":\"10.2.0.0/24\"}],"
+			      "[{\"subnet\":\"fd00::/64\"}],[{\"subnet\":\"10.3.0.0/24\",\"rangeEnd\":\"10.3.0.100\"}]]}",
+			      NULL, CNI_VERSION_1_0_0, &c, &err),
+			0);
 
 	/* One per set, any order; an address repeated is fine. */
 	ip_addr_parse("fd00::9", &ips[0]);
@@ -350,7 +381,8 @@ static void test_requested(void **state) {
 			ip_addr_parse(bad[i].b, &ips[1]);
 			n = 2;
 		}
-		assert_int_equal(ipam_alloc_assign_requested(c->range_sets, c->n_range_sets, ips, n, want, &err), -EINVAL);
+		assert_int_equal(ipam_alloc_assign_requested(c->range_sets, c->n_range_sets, ips, n, want, &err),
+				 -EINVAL);
 		if (!strstr(err.msg, bad[i].msg))
 			fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, bad[i].msg);
 	}
@@ -359,12 +391,9 @@ static void test_requested(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_explicit_values_and_keys),
-		cmocka_unit_test(test_set_order),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_subnet_bounds),
-		cmocka_unit_test(test_resolv_conf),
+		cmocka_unit_test(test_defaults),      cmocka_unit_test(test_explicit_values_and_keys),
+		cmocka_unit_test(test_set_order),     cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_subnet_bounds), cmocka_unit_test(test_resolv_conf),
 		cmocka_unit_test(test_requested),
 	};
 

@@ -83,23 +83,22 @@ static int teardown(void **state) {
 #define HEADER "apiVersion: v1\nkind: Config\npreferences: {}\n"
 
 static void test_token(void **state) {
-	KubeConfig *k = load_ok("token.yaml", HEADER
-				"clusters:\n"
-				"- cluster:\n"
-				"    certificate-authority: pki/ca.crt\n"
-				"    server: https://10.0.0.1:6443/\n"
-				"  name: kind\n"
-				"contexts:\n"
-				"- context:\n"
-				"    cluster: kind\n"
-				"    user: admin\n"
-				"    namespace: kube-system\n"
-				"  name: admin@kind\n"
-				"current-context: admin@kind\n"
-				"users:\n"
-				"- name: admin\n"
-				"  user:\n"
-				"    token: abc.def\n");
+	KubeConfig *k = load_ok("token.yaml", HEADER "clusters:\n"
+						     "- cluster:\n"
+						     "    certificate-authority: pki/ca.crt\n"
+						     "    server: https://10.0.0.1:6443/\n"
+						     "  name: kind\n"
+						     "contexts:\n"
+						     "- context:\n"
+						     "    cluster: kind\n"
+						     "    user: admin\n"
+						     "    namespace: kube-system\n"
+						     "  name: admin@kind\n"
+						     "current-context: admin@kind\n"
+						     "users:\n"
+						     "- name: admin\n"
+						     "  user:\n"
+						     "    token: abc.def\n");
 	char *t = NULL, expect[128];
 
 	assert_string_equal(k->server, "https://10.0.0.1:6443");
@@ -120,18 +119,18 @@ static void test_token(void **state) {
 
 static void test_token_file(void **state) {
 	const char *tf = write_file("sa-token", "from-file-1\n");
-	KubeConfig *k = load_ok("tokenfile.yaml", HEADER
-				"clusters:\n"
-				"- name: c\n"
-				"  cluster: {server: 'http://127.0.0.1:8080', insecure-skip-tls-verify: true}\n"
-				"contexts:\n"
-				"- name: x\n"
-				"  context: {cluster: c, user: u}\n"
-				"current-context: x\n"
-				"users:\n"
-				"- name: u\n"
-				"  user:\n"
-				"    tokenFile: sa-token\n");
+	KubeConfig *k = load_ok("tokenfile.yaml",
+				HEADER "clusters:\n"
+				       "- name: c\n"
+				       "  cluster: {server: 'http://127.0.0.1:8080', insecure-skip-tls-verify: true}\n"
+				       "contexts:\n"
+				       "- name: x\n"
+				       "  context: {cluster: c, user: u}\n"
+				       "current-context: x\n"
+				       "users:\n"
+				       "- name: u\n"
+				       "  user:\n"
+				       "    tokenFile: sa-token\n");
 	char *t = NULL;
 
 	assert_string_equal(k->server, "http://127.0.0.1:8080");
@@ -151,23 +150,22 @@ static void test_token_file(void **state) {
 
 static void test_cert_data(void **state) {
 	/* "-----BEGIN CA-----\n", "CERT", "KEY" in base64; the CA one folded over two lines. */
-	KubeConfig *k = load_ok("certdata.yaml", HEADER
-				"clusters:\n"
-				"- name: c\n"
-				"  cluster:\n"
-				"    server: https://api.example:6443\n"
-				"    certificate-authority-data: >-\n"
-				"      LS0tLS1CRUdJTiBD\n"
-				"      QS0tLS0tCg==\n"
-				"contexts:\n"
-				"- name: x\n"
-				"  context: {cluster: c, user: u}\n"
-				"current-context: \"x\"\n"
-				"users:\n"
-				"- name: u\n"
-				"  user:\n"
-				"    client-certificate-data: Q0VSVA==\n"
-				"    client-key-data: S0VZ\n");
+	KubeConfig *k = load_ok("certdata.yaml", HEADER "clusters:\n"
+							"- name: c\n"
+							"  cluster:\n"
+							"    server: https://api.example:6443\n"
+							"    certificate-authority-data: >-\n"
+							"      LS0tLS1CRUdJTiBD\n"
+							"      QS0tLS0tCg==\n"
+							"contexts:\n"
+							"- name: x\n"
+							"  context: {cluster: c, user: u}\n"
+							"current-context: \"x\"\n"
+							"users:\n"
+							"- name: u\n"
+							"  user:\n"
+							"    client-certificate-data: Q0VSVA==\n"
+							"    client-key-data: S0VZ\n");
 	char *t = (char *) 1;
 
 	assert_int_equal(k->ca_size, strlen("-----BEGIN CA-----\n"));
@@ -185,23 +183,22 @@ static void test_cert_data(void **state) {
 
 /* The copy the object cache takes of the lease datastore's config: every field, its own memory. */
 static void test_copy(void **state) {
-	KubeConfig *k = load_ok("copy.yaml", HEADER
-				"clusters:\n"
-				"- name: c\n"
-				"  cluster:\n"
-				"    server: https://api.example:6443\n"
-				"    certificate-authority-data: LS0tLS1CRUdJTiBDQS0tLS0tCg==\n"
-				"    insecure-skip-tls-verify: true\n"
-				"contexts:\n"
-				"- name: x\n"
-				"  context: {cluster: c, user: u}\n"
-				"current-context: x\n"
-				"users:\n"
-				"- name: u\n"
-				"  user:\n"
-				"    token: t0k3n\n"
-				"    client-certificate-data: Q0VSVA==\n"
-				"    client-key-data: S0VZ\n");
+	KubeConfig *k = load_ok("copy.yaml", HEADER "clusters:\n"
+						    "- name: c\n"
+						    "  cluster:\n"
+						    "    server: https://api.example:6443\n"
+						    "    certificate-authority-data: LS0tLS1CRUdJTiBDQS0tLS0tCg==\n"
+						    "    insecure-skip-tls-verify: true\n"
+						    "contexts:\n"
+						    "- name: x\n"
+						    "  context: {cluster: c, user: u}\n"
+						    "current-context: x\n"
+						    "users:\n"
+						    "- name: u\n"
+						    "  user:\n"
+						    "    token: t0k3n\n"
+						    "    client-certificate-data: Q0VSVA==\n"
+						    "    client-key-data: S0VZ\n");
 	KubeConfig *c = NULL;
 
 	assert_int_equal(kubeconfig_copy(k, &c), 0);
@@ -230,17 +227,17 @@ static void test_copy(void **state) {
 }
 
 static void test_cert_files(void **state) {
-	KubeConfig *k = load_ok("certfiles.yaml", HEADER
-				"clusters:\n"
-				"- name: c\n"
-				"  cluster: {server: 'https://h:1', certificate-authority: /etc/k/ca.pem}\n"
-				"contexts:\n"
-				"- name: x\n"
-				"  context: {cluster: c, user: u}\n"
-				"current-context: x\n"
-				"users:\n"
-				"- name: u\n"
-				"  user: {client-certificate: /etc/k/c.pem, client-key: k.pem}\n");
+	KubeConfig *k = load_ok("certfiles.yaml",
+				HEADER "clusters:\n"
+				       "- name: c\n"
+				       "  cluster: {server: 'https://h:1', certificate-authority: /etc/k/ca.pem}\n"
+				       "contexts:\n"
+				       "- name: x\n"
+				       "  context: {cluster: c, user: u}\n"
+				       "current-context: x\n"
+				       "users:\n"
+				       "- name: u\n"
+				       "  user: {client-certificate: /etc/k/c.pem, client-key: k.pem}\n");
 	char expect[128];
 
 	assert_string_equal(k->ca_file, "/etc/k/ca.pem");
@@ -251,23 +248,23 @@ static void test_cert_files(void **state) {
 }
 
 static void test_multiple_contexts(void **state) {
-	static const char *const tmpl = HEADER
-		"clusters:\n"
-		"- name: prod\n"
-		"  cluster: {server: 'https://prod:6443'}\n"
-		"- name: dev\n"
-		"  cluster: {server: 'https://dev:6443', insecure-skip-tls-verify: yes}\n"
-		"contexts:\n"
-		"- name: p\n"
-		"  context: {cluster: prod, user: alice}\n"
-		"- name: d\n"
-		"  context: {cluster: dev, user: bob}\n"
-		"current-context: %s\n"
-		"users:\n"
-		"- name: alice\n"
-		"  user: {token: a}\n"
-		"- name: bob\n"
-		"  user: {token: b}\n";
+	static const char *const tmpl =
+			HEADER "clusters:\n"
+			       "- name: prod\n"
+			       "  cluster: {server: 'https://prod:6443'}\n"
+			       "- name: dev\n"
+			       "  cluster: {server: 'https://dev:6443', insecure-skip-tls-verify: yes}\n"
+			       "contexts:\n"
+			       "- name: p\n"
+			       "  context: {cluster: prod, user: alice}\n"
+			       "- name: d\n"
+			       "  context: {cluster: dev, user: bob}\n"
+			       "current-context: %s\n"
+			       "users:\n"
+			       "- name: alice\n"
+			       "  user: {token: a}\n"
+			       "- name: bob\n"
+			       "  user: {token: b}\n";
 	char text[1024];
 	KubeConfig *k;
 
@@ -303,17 +300,18 @@ static void test_errors(void **state) {
 		  HEADER "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: nobody}\n"
 			 "clusters:\n- name: c\n  cluster: {server: 'https://h'}\nusers: []\n",
 		  -ENOENT, "user \"nobody\"", "users", NULL);
-	load_fail("e5.yaml",
-		  HEADER "current-context: x\ncontexts:\n- name: x\n  context: {user: u}\n", -EINVAL,
+	load_fail("e5.yaml", HEADER "current-context: x\ncontexts:\n- name: x\n  context: {user: u}\n", -EINVAL,
 		  "contexts[x].context.cluster", NULL);
 	load_fail("e6.yaml",
-		  HEADER "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
-			 "clusters:\n- name: c\n  cluster: {certificate-authority: ca}\nusers:\n- name: u\n  user: {}\n",
+		  HEADER
+		  "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+		  "clusters:\n- name: c\n  cluster: {certificate-authority: ca}\nusers:\n- name: u\n  user: {}\n",
 		  -EINVAL, "clusters[c].cluster.server", NULL);
 	load_fail("e7.yaml",
-		  HEADER "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
-			 "clusters:\n- name: c\n  cluster: {server: 'https://h', certificate-authority-data: '!!notb64'}\n"
-			 "users:\n- name: u\n  user: {}\n",
+		  HEADER
+		  "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+		  "clusters:\n- name: c\n  cluster: {server: 'https://h', certificate-authority-data: '!!notb64'}\n"
+		  "users:\n- name: u\n  user: {}\n",
 		  -EINVAL, "certificate-authority-data", NULL);
 	load_fail("e8.yaml",
 		  HEADER "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
@@ -377,14 +375,10 @@ static void test_in_cluster(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_token),
-		cmocka_unit_test(test_token_file),
-		cmocka_unit_test(test_cert_data),
-		cmocka_unit_test(test_copy),
-		cmocka_unit_test(test_cert_files),
-		cmocka_unit_test(test_multiple_contexts),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_in_cluster),
+		cmocka_unit_test(test_token),      cmocka_unit_test(test_token_file),
+		cmocka_unit_test(test_cert_data),  cmocka_unit_test(test_copy),
+		cmocka_unit_test(test_cert_files), cmocka_unit_test(test_multiple_contexts),
+		cmocka_unit_test(test_errors),     cmocka_unit_test(test_in_cluster),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -29,11 +29,12 @@ static const char *addr(const IpAddr *a, char buf[static IP_ADDR_STRLEN]) {
 static char *summary(const NetworkConfig *c) {
 	char a[IP_PREFIX_STRLEN], b[IP_PREFIX_STRLEN], m1[IP_ADDR_STRLEN], m2[IP_ADDR_STRLEN];
 
-	return strdup_printf("net=%s net6=%s len=%u len6=%u min=%s max=%s backend=%s vni=%u port=%u dr=%d mtu=%u masq=%d",
-			     pfx(&c->network, a), pfx(&c->network6, b), c->subnet_len, c->subnet_len6,
-			     addr(&c->subnet_min, m1), addr(&c->subnet_max, m2),
-			     network_backend_type_to_string(c->backend.type), c->backend.vni, c->backend.port,
-			     c->backend.direct_routing, c->backend.mtu, c->masquerade);
+	return strdup_printf(
+			"net=%s net6=%s len=%u len6=%u min=%s max=%s backend=%s vni=%u port=%u dr=%d mtu=%u masq=%d",
+			pfx(&c->network, a), pfx(&c->network6, b), c->subnet_len, c->subnet_len6,
+			addr(&c->subnet_min, m1), addr(&c->subnet_max, m2),
+			network_backend_type_to_string(c->backend.type), c->backend.vni, c->backend.port,
+			c->backend.direct_routing, c->backend.mtu, c->masquerade);
 }
 
 typedef struct ValidCase {
@@ -107,7 +108,8 @@ static const InvalidCase invalid[] = {
 	{ "{\"Network\": \"10.244.0.0/33\"}", "Network \"10.244.0.0/33\": invalid CIDR" },
 	{ "{\"Network\": \"banana\"}", "Network \"banana\": invalid CIDR" },
 	{ "{\"Network\": 10}", "Network: expected a string, got an integer" },
-	{ "{\"Network\": \"10.244.1.0/16\"}", "Network \"10.244.1.0/16\": host bits set (did you mean 10.244.0.0/16?)" },
+	{ "{\"Network\": \"10.244.1.0/16\"}",
+	  "Network \"10.244.1.0/16\": host bits set (did you mean 10.244.0.0/16?)" },
 	{ "{\"Network6\": \"fd00::1/64\"}", "Network6 \"fd00::1/64\": host bits set" },
 	/* families */
 	{ "{\"Network\": \"fd00::/64\"}", "Network \"fd00::/64\": not an IPv4 network" },
@@ -123,14 +125,18 @@ static const InvalidCase invalid[] = {
 	{ "{\"Network\": \"10.244.0.0/16\", \"SubnetLen\": \"24\"}", "SubnetLen: expected an integer, got a string" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"SubnetLen\": -1}", "SubnetLen -1: out of range" },
 	{ "{\"Network6\": \"fd00::/64\", \"SubnetLen6\": 127}", "SubnetLen6 127: too long (at most 126)" },
-	{ "{\"Network6\": \"fd00::/64\", \"SubnetLen6\": 48}", "SubnetLen6 48: subnet length larger than the network fd00::/64" },
+	{ "{\"Network6\": \"fd00::/64\", \"SubnetLen6\": 48}",
+	  "SubnetLen6 48: subnet length larger than the network fd00::/64" },
 	{ "{\"Network6\": \"fd00::/64\", \"SubnetLen\": 24}", "SubnetLen: given without Network" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"SubnetLen6\": 64}", "SubnetLen6: given without Network6" },
 	{ "{\"Network\": \"10.1.2.0/31\"}", "Network 10.1.2.0/31: too small to hold node subnets" },
 	/* SubnetMin / SubnetMax */
-	{ "{\"Network\": \"10.244.0.0/16\", \"SubnetMin\": \"10.245.0.0\"}", "SubnetMin \"10.245.0.0\": outside Network 10.244.0.0/16" },
-	{ "{\"Network\": \"10.244.0.0/16\", \"SubnetMax\": \"192.168.0.0\"}", "SubnetMax \"192.168.0.0\": outside Network 10.244.0.0/16" },
-	{ "{\"Network\": \"10.244.0.0/16\", \"SubnetMin\": \"10.244.1.5\"}", "SubnetMin \"10.244.1.5\": not the start of a /24 subnet (did you mean 10.244.1.0?)" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"SubnetMin\": \"10.245.0.0\"}",
+	  "SubnetMin \"10.245.0.0\": outside Network 10.244.0.0/16" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"SubnetMax\": \"192.168.0.0\"}",
+	  "SubnetMax \"192.168.0.0\": outside Network 10.244.0.0/16" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"SubnetMin\": \"10.244.1.5\"}",
+	  "SubnetMin \"10.244.1.5\": not the start of a /24 subnet (did you mean 10.244.1.0?)" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"SubnetMin\": \"nope\"}", "SubnetMin \"nope\": invalid IP address" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"SubnetMin\": \"10.244.9.0\", \"SubnetMax\": \"10.244.8.0\"}",
 	  "SubnetMin 10.244.9.0 is above SubnetMax 10.244.8.0" },
@@ -142,21 +148,27 @@ static const InvalidCase invalid[] = {
 	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": \"vxlan\"}", "Backend: expected an object, got a string" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"vxlan\", \"VNI\": 16777216}}",
 	  "Backend.VNI 16777216: out of range (0..16777215)" },
-	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"vxlan\", \"VNI\": -1}}", "Backend.VNI -1: out of range" },
-	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"vxlan\", \"Port\": 0}}", "Backend.Port 0: out of range (1..65535)" },
-	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"vxlan\", \"Port\": 65536}}", "Backend.Port 65536: out of range" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"vxlan\", \"VNI\": -1}}",
+	  "Backend.VNI -1: out of range" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"vxlan\", \"Port\": 0}}",
+	  "Backend.Port 0: out of range (1..65535)" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"vxlan\", \"Port\": 65536}}",
+	  "Backend.Port 65536: out of range" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"vxlan\", \"DirectRouting\": 1}}",
 	  "Backend.DirectRouting: expected true or false, got an integer" },
-	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"vxlan\", \"MTU\": 67}}", "Backend.MTU 67: out of range (68..65535)" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"vxlan\", \"MTU\": 67}}",
+	  "Backend.MTU 67: out of range (68..65535)" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"Network6\": \"fd00::/56\", \"Backend\": {\"Type\": \"vxlan\", \"MTU\": 1000}}",
 	  "Backend.MTU 1000: out of range (1280..65535)" },
-	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"vxlan\", \"GBP\": true}}", "Backend: unknown key \"GBP\"" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"vxlan\", \"GBP\": true}}",
+	  "Backend: unknown key \"GBP\"" },
 	/* keys */
 	{ "{\"Network\": \"10.244.0.0/16\", \"EnableIPv6\": true}", "unknown key \"EnableIPv6\"" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"NETWORK\": \"10.0.0.0/8\"}", "unknown key \"NETWORK\"" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"network\": \"10.245.0.0/16\"}", "key \"Network\" given twice" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"Network\": \"10.245.0.0/16\"}", "not valid JSON" },
-	{ "{\"Network\": \"10.244.0.0/16\", \"Masquerade\": \"yes\"}", "Masquerade: expected true or false, got a string" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"Masquerade\": \"yes\"}",
+	  "Masquerade: expected true or false, got a string" },
 };
 
 static void test_invalid(void **state) {
@@ -183,7 +195,9 @@ static void test_overlap(void **state) {
 	char *err = NULL;
 	IpPrefix p;
 
-	assert_int_equal(network_config_parse("{\"Network\": \"10.244.0.0/16\", \"Network6\": \"fd00:10:244::/48\"}", &cfg, &err), 0);
+	assert_int_equal(network_config_parse("{\"Network\": \"10.244.0.0/16\", \"Network6\": \"fd00:10:244::/48\"}",
+					      &cfg, &err),
+			 0);
 
 	assert_int_equal(ip_prefix_parse("10.96.0.0/12", &p), 0);
 	assert_int_equal(network_config_check_overlap(cfg, &p, "service CIDR", &err), 0);
@@ -252,11 +266,8 @@ static void test_backend_names(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_valid),
-		cmocka_unit_test(test_invalid),
-		cmocka_unit_test(test_overlap),
-		cmocka_unit_test(test_file),
-		cmocka_unit_test(test_backend_names),
+		cmocka_unit_test(test_valid), cmocka_unit_test(test_invalid),       cmocka_unit_test(test_overlap),
+		cmocka_unit_test(test_file),  cmocka_unit_test(test_backend_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

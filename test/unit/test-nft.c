@@ -123,8 +123,11 @@ static void test_apply_errors(void **state) {
 	assert_int_equal(nft_apply(ctx, "create chain inet x c", NULL), -EEXIST);
 
 	/* one batch = one transaction: a failing last command undoes the first ones */
-	assert_int_equal(nft_apply(ctx, "add table inet atomic\nadd chain inet atomic c\n"
-				       "delete chain inet atomic nosuch\n", NULL), -ENOENT);
+	assert_int_equal(nft_apply(ctx,
+				   "add table inet atomic\nadd chain inet atomic c\n"
+				   "delete chain inet atomic nosuch\n",
+				   NULL),
+			 -ENOENT);
 	assert_null(list("list table inet atomic"));
 
 	/* NULL error pointer and bad arguments */
@@ -291,8 +294,9 @@ static void test_gc(void **state) {
 
 	/* hashed network names are collected too */
 	assert_int_equal(nft_bridge_masq_add(ctx, longnet,
-					     "0123456789012345678901234567890123456789012345678901234567890123",
-					     "eth0", &p2), 0);
+					     "0123456789012345678901234567890123456789012345678901234567890123", "eth0",
+					     &p2),
+			 0);
 	assert_int_equal(nft_bridge_masq_gc(ctx, "netA", valid_cid1, &calls), 0);
 	assert_int_equal(nft_bridge_masq_gc(ctx, longnet, valid_cid1, &calls), 2);
 	assert_int_equal(count_elems(NFT_TABLE_INET, NFT_BR_SET_MASQ4), 3);
@@ -347,8 +351,11 @@ static void test_flush_all(void **state) {
 	assert_int_equal(nft_bridge_masq_add(ctx, "n", "c", "eth0", &p), 0);
 	assert_int_equal(nft_bridge_macspoof_add(ctx, "n", "c", "eth0", "vethF", mac), 0);
 	/* weftd's objects share the inet table and must survive */
-	assert_int_equal(nft_apply(ctx, "add chain inet weft node-forward { type filter hook forward priority 0; }\n"
-				       "add set inet weft node-peers { type ipv4_addr; }", NULL), 0);
+	assert_int_equal(nft_apply(ctx,
+				   "add chain inet weft node-forward { type filter hook forward priority 0; }\n"
+				   "add set inet weft node-peers { type ipv4_addr; }",
+				   NULL),
+			 0);
 	assert_int_equal(nft_bridge_flush_all(ctx), 0);
 	assert_null(list("list table bridge weft"));
 	assert_int_equal(count_rules(NFT_TABLE_INET, NFT_BR_CHAIN_POSTROUTING), -1);
@@ -361,7 +368,8 @@ static void test_flush_all(void **state) {
 	assert_int_equal(nft_bridge_flush_all(ctx), 0);
 	assert_int_equal(count_rules(NFT_TABLE_INET, "node-forward"), 0);
 	/* with node-* gone, the tables go too */
-	assert_int_equal(nft_apply(ctx, "delete chain inet weft node-forward; delete set inet weft node-peers", NULL), 0);
+	assert_int_equal(nft_apply(ctx, "delete chain inet weft node-forward; delete set inet weft node-peers", NULL),
+			 0);
 	assert_int_equal(nft_bridge_flush_all(ctx), 0);
 	assert_null(list("list table inet weft"));
 }
@@ -453,7 +461,9 @@ static double now_ms(void) {
 }
 
 static void test_cost(void **state) {
-	enum { N = 200 };
+	enum {
+		N = 200
+	};
 	double t0, t_open = 0, t_add = 0, t_del = 0;
 
 	for (int i = 0; i < N; i++) {
@@ -514,7 +524,8 @@ int main(void) {
 		printf("SKIP: test-nft: unshare(CLONE_NEWNET): %m\n");
 		return 77;
 	}
-	if (nft_ctx_open(&ctx) < 0 || nft_apply(ctx, "add table inet weftprobe; delete table inet weftprobe", NULL) < 0) {
+	if (nft_ctx_open(&ctx) < 0 ||
+	    nft_apply(ctx, "add table inet weftprobe; delete table inet weftprobe", NULL) < 0) {
 		printf("SKIP: test-nft: kernel nf_tables not usable\n");
 		return 77;
 	}

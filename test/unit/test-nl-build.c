@@ -250,8 +250,14 @@ static void test_bad_names(void **state) {
 static void test_vxlan(void **state) {
 	NlMsgBuf buf;
 	NlVxlanConfig c = {
-		.name = "weft.1", .vni = 1, .port = 8472, .local = addr("192.168.5.10"), .link = 2, .mtu = 1450,
-		.learning = false, .mac = MAC1,
+		.name = "weft.1",
+		.vni = 1,
+		.port = 8472,
+		.local = addr("192.168.5.10"),
+		.link = 2,
+		.mtu = 1450,
+		.learning = false,
+		.mac = MAC1,
 	};
 	NlLink l;
 	const struct nlattr *li, *data, *a;
@@ -297,7 +303,10 @@ static void test_vxlan(void **state) {
 
 static void test_bridge(void **state) {
 	NlMsgBuf buf;
-	NlBridgeConfig c = { .name = "cni0", .mtu = 1500, .vlan_filtering = true, .has_vlan_default_pvid = true,
+	NlBridgeConfig c = { .name = "cni0",
+			     .mtu = 1500,
+			     .vlan_filtering = true,
+			     .has_vlan_default_pvid = true,
 			     .vlan_default_pvid = 1 };
 	NlLink l;
 	const struct nlattr *li, *a;
@@ -480,11 +489,11 @@ static void test_parse_robust(void **state) {
 
 	nlh = nl_msg_new(&buf, RTM_NEWLINK, 0, sizeof(struct ifinfomsg));
 	mnl_attr_put_strz(nlh, IFLA_IFNAME, "x0");
-	mnl_attr_put_u32(nlh, 0x3fff, 7);       /* from the future */
+	mnl_attr_put_u32(nlh, 0x3fff, 7); /* from the future */
 	assert_int_equal(nl_parse_link(nlh, &l), 0);
 	assert_string_equal(l.name, "x0");
 	assert_int_equal(l.link_netnsid, -1);
-	mnl_attr_put_u16(nlh, IFLA_MTU, 1500);  /* too short for a u32 */
+	mnl_attr_put_u16(nlh, IFLA_MTU, 1500); /* too short for a u32 */
 	assert_int_equal(nl_parse_link(nlh, &l), -EBADMSG);
 
 	/* Truncated family header */
@@ -498,9 +507,9 @@ static void test_parse_robust(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_route),     cmocka_unit_test(test_veth),       cmocka_unit_test(test_bad_names),
-		cmocka_unit_test(test_vxlan),     cmocka_unit_test(test_bridge),     cmocka_unit_test(test_bridge_vlan),
-		cmocka_unit_test(test_neigh_fdb), cmocka_unit_test(test_addr),       cmocka_unit_test(test_macvlan),
+		cmocka_unit_test(test_route),        cmocka_unit_test(test_veth),   cmocka_unit_test(test_bad_names),
+		cmocka_unit_test(test_vxlan),        cmocka_unit_test(test_bridge), cmocka_unit_test(test_bridge_vlan),
+		cmocka_unit_test(test_neigh_fdb),    cmocka_unit_test(test_addr),   cmocka_unit_test(test_macvlan),
 		cmocka_unit_test(test_parse_robust),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -85,7 +85,8 @@ static void test_ipvlan(void **state) {
 	assert_int_equal(mnl_attr_get_u32(attr_get(&buf.hdr, IFLA_NET_NS_FD)), 7);
 	/* IFLA_IPVLAN_MODE is a u16 in the kernel's policy: a u32 would be rejected. */
 	assert_int_equal(mnl_attr_get_payload_len(
-				 nested_get(nested_get(attr_get(&buf.hdr, IFLA_LINKINFO), IFLA_INFO_DATA), IFLA_IPVLAN_MODE)),
+					 nested_get(nested_get(attr_get(&buf.hdr, IFLA_LINKINFO), IFLA_INFO_DATA),
+						    IFLA_IPVLAN_MODE)),
 			 2);
 	assert_int_equal(nl_parse_link_info(&buf.hdr, &info), 0);
 	assert_string_equal(info.kind, "ipvlan");
@@ -124,7 +125,8 @@ static void test_vlan(void **state) {
 	assert_non_null(attr_get(&buf.hdr, IFLA_NET_NS_FD));
 	assert_int_equal(mnl_attr_get_u32(attr_get(&buf.hdr, IFLA_NET_NS_FD)), 0);
 	assert_int_equal(mnl_attr_get_payload_len(
-				 nested_get(nested_get(attr_get(&buf.hdr, IFLA_LINKINFO), IFLA_INFO_DATA), IFLA_VLAN_ID)),
+					 nested_get(nested_get(attr_get(&buf.hdr, IFLA_LINKINFO), IFLA_INFO_DATA),
+						    IFLA_VLAN_ID)),
 			 2);
 	/* 802.1Q is the kernel default: no protocol attribute. */
 	assert_null(nested_get(nested_get(attr_get(&buf.hdr, IFLA_LINKINFO), IFLA_INFO_DATA), IFLA_VLAN_PROTOCOL));
@@ -149,8 +151,10 @@ static void test_macvlan_info(void **state) {
 	NlMsgBuf buf;
 	NlLinkInfo info;
 
-	assert_int_equal(nl_build_macvlan(&buf, &(NlMacvlanConfig) { .name = "m0", .parent = 2,
-								       .mode = MACVLAN_MODE_VEPA, .netns_fd = -1 }),
+	assert_int_equal(nl_build_macvlan(&buf, &(NlMacvlanConfig) { .name = "m0",
+								     .parent = 2,
+								     .mode = MACVLAN_MODE_VEPA,
+								     .netns_fd = -1 }),
 			 0);
 	assert_int_equal(nl_parse_link_info(&buf.hdr, &info), 0);
 	assert_string_equal(info.kind, "macvlan");
@@ -234,8 +238,9 @@ static void test_parse_robust(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ipvlan),      cmocka_unit_test(test_vlan),         cmocka_unit_test(test_macvlan_info),
-		cmocka_unit_test(test_alias_move),  cmocka_unit_test(test_parse_robust),
+		cmocka_unit_test(test_ipvlan),       cmocka_unit_test(test_vlan),
+		cmocka_unit_test(test_macvlan_info), cmocka_unit_test(test_alias_move),
+		cmocka_unit_test(test_parse_robust),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

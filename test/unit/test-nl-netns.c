@@ -43,8 +43,8 @@
 #include "shared/netns/netns.h"
 #include "shared/nl/nl.h"
 
-static NlSock *s;        /* test namespace */
-static NlSock *ps;       /* peer namespace */
+static NlSock *s;  /* test namespace */
+static NlSock *ps; /* peer namespace */
 static int peer_fd = -EBADF;
 static int self_fd = -EBADF;
 
@@ -257,14 +257,17 @@ static void test_bridge(void **state) {
 	assert_int_equal(nl_bridge_port_set_hairpin(s, idx, true), 0);
 	assert_int_equal(nl_bridge_port_set_isolated(s, idx, true), 0);
 	j = run_json(false, "ip -d -j link show dev vh1");
-	sd = json_object_get(json_object_get(json_object_get(json_array_get(j, 0), "linkinfo"), "info_slave_data"), "hairpin");
+	sd = json_object_get(json_object_get(json_object_get(json_array_get(j, 0), "linkinfo"), "info_slave_data"),
+			     "hairpin");
 	assert_true(json_is_true(sd));
-	sd = json_object_get(json_object_get(json_object_get(json_array_get(j, 0), "linkinfo"), "info_slave_data"), "isolated");
+	sd = json_object_get(json_object_get(json_object_get(json_array_get(j, 0), "linkinfo"), "info_slave_data"),
+			     "isolated");
 	assert_true(json_is_true(sd));
 	json_decref(j);
 	assert_int_equal(nl_bridge_port_set_hairpin(s, idx, false), 0);
 	j = run_json(false, "ip -d -j link show dev vh1");
-	sd = json_object_get(json_object_get(json_object_get(json_array_get(j, 0), "linkinfo"), "info_slave_data"), "hairpin");
+	sd = json_object_get(json_object_get(json_object_get(json_array_get(j, 0), "linkinfo"), "info_slave_data"),
+			     "hairpin");
 	assert_true(json_is_false(sd));
 	json_decref(j);
 
@@ -300,7 +303,9 @@ static void test_bridge(void **state) {
 }
 
 static void test_bridge_vlan(void **state) {
-	NlBridgeConfig c = { .name = "brv", .vlan_filtering = true, .has_vlan_default_pvid = true, .vlan_default_pvid = 1 };
+	NlBridgeConfig c = {
+		.name = "brv", .vlan_filtering = true, .has_vlan_default_pvid = true, .vlan_default_pvid = 1
+	};
 	NlLink br;
 	json_t *j;
 	char *dump;
@@ -538,7 +543,9 @@ static void test_route(void **state) {
 	/* independent view */
 	j = run_json(false, "ip -j route show table 1000");
 	dump = json_dumps(j, JSON_COMPACT);
-	assert_true(strstr(dump, "\"dst\":\"10.50.0.0/16\",\"gateway\":\"10.10.0.2\",\"dev\":\"vh4\",\"protocol\":\"252\"") != NULL);
+	assert_true(strstr(dump,
+			   "\"dst\":\"10.50.0.0/16\",\"gateway\":\"10.10.0.2\",\"dev\":\"vh4\",\"protocol\":\"252\"") !=
+		    NULL);
 	free(dump);
 	json_decref(j);
 	j = run_json(false, "ip -j -d route show 10.40.0.0/16");
@@ -632,7 +639,8 @@ static void test_neigh_fdb(void **state) {
 	assert_int_equal(hits, 1);
 	j = run_json(false, "ip -j neigh show dev vh5");
 	dump = json_dumps(j, JSON_COMPACT);
-	assert_true(strstr(dump, "\"dst\":\"10.10.0.77\",\"lladdr\":\"02:aa:bb:cc:dd:02\",\"state\":[\"PERMANENT\"]") != NULL);
+	assert_true(strstr(dump, "\"dst\":\"10.10.0.77\",\"lladdr\":\"02:aa:bb:cc:dd:02\",\"state\":[\"PERMANENT\"]") !=
+		    NULL);
 	free(dump);
 	json_decref(j);
 	assert_int_equal(nl_neigh_del(s, idx, &nip), 0);
@@ -684,7 +692,9 @@ static void test_neigh_fdb(void **state) {
 	assert_int_equal(mac1_hits, 1);
 	j = run_json(false, "bridge -j fdb show dev vx0");
 	dump = json_dumps(j, JSON_COMPACT);
-	assert_true(strstr(dump, "{\"mac\":\"02:aa:bb:cc:dd:01\",\"dst\":\"10.10.0.3\",\"flags\":[\"self\"],\"state\":\"permanent\"}") != NULL);
+	assert_true(strstr(dump,
+			   "{\"mac\":\"02:aa:bb:cc:dd:01\",\"dst\":\"10.10.0.3\",\"flags\":[\"self\"],\"state\":\"permanent\"}") !=
+		    NULL);
 	assert_true(strstr(dump, "\"mac\":\"00:00:00:00:00:00\",\"dst\":\"10.10.0.2\"") != NULL);
 	free(dump);
 	json_decref(j);
@@ -706,8 +716,9 @@ static void test_neigh_fdb(void **state) {
 
 static void test_macvlan(void **state) {
 	int idx = mk_pair("vh6", "vp6");
-	NlMacvlanConfig c = { .name = "mv0", .parent = idx, .mode = MACVLAN_MODE_BRIDGE, .netns_fd = peer_fd,
-			      .mac = MAC1, .mtu = 1400 };
+	NlMacvlanConfig c = {
+		.name = "mv0", .parent = idx, .mode = MACVLAN_MODE_BRIDGE, .netns_fd = peer_fd, .mac = MAC1, .mtu = 1400
+	};
 	NlLink l;
 	json_t *j;
 	char *dump;
@@ -826,9 +837,9 @@ static void test_monitor(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_netns),     cmocka_unit_test(test_veth),      cmocka_unit_test(test_bridge),
+		cmocka_unit_test(test_netns),       cmocka_unit_test(test_veth),    cmocka_unit_test(test_bridge),
 		cmocka_unit_test(test_bridge_vlan), cmocka_unit_test(test_addr),    cmocka_unit_test(test_route),
-		cmocka_unit_test(test_neigh_fdb), cmocka_unit_test(test_macvlan),   cmocka_unit_test(test_link_dump),
+		cmocka_unit_test(test_neigh_fdb),   cmocka_unit_test(test_macvlan), cmocka_unit_test(test_link_dump),
 		cmocka_unit_test(test_monitor),
 	};
 	int r;

@@ -123,7 +123,7 @@ static void test_build_ingress_del(void **state) {
 
 static void test_build_mirred(void **state) {
 	const struct nlattr *tb[TCA_MAX + 1], *ob[TCA_U32_MAX + 1], *act[TCA_ACT_MAX + 1], *ao[TCA_MIRRED_MAX + 1],
-		*nest;
+			*nest;
 	const struct tc_u32_sel *sel;
 	const struct tc_mirred *m;
 	NlMsgBuf buf;
@@ -132,14 +132,15 @@ static void test_build_mirred(void **state) {
 	assert_well_formed(&buf.hdr, sizeof(struct tcmsg));
 	assert_int_equal(buf.hdr.nlmsg_type, RTM_NEWTFILTER);
 	assert_int_equal(tcm(&buf.hdr)->tcm_parent, 0xffff0000);
-	assert_int_equal(TC_H_MAJ(tcm(&buf.hdr)->tcm_info) >> 16, 1);            /* prio 1 */
-	assert_int_equal(TC_H_MIN(tcm(&buf.hdr)->tcm_info), htons(ETH_P_ALL));   /* protocol all */
+	assert_int_equal(TC_H_MAJ(tcm(&buf.hdr)->tcm_info) >> 16, 1);          /* prio 1 */
+	assert_int_equal(TC_H_MIN(tcm(&buf.hdr)->tcm_info), htons(ETH_P_ALL)); /* protocol all */
 
 	assert_int_equal(nl_parse_attrs(&buf.hdr, sizeof(struct tcmsg), NULL, TCA_MAX, tb), 0);
 	assert_string_equal(mnl_attr_get_str(tb[TCA_KIND]), "u32");
 	assert_int_equal(nl_parse_nested(tb[TCA_OPTIONS], NULL, TCA_U32_MAX, ob), 0);
 	assert_int_equal(mnl_attr_get_u32(ob[TCA_U32_CLASSID]), 0x10001);
-	assert_int_equal(mnl_attr_get_payload_len(ob[TCA_U32_SEL]), sizeof(struct tc_u32_sel) + sizeof(struct tc_u32_key));
+	assert_int_equal(mnl_attr_get_payload_len(ob[TCA_U32_SEL]),
+			 sizeof(struct tc_u32_sel) + sizeof(struct tc_u32_key));
 	sel = mnl_attr_get_payload(ob[TCA_U32_SEL]);
 	assert_int_equal(sel->nkeys, 1);
 	assert_int_equal(sel->flags, TC_U32_TERMINAL);
@@ -317,8 +318,9 @@ static void test_kernel_rule(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_tbf_math),   cmocka_unit_test(test_build_tbf),  cmocka_unit_test(test_build_ingress_del),
-		cmocka_unit_test(test_build_mirred), cmocka_unit_test(test_build_ifb), cmocka_unit_test(test_build_rule),
+		cmocka_unit_test(test_tbf_math),          cmocka_unit_test(test_build_tbf),
+		cmocka_unit_test(test_build_ingress_del), cmocka_unit_test(test_build_mirred),
+		cmocka_unit_test(test_build_ifb),         cmocka_unit_test(test_build_rule),
 	};
 	const struct CMUnitTest kernel[] = {
 		cmocka_unit_test(test_kernel_tc),

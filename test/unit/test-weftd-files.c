@@ -38,7 +38,8 @@ static void test_lease_render(void **state) {
 
 	assert_int_equal(lease_subnet_gateway(&(IpPrefix) { P("10.244.1.0/24").addr, 24 }, &lf.subnet), 0);
 	assert_int_equal(lease_file_render(&lf, &s), 0);
-	assert_string_equal(s, "WEFT_NETWORK=10.244.0.0/16\nWEFT_SUBNET=10.244.1.1/24\nWEFT_MTU=1450\nWEFT_IPMASQ=false\n");
+	assert_string_equal(
+			s, "WEFT_NETWORK=10.244.0.0/16\nWEFT_SUBNET=10.244.1.1/24\nWEFT_MTU=1450\nWEFT_IPMASQ=false\n");
 	assert_int_equal(lease_file_parse(s, &back), 0);
 	assert_true(ip_prefix_equal(&back.network, &lf.network));
 	assert_true(ip_prefix_equal(&back.subnet, &lf.subnet));
@@ -67,23 +68,27 @@ static void test_lease_parse(void **state) {
 
 	/* comments, blanks, CRLF, unknown keys are fine */
 	assert_int_equal(lease_file_parse("# weft\n\nWEFT_NETWORK=10.244.0.0/16\r\nWEFT_SUBNET=10.244.7.1/24\n"
-					  "WEFT_FUTURE=1\nWEFT_MTU=1500\n", &lf), 0);
+					  "WEFT_FUTURE=1\nWEFT_MTU=1500\n",
+					  &lf),
+			 0);
 	assert_int_equal(lf.subnet.len, 24);
 	assert_int_equal(lf.mtu, 1500);
 	/* IPv6 only */
-	assert_int_equal(lease_file_parse("WEFT_NETWORK6=fd00::/48\nWEFT_SUBNET6=fd00:0:0:5::1/64\nWEFT_MTU=1430\n", &lf), 0);
+	assert_int_equal(lease_file_parse("WEFT_NETWORK6=fd00::/48\nWEFT_SUBNET6=fd00:0:0:5::1/64\nWEFT_MTU=1430\n",
+					  &lf),
+			 0);
 	assert_false(ip_addr_is_set(&lf.network.addr));
 
 	static const char *const bad[] = {
 		"",
-		"WEFT_NETWORK=10.244.0.0/16\nWEFT_SUBNET=10.244.1.1/24\n",                     /* no MTU */
-		"WEFT_NETWORK=10.244.0.0/16\nWEFT_MTU=1450\n",                                  /* no subnet */
-		"WEFT_NETWORK=10.244.0.0/16\nWEFT_SUBNET=10.245.1.1/24\nWEFT_MTU=1450\n",       /* outside */
-		"WEFT_NETWORK=10.244.0.0/16\nWEFT_SUBNET=10.244.1.1/8\nWEFT_MTU=1450\n",        /* shorter than net */
-		"WEFT_NETWORK=10.244.0.1/16\nWEFT_SUBNET=10.244.1.1/24\nWEFT_MTU=1450\n",       /* host bits */
+		"WEFT_NETWORK=10.244.0.0/16\nWEFT_SUBNET=10.244.1.1/24\n",                /* no MTU */
+		"WEFT_NETWORK=10.244.0.0/16\nWEFT_MTU=1450\n",                            /* no subnet */
+		"WEFT_NETWORK=10.244.0.0/16\nWEFT_SUBNET=10.245.1.1/24\nWEFT_MTU=1450\n", /* outside */
+		"WEFT_NETWORK=10.244.0.0/16\nWEFT_SUBNET=10.244.1.1/8\nWEFT_MTU=1450\n",  /* shorter than net */
+		"WEFT_NETWORK=10.244.0.1/16\nWEFT_SUBNET=10.244.1.1/24\nWEFT_MTU=1450\n", /* host bits */
 		"WEFT_NETWORK=10.244.0.0/16\nWEFT_SUBNET=10.244.1.1/24\nWEFT_MTU=abc\n",
 		"WEFT_NETWORK=10.244.0.0/16\nWEFT_SUBNET=10.244.1.1/24\nWEFT_MTU=1450\nWEFT_IPMASQ=maybe\n",
-		"WEFT_NETWORK=fd00::/48\nWEFT_SUBNET=fd00::1/64\nWEFT_MTU=1450\n",               /* family */
+		"WEFT_NETWORK=fd00::/48\nWEFT_SUBNET=fd00::1/64\nWEFT_MTU=1450\n", /* family */
 		"garbage\n",
 	};
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++)
@@ -128,14 +133,16 @@ static void test_conflist(void **state) {
 	assert_null(json_object_get(json_array_get(plugins, 0), "dataDir"));
 	json_decref(j);
 
-	assert_int_equal(cni_conf_render(&(CniConfParams) { .run_dir = "/x", .data_dir = "/d", .portmap = true }, &s2), 0);
+	assert_int_equal(cni_conf_render(&(CniConfParams) { .run_dir = "/x", .data_dir = "/d", .portmap = true }, &s2),
+			 0);
 	j = json_loads(s2, 0, &err);
 	assert_non_null(j);
 	plugins = json_object_get(j, "plugins");
 	assert_string_equal(json_string_value(json_object_get(json_array_get(plugins, 0), "dataDir")), "/d");
 	assert_int_equal(json_array_size(plugins), 2);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(plugins, 1), "type")), "portmap");
-	assert_true(json_is_true(json_object_get(json_object_get(json_array_get(plugins, 1), "capabilities"), "portMappings")));
+	assert_true(json_is_true(
+			json_object_get(json_object_get(json_array_get(plugins, 1), "capabilities"), "portMappings")));
 	assert_true(json_is_true(json_object_get(json_array_get(plugins, 1), "snat")));
 	json_decref(j);
 }
@@ -171,7 +178,9 @@ static void test_conflist_files(void **state) {
 static void test_masquerade_render(void **state) {
 	_cleanup_free_ char *on = NULL, *off = NULL, *ds = NULL, *un = NULL;
 
-	assert_int_equal(masquerade_render(&(MasqueradeParams) { .network = P("10.244.0.0/16"), .masquerade = true }, &on), 0);
+	assert_int_equal(masquerade_render(&(MasqueradeParams) { .network = P("10.244.0.0/16"), .masquerade = true },
+					   &on),
+			 0);
 	assert_non_null(strstr(on, "add table inet weft\n"));
 	assert_non_null(strstr(on, "flush chain inet weft node-forward\n"));
 	assert_non_null(strstr(on, "add rule inet weft node-forward ip saddr 10.244.0.0/16 accept"));
@@ -187,8 +196,11 @@ static void test_masquerade_render(void **state) {
 	assert_null(strstr(off, "masquerade"));
 	assert_non_null(strstr(off, "delete chain inet weft node-postrouting\n"));
 
-	assert_int_equal(masquerade_render(&(MasqueradeParams) { .network = P("10.244.0.0/16"), .network6 = P("fd00::/48"),
-							     .masquerade = true }, &ds), 0);
+	assert_int_equal(masquerade_render(&(MasqueradeParams) { .network = P("10.244.0.0/16"),
+								 .network6 = P("fd00::/48"),
+								 .masquerade = true },
+					   &ds),
+			 0);
 	assert_non_null(strstr(ds, "ip6 saddr fd00::/48 ip6 daddr fd00::/48 return"));
 	assert_non_null(strstr(ds, "ip6 saddr fd00::/48 masquerade"));
 
@@ -301,14 +313,10 @@ static void test_event_loop(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lease_render),
-		cmocka_unit_test(test_lease_parse),
-		cmocka_unit_test(test_lease_file_io),
-		cmocka_unit_test(test_conflist),
-		cmocka_unit_test(test_conflist_files),
-		cmocka_unit_test(test_masquerade_render),
-		cmocka_unit_test(test_metrics),
-		cmocka_unit_test(test_status_server_parse),
+		cmocka_unit_test(test_lease_render),   cmocka_unit_test(test_lease_parse),
+		cmocka_unit_test(test_lease_file_io),  cmocka_unit_test(test_conflist),
+		cmocka_unit_test(test_conflist_files), cmocka_unit_test(test_masquerade_render),
+		cmocka_unit_test(test_metrics),        cmocka_unit_test(test_status_server_parse),
 		cmocka_unit_test(test_event_loop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

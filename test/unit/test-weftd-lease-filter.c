@@ -296,11 +296,10 @@ static void test_etcd_parse(void **state) {
 	_cleanup_(node_lease_done) NodeLease l = {};
 	char name[300], value[512];
 
-	assert_int_equal(etcd_parse(
-					 pfx, "/weft/network/subnets/10.250.130.0-24",
-					 "{\"node\":\"node2\",\"publicIP\":\"10.250.100.12\",\"backend\":\"vxlan\","
-					 "\"vtepMAC\":\"02:00:00:00:00:02\",\"subnet6\":\"fd00::/64\"}",
-					 &l),
+	assert_int_equal(etcd_parse(pfx, "/weft/network/subnets/10.250.130.0-24",
+				    "{\"node\":\"node2\",\"publicIP\":\"10.250.100.12\",\"backend\":\"vxlan\","
+				    "\"vtepMAC\":\"02:00:00:00:00:02\",\"subnet6\":\"fd00::/64\"}",
+				    &l),
 			 0);
 	assert_int_equal(l.invalid, LEASE_ACCEPTED);
 	assert_string_equal(l.node_name, "node2");

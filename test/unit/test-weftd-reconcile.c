@@ -37,7 +37,9 @@ static Backend test_backend(const BackendOps *ops, bool direct_routing) {
 	Backend b = {
 		.ops = ops,
 		.config = { .type = ops == &backend_vxlan_ops ? NETWORK_BACKEND_VXLAN : NETWORK_BACKEND_HOST_GW,
-			    .vni = 1, .port = 4789, .direct_routing = direct_routing },
+			    .vni = 1,
+			    .port = 4789,
+			    .direct_routing = direct_routing },
 		.underlay_ifindex = UNDERLAY,
 		.underlay_mtu = 1500,
 		.public_ip = A("10.99.0.11"),
@@ -50,7 +52,9 @@ static Backend test_backend(const BackendOps *ops, bool direct_routing) {
 }
 
 static NodeLease lease(const char *name, const char *subnet, const char *pub, uint8_t mac_last) {
-	NodeLease l = { .subnet = P(subnet), .public_ip = A(pub), .has_vtep_mac = true,
+	NodeLease l = { .subnet = P(subnet),
+			.public_ip = A(pub),
+			.has_vtep_mac = true,
 			.vtep_mac = { 0x02, 0, 0, 0, 0, mac_last } };
 	l.node_name = (char *) name; /* a view: the reconciler copies it */
 	snprintf(l.backend, sizeof(l.backend), "vxlan");
@@ -163,7 +167,8 @@ static void observe_all(const NodeObjects *o, size_t n, ReconcileObserved *obs) 
 
 static void test_plan_empty_kernel(void **state) {
 	Backend b = test_backend(&backend_vxlan_ops, false);
-	NodeLease l[2] = { lease("node2", "10.244.2.0/24", "10.99.0.12", 2), lease("node3", "10.244.3.0/24", "10.99.0.13", 3) };
+	NodeLease l[2] = { lease("node2", "10.244.2.0/24", "10.99.0.12", 2),
+			   lease("node3", "10.244.3.0/24", "10.99.0.13", 3) };
 	_cleanup_free_ NodeObjects *o = render(&b, l, 2);
 	ReconcileObserved obs = {};
 	ReconcilePlan p;
@@ -179,7 +184,8 @@ static void test_plan_empty_kernel(void **state) {
 
 static void test_plan_in_sync(void **state) {
 	Backend b = test_backend(&backend_vxlan_ops, false);
-	NodeLease l[2] = { lease("node2", "10.244.2.0/24", "10.99.0.12", 2), lease("node3", "10.244.3.0/24", "10.99.0.13", 3) };
+	NodeLease l[2] = { lease("node2", "10.244.2.0/24", "10.99.0.12", 2),
+			   lease("node3", "10.244.3.0/24", "10.99.0.13", 3) };
 	_cleanup_free_ NodeObjects *o = render(&b, l, 2);
 	ReconcileObserved obs;
 	ReconcilePlan p;
@@ -198,7 +204,8 @@ static void test_plan_in_sync(void **state) {
 
 static void test_plan_stale_and_changed(void **state) {
 	Backend b = test_backend(&backend_vxlan_ops, false);
-	NodeLease l[3] = { lease("node2", "10.244.2.0/24", "10.99.0.12", 2), lease("node3", "10.244.3.0/24", "10.99.0.13", 3),
+	NodeLease l[3] = { lease("node2", "10.244.2.0/24", "10.99.0.12", 2),
+			   lease("node3", "10.244.3.0/24", "10.99.0.13", 3),
 			   lease("node4", "10.244.4.0/24", "10.99.0.14", 4) };
 	_cleanup_free_ NodeObjects *all = render(&b, l, 3), *o = NULL;
 	ReconcileObserved obs;
@@ -257,23 +264,28 @@ static void test_plan_foreign_table_is_not_ours(void **state) {
  * route, a static one) is a conflict: never replaced, never deleted, not counted as missing. */
 static void test_plan_foreign_route(void **state) {
 	Backend b = test_backend(&backend_vxlan_ops, false);
-	NodeLease l[2] = { lease("node2", "10.244.2.0/24", "10.99.0.12", 2), lease("fake", "10.99.0.0/24", "10.99.0.50", 0x50) };
+	NodeLease l[2] = { lease("node2", "10.244.2.0/24", "10.99.0.12", 2),
+			   lease("fake", "10.99.0.0/24", "10.99.0.50", 0x50) };
 	_cleanup_free_ NodeObjects *o = render(&b, l, 2);
 	ReconcileObserved obs = {};
 	ReconcilePlan p;
 
 	obs.foreign = calloc(2, sizeof(NlRoute));
 	assert_non_null(obs.foreign);
-	obs.foreign[obs.n_foreign++] = (NlRoute) { .dst = P("10.99.0.0/24"), .oif = UNDERLAY, .protocol = RTPROT_KERNEL,
-						   .scope = RT_SCOPE_LINK, .type = RTN_UNICAST };
-	obs.foreign[obs.n_foreign++] = (NlRoute) { .dst = P("0.0.0.0/0"), .gw = A("10.99.0.1"), .protocol = RTPROT_BOOT,
+	obs.foreign[obs.n_foreign++] = (NlRoute) { .dst = P("10.99.0.0/24"),
+						   .oif = UNDERLAY,
+						   .protocol = RTPROT_KERNEL,
+						   .scope = RT_SCOPE_LINK,
 						   .type = RTN_UNICAST };
+	obs.foreign[obs.n_foreign++] = (NlRoute) {
+		.dst = P("0.0.0.0/0"), .gw = A("10.99.0.1"), .protocol = RTPROT_BOOT, .type = RTN_UNICAST
+	};
 	assert_int_equal(reconcile_plan(o, 2, &obs, &p), 0);
 	assert_false(o[0].route_foreign[0]);
 	assert_true(o[1].route_foreign[0]);
 	assert_false(o[1].route_replace[0]);
 	assert_int_equal(p.n_conflict, 1);
-	assert_int_equal(p.n_add, 5); /* node2: 3, fake: neighbour + FDB (not applied: apply_node skips it) */
+	assert_int_equal(p.n_add, 5);        /* node2: 3, fake: neighbour + FDB (not applied: apply_node skips it) */
 	assert_int_equal(p.n_del_routes, 0); /* foreign routes are never stale */
 	reconcile_plan_done(&p);
 	reconcile_observed_done(&obs);
@@ -323,8 +335,10 @@ static void test_plan_5000_nodes(void **state) {
 
 static void test_desired_table(void **state) {
 	Reconciler r;
-	NodeLease l[4] = { lease("node3", "10.244.3.0/24", "10.99.0.13", 3), lease("node1", "10.244.1.0/24", "10.99.0.11", 1),
-			   lease("node2", "10.244.2.0/24", "10.99.0.12", 2), lease("node4", "10.244.4.0/24", "10.99.0.14", 4) };
+	NodeLease l[4] = { lease("node3", "10.244.3.0/24", "10.99.0.13", 3),
+			   lease("node1", "10.244.1.0/24", "10.99.0.11", 1),
+			   lease("node2", "10.244.2.0/24", "10.99.0.12", 2),
+			   lease("node4", "10.244.4.0/24", "10.99.0.14", 4) };
 	Metrics m = {};
 	NodeLease moved;
 
@@ -365,16 +379,11 @@ static void test_desired_table(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_vxlan_render),
-		cmocka_unit_test(test_vxlan_direct_routing),
-		cmocka_unit_test(test_hostgw_render),
-		cmocka_unit_test(test_vtep_mac),
-		cmocka_unit_test(test_plan_empty_kernel),
-		cmocka_unit_test(test_plan_in_sync),
-		cmocka_unit_test(test_plan_stale_and_changed),
-		cmocka_unit_test(test_plan_foreign_table_is_not_ours),
-		cmocka_unit_test(test_plan_foreign_route),
-		cmocka_unit_test(test_plan_5000_nodes),
+		cmocka_unit_test(test_vxlan_render),           cmocka_unit_test(test_vxlan_direct_routing),
+		cmocka_unit_test(test_hostgw_render),          cmocka_unit_test(test_vtep_mac),
+		cmocka_unit_test(test_plan_empty_kernel),      cmocka_unit_test(test_plan_in_sync),
+		cmocka_unit_test(test_plan_stale_and_changed), cmocka_unit_test(test_plan_foreign_table_is_not_ours),
+		cmocka_unit_test(test_plan_foreign_route),     cmocka_unit_test(test_plan_5000_nodes),
 		cmocka_unit_test(test_desired_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

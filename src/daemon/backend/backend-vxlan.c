@@ -27,8 +27,8 @@ static unsigned vxlan_overhead(const Backend *b) {
 }
 
 static bool vtep_matches(const Backend *b, const NlLink *l) {
-	return streq(l->kind, "vxlan") && l->vxlan_id == b->config.vni &&
-	       l->vxlan_port == (b->config.port ?: 4789) && ip_addr_equal(&l->vxlan_local, &b->public_ip) &&
+	return streq(l->kind, "vxlan") && l->vxlan_id == b->config.vni && l->vxlan_port == (b->config.port ?: 4789) &&
+	       ip_addr_equal(&l->vxlan_local, &b->public_ip) &&
 	       (l->vxlan_link == 0 || l->vxlan_link == b->underlay_ifindex);
 }
 

@@ -12,25 +12,20 @@
 
 const BackendOps *backend_ops_find(NetworkBackendType type) {
 	switch (type) {
-	case NETWORK_BACKEND_HOST_GW:
-		return &backend_hostgw_ops;
-	case NETWORK_BACKEND_VXLAN:
-		return &backend_vxlan_ops;
-	case NETWORK_BACKEND_UDP:
-		return &backend_udp_ops;
-	case NETWORK_BACKEND_IPIP:
-		return &backend_ipip_ops;
-	case NETWORK_BACKEND_BGP:
-		return &backend_bgp_ops;
+	case NETWORK_BACKEND_HOST_GW: return &backend_hostgw_ops;
+	case NETWORK_BACKEND_VXLAN: return &backend_vxlan_ops;
+	case NETWORK_BACKEND_UDP: return &backend_udp_ops;
+	case NETWORK_BACKEND_IPIP: return &backend_ipip_ops;
+	case NETWORK_BACKEND_BGP: return &backend_bgp_ops;
 	}
 	return NULL;
 }
 
 typedef struct AddrScan {
-	int ifindex;            /* 0 = any: looking for `want` */
+	int ifindex; /* 0 = any: looking for `want` */
 	const IpAddr *want;
 	int found_ifindex;
-	IpAddr first4, first6;  /* first global address of ifindex, per family */
+	IpAddr first4, first6; /* first global address of ifindex, per family */
 	IpPrefix connected[16];
 	size_t n_connected;
 } AddrScan;
@@ -252,7 +247,8 @@ typedef struct VtepScan {
 static int vtep_scan_cb(const NlLink *l, void *userdata) {
 	VtepScan *s = userdata;
 
-	if ((streq(l->kind, "vxlan") || streq(l->kind, "ipip")) && startswith(l->name, BACKEND_VTEP_PREFIX) && s->n < ELEMENTSOF(s->ifindex))
+	if ((streq(l->kind, "vxlan") || streq(l->kind, "ipip")) && startswith(l->name, BACKEND_VTEP_PREFIX) &&
+	    s->n < ELEMENTSOF(s->ifindex))
 		s->ifindex[s->n++] = l->ifindex;
 	return 0;
 }

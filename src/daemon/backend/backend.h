@@ -30,11 +30,11 @@
 
 /* The kernel objects one remote node needs. Routes/neighbours: one per address family. */
 typedef struct NodeObjects {
-	const char *node_name;          /* points into the lease the objects were rendered from */
+	const char *node_name; /* points into the lease the objects were rendered from */
 	size_t n_neigh;
-	NlNeigh neigh[2];               /* permanent neighbours on the VTEP (vxlan) */
+	NlNeigh neigh[2]; /* permanent neighbours on the VTEP (vxlan) */
 	bool has_fdb;
-	NlNeigh fdb;                    /* VTEP MAC -> remote public IP (vxlan) */
+	NlNeigh fdb; /* VTEP MAC -> remote public IP (vxlan) */
 	size_t n_routes;
 	NlRoute routes[2];
 
@@ -49,7 +49,7 @@ typedef struct NodeObjects {
 typedef struct Backend Backend;
 
 typedef struct BackendOps {
-	const char *name;               /* "host-gw" | "vxlan", as in NodeLease.backend */
+	const char *name; /* "host-gw" | "vxlan", as in NodeLease.backend */
 	/*
 	 * Creates or repairs what the backend needs locally; idempotent and cheap when all is in
 	 * place (called before the lease with b->have_lease false, and again on every full resync).
@@ -72,18 +72,18 @@ typedef struct BackendOps {
 
 struct Backend {
 	const BackendOps *ops;
-	NlSock *nl;                     /* not owned */
+	NlSock *nl; /* not owned */
 	NetworkBackendConfig config;
-	const char *node_name;          /* not owned: weftd's --node-name */
+	const char *node_name; /* not owned: weftd's --node-name */
 
 	/* underlay */
 	int underlay_ifindex;
 	char underlay_name[IFNAMSIZ];
 	unsigned underlay_mtu;
 	IpAddr public_ip;
-	IpPrefix connected[16];         /* the underlay link's addresses: directly connected networks */
+	IpPrefix connected[16]; /* the underlay link's addresses: directly connected networks */
 	size_t n_connected;
-	IpPrefix *local;                /* every address of this node (all links), with its prefix length */
+	IpPrefix *local; /* every address of this node (all links), with its prefix length */
 	size_t n_local;
 
 	/* vxlan */
@@ -95,7 +95,7 @@ struct Backend {
 	bool have_lease;
 	NodeLease self;
 
-	unsigned mtu;                   /* pod MTU */
+	unsigned mtu; /* pod MTU */
 
 	/* bgp: bird.conf and BIRD's control socket live here (not owned: weftd's --run-dir) */
 	const char *run_dir;
@@ -105,7 +105,7 @@ struct Backend {
 
 	/* udp: the loop the TUN and socket are watched in (not owned; set by weftd before ensure()) */
 	struct EventLoop *loop;
-	struct UdpTunnel *udp;          /* owned; backend_done() frees it */
+	struct UdpTunnel *udp; /* owned; backend_done() frees it */
 };
 
 extern const BackendOps backend_hostgw_ops;

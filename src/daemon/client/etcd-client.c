@@ -15,10 +15,10 @@
 /* One etcd call on top of an HttpTransfer (the curl-multi/epoll glue lives in http-multi.c). */
 struct EtcdRequest {
 	EtcdClient *client;
-	EtcdRequest *prev, *next;       /* client->requests, while on the multi */
+	EtcdRequest *prev, *next; /* client->requests, while on the multi */
 	HttpTransfer *t;
 	char *body;
-	size_t endpoint;        /* index the transfer went to, for fail-over */
+	size_t endpoint; /* index the transfer went to, for fail-over */
 	bool stream;
 	bool in_done;
 	EtcdMessageFn on_message;
@@ -69,14 +69,14 @@ void etcd_client_set_timeouts(EtcdClient *c, long connect_ms, long total_ms) {
 /* gRPC status codes as the gateway reports them in {"code": N}. */
 static int grpc_code_to_errno(long code) {
 	switch (code) {
-	case 1:  return -ECANCELED;
-	case 3:  return -EINVAL;
-	case 4:  return -ETIMEDOUT;
-	case 5:  return -ENOENT;
-	case 6:  return -EEXIST;
-	case 7:  return -EACCES;
-	case 8:  return -ENOBUFS;
-	case 9:  return -ESTALE;
+	case 1: return -ECANCELED;
+	case 3: return -EINVAL;
+	case 4: return -ETIMEDOUT;
+	case 5: return -ENOENT;
+	case 6: return -EEXIST;
+	case 7: return -EACCES;
+	case 8: return -ENOBUFS;
+	case 9: return -ESTALE;
 	case 10: return -ECONNABORTED;
 	case 11: return -ERANGE;
 	case 12: return -EOPNOTSUPP;
@@ -263,10 +263,14 @@ static int request_result(EtcdRequest *req, CURLcode code, json_t **ret) {
 		if (!m && j)
 			m = json_object_get(j, "error");
 		r = j && json_is_integer(json_object_get(j, "code"))
-			    ? grpc_code_to_errno((long) json_integer_value(json_object_get(j, "code")))
-			    : http == 404 ? -ENOENT : http >= 500 ? -EAGAIN : -EIO;
+				    ? grpc_code_to_errno((long) json_integer_value(json_object_get(j, "code")))
+		    : http == 404 ? -ENOENT
+		    : http >= 500 ? -EAGAIN
+				  : -EIO;
 		set_error(c, "%s: HTTP %ld: %s", ep, http,
-			  json_is_string(m) ? json_string_value(m) : len > 0 ? body : "(no body)");
+			  json_is_string(m) ? json_string_value(m)
+			  : len > 0         ? body
+					    : "(no body)");
 		json_decref(j);
 		return r;
 	}
@@ -528,7 +532,8 @@ int etcd_txn_parse(const json_t *resp, bool *ret_succeeded, EtcdKv *ret_existing
 
 	if (ret_existing) {
 		/* failure branch: responses[0].response_range.kvs[0] */
-		const json_t *rr = json_object_get(json_array_get(json_object_get(resp, "responses"), 0), "response_range");
+		const json_t *rr = json_object_get(json_array_get(json_object_get(resp, "responses"), 0),
+						   "response_range");
 		const json_t *kv = json_array_get(json_object_get(rr, "kvs"), 0);
 
 		*ret_existing = (EtcdKv) {};
@@ -618,8 +623,8 @@ int etcd_delete(EtcdClient *c, const char *key, const char *range_end) {
 	return r;
 }
 
-int etcd_txn_put_if(EtcdClient *c, const char *key, const char *target, int64_t rev, const char *value,
-		    int64_t lease, bool *ret_succeeded, EtcdKv *ret_existing) {
+int etcd_txn_put_if(EtcdClient *c, const char *key, const char *target, int64_t rev, const char *value, int64_t lease,
+		    bool *ret_succeeded, EtcdKv *ret_existing) {
 	json_t *req = etcd_txn_put_if_request(key, target, rev, value, lease), *resp = NULL;
 	int r;
 

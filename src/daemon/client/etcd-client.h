@@ -75,7 +75,7 @@ void etcd_request_cancel(EtcdRequest *r);
 
 typedef struct EtcdKv {
 	char *key;
-	char *value;            /* NUL-terminated, value_size without the NUL */
+	char *value; /* NUL-terminated, value_size without the NUL */
 	size_t value_size;
 	int64_t create_revision;
 	int64_t mod_revision;
@@ -110,8 +110,8 @@ int etcd_put(EtcdClient *c, const char *key, const char *value, int64_t lease);
 int etcd_delete(EtcdClient *c, const char *key, const char *range_end);
 /* *ret_succeeded tells whether the comparison held (and the put happened); if it did not,
  * *ret_existing (optional; key NULL if the key does not exist) is the key as it is now. */
-int etcd_txn_put_if(EtcdClient *c, const char *key, const char *target, int64_t rev, const char *value,
-		    int64_t lease, bool *ret_succeeded, EtcdKv *ret_existing);
+int etcd_txn_put_if(EtcdClient *c, const char *key, const char *target, int64_t rev, const char *value, int64_t lease,
+		    bool *ret_succeeded, EtcdKv *ret_existing);
 int etcd_txn_parse(const json_t *resp, bool *ret_succeeded, EtcdKv *ret_existing);
 int etcd_lease_grant(EtcdClient *c, int64_t ttl, int64_t *ret_id, int64_t *ret_ttl);
 /* *ret_ttl = remaining TTL after the refresh; 0 means the lease no longer exists. */

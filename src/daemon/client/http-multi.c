@@ -12,13 +12,13 @@
 #define RESPONSE_MAX_DEFAULT (64u * 1024u * 1024u)
 
 struct HttpTransfer {
-	HttpMulti *multi;       /* set while on a multi */
+	HttpMulti *multi; /* set while on a multi */
 	HttpTransfer *prev, *next;
 	CURL *easy;
 	char *buf;
 	size_t len, alloc, max;
 	bool cancelled;
-	bool in_done;            /* its done callback is running: the multi frees it after */
+	bool in_done; /* its done callback is running: the multi frees it after */
 	int abort_error;
 	HttpLineFn on_line;
 	HttpDoneFn done;
@@ -32,7 +32,7 @@ struct HttpMulti {
 	int timerfd;
 	uint64_t curl_deadline; /* usec CLOCK_MONOTONIC; 0 = none */
 	uint64_t wakeup;
-	unsigned in_curl;       /* >0 while curl may be calling our callbacks */
+	unsigned in_curl; /* >0 while curl may be calling our callbacks */
 	HttpTransfer *transfers;
 };
 
@@ -45,32 +45,23 @@ uint64_t http_now_usec(void) {
 
 int http_curl_code_to_errno(CURLcode code) {
 	switch (code) {
-	case CURLE_OK:
-		return 0;
-	case CURLE_COULDNT_CONNECT:
-		return -ECONNREFUSED;
-	case CURLE_OPERATION_TIMEDOUT:
-		return -ETIMEDOUT;
+	case CURLE_OK: return 0;
+	case CURLE_COULDNT_CONNECT: return -ECONNREFUSED;
+	case CURLE_OPERATION_TIMEDOUT: return -ETIMEDOUT;
 	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-		return -EHOSTUNREACH;
+	case CURLE_COULDNT_RESOLVE_PROXY: return -EHOSTUNREACH;
 	case CURLE_GOT_NOTHING:
 	case CURLE_RECV_ERROR:
 	case CURLE_SEND_ERROR:
-	case CURLE_PARTIAL_FILE:
-		return -ECONNRESET;
-	case CURLE_OUT_OF_MEMORY:
-		return -ENOMEM;
+	case CURLE_PARTIAL_FILE: return -ECONNRESET;
+	case CURLE_OUT_OF_MEMORY: return -ENOMEM;
 	case CURLE_URL_MALFORMAT:
-	case CURLE_UNSUPPORTED_PROTOCOL:
-		return -EINVAL;
+	case CURLE_UNSUPPORTED_PROTOCOL: return -EINVAL;
 	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CACERT_BADFILE:
 	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CONNECT_ERROR:
-		return -EPROTO;
-	default:
-		return -EIO;
+	case CURLE_SSL_CONNECT_ERROR: return -EPROTO;
+	default: return -EIO;
 	}
 }
 

@@ -30,7 +30,7 @@ typedef int (*HttpLineFn)(HttpTransfer *t, const char *line, size_t len, void *u
 /* A finished transfer (not called when cancelled). The multi frees t after this returns. */
 typedef void (*HttpDoneFn)(HttpTransfer *t, CURLcode code, void *userdata);
 
-uint64_t http_now_usec(void);   /* CLOCK_MONOTONIC */
+uint64_t http_now_usec(void); /* CLOCK_MONOTONIC */
 
 int http_multi_new(HttpMulti **ret);
 /* Frees every transfer still on it, without calling their callbacks. */
@@ -63,7 +63,7 @@ int http_multi_add(HttpMulti *m, HttpTransfer *t, HttpDoneFn done, void *userdat
  * now, or by the next dispatch when called from inside curl's callbacks). NULL is fine. */
 void http_transfer_cancel(HttpTransfer *t);
 
-long http_transfer_status(HttpTransfer *t);             /* HTTP status, 0 if none yet */
+long http_transfer_status(HttpTransfer *t); /* HTTP status, 0 if none yet */
 /* The buffered body (NUL-terminated; for streams whatever has not been handed out as lines). */
 const char *http_transfer_body(HttpTransfer *t, size_t *ret_len);
 /* < 0 if the line callback or the buffer limit aborted the transfer. */

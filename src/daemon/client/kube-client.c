@@ -12,11 +12,11 @@
 
 struct KubeRequest {
 	KubeClient *client;
-	KubeRequest *prev, *next;       /* client->requests, while on the multi */
+	KubeRequest *prev, *next; /* client->requests, while on the multi */
 	HttpTransfer *t;
 	struct curl_slist *headers;
 	char *body;
-	char *what;             /* "GET /api/v1/nodes" for messages */
+	char *what; /* "GET /api/v1/nodes" for messages */
 	bool stream;
 	bool in_done;
 	KubeWatchFn on_event;
@@ -130,14 +130,15 @@ static int stream_line(HttpTransfer *t, const char *line, size_t n, void *userda
 
 static int http_status_to_errno(long http) {
 	switch (http) {
-	case 400: case 422: return -EINVAL;
+	case 400:
+	case 422: return -EINVAL;
 	case 401: return -EACCES;
 	case 403: return -EPERM;
 	case 404: return -ENOENT;
 	case 409: return -EEXIST;
 	case 410: return -ESTALE;
 	case 429: return -EAGAIN;
-	default:  return http >= 500 ? -EAGAIN : -EIO;
+	default: return http >= 500 ? -EAGAIN : -EIO;
 	}
 }
 
@@ -295,8 +296,10 @@ static int request_result(KubeRequest *req, CURLcode code, json_t **ret) {
 			  : http == 401          ? "Unauthorized"
 			  : http == 403          ? "Forbidden"
 						 : "",
-			  json_is_string(m) ? json_string_value(m) : len > 0 ? body : "(no body)", cred[0] ? " (" : "",
-			  cred, cred[0] ? ")" : "");
+			  json_is_string(m) ? json_string_value(m)
+			  : len > 0         ? body
+					    : "(no body)",
+			  cred[0] ? " (" : "", cred, cred[0] ? ")" : "");
 		json_decref(j);
 		return r;
 	}
@@ -312,8 +315,8 @@ static int request_result(KubeRequest *req, CURLcode code, json_t **ret) {
 	return 0;
 }
 
-int kube_client_call(KubeClient *c, const char *method, const char *path, const char *content_type,
-		     const char *body, json_t **ret) {
+int kube_client_call(KubeClient *c, const char *method, const char *path, const char *content_type, const char *body,
+		     json_t **ret) {
 	_cleanup_(request_freep) KubeRequest *req = calloc(1, sizeof(KubeRequest));
 	CURLcode code;
 	int r;
@@ -344,9 +347,8 @@ static void request_done(HttpTransfer *t, CURLcode code, void *userdata) {
 	request_free(req);
 }
 
-static int start_async(KubeClient *c, const char *method, const char *path, const char *content_type,
-		       const char *body, bool stream, KubeWatchFn on_event, KubeDoneFn done, void *userdata,
-		       KubeRequest **ret) {
+static int start_async(KubeClient *c, const char *method, const char *path, const char *content_type, const char *body,
+		       bool stream, KubeWatchFn on_event, KubeDoneFn done, void *userdata, KubeRequest **ret) {
 	_cleanup_(request_freep) KubeRequest *req = NULL;
 	int r;
 

@@ -43,8 +43,8 @@ const char *kube_client_last_error(const KubeClient *c);
  * Blocking request. path is absolute ("/api/v1/nodes/n1"); body (may be NULL) is sent with
  * content_type (NULL = application/json). *ret (optional) is the parsed 2xx response object.
  */
-int kube_client_call(KubeClient *c, const char *method, const char *path, const char *content_type,
-		     const char *body, json_t **ret);
+int kube_client_call(KubeClient *c, const char *method, const char *path, const char *content_type, const char *body,
+		     json_t **ret);
 
 /* ---- non-blocking ---- */
 
@@ -68,4 +68,3 @@ int kube_client_watch(KubeClient *c, const char *path, KubeWatchFn on_event, Kub
 		      KubeRequest **ret);
 /* Stops a request without calling its callbacks. Safe from inside callbacks. NULL is fine. */
 void kube_request_cancel(KubeRequest *r);
-

@@ -197,8 +197,9 @@ static int parse_cluster(yaml_document_t *doc, yaml_node_t *c, const char *path,
 	if (s) {
 		r = decode_data(s, &k->ca_data, &k->ca_size);
 		if (r < 0)
-			return fail(ret_error, r, "%s: clusters[%s].cluster.certificate-authority-data is not valid base64",
-				    path, k->cluster_name);
+			return fail(ret_error, r,
+				    "%s: clusters[%s].cluster.certificate-authority-data is not valid base64", path,
+				    k->cluster_name);
 	} else if ((s = map_str(doc, c, "certificate-authority"))) {
 		k->ca_file = resolve_path(path, s);
 		if (!k->ca_file)
@@ -206,8 +207,9 @@ static int parse_cluster(yaml_document_t *doc, yaml_node_t *c, const char *path,
 	}
 	s = map_str(doc, c, "insecure-skip-tls-verify");
 	if (s && parse_bool(s, &k->insecure_skip_tls_verify) < 0)
-		return fail(ret_error, -EINVAL, "%s: clusters[%s].cluster.insecure-skip-tls-verify \"%s\" is not a boolean",
-			    path, k->cluster_name, s);
+		return fail(ret_error, -EINVAL,
+			    "%s: clusters[%s].cluster.insecure-skip-tls-verify \"%s\" is not a boolean", path,
+			    k->cluster_name, s);
 	return 0;
 }
 
@@ -235,8 +237,8 @@ static int parse_user(yaml_document_t *doc, yaml_node_t *u, const char *path, Ku
 	if ((s = map_str(doc, u, "client-certificate-data"))) {
 		r = decode_data(s, &k->cert_data, &k->cert_size);
 		if (r < 0)
-			return fail(ret_error, r, "%s: users[%s].user.client-certificate-data is not valid base64", path,
-				    k->user_name);
+			return fail(ret_error, r, "%s: users[%s].user.client-certificate-data is not valid base64",
+				    path, k->user_name);
 	} else if ((s = map_str(doc, u, "client-certificate"))) {
 		k->cert_file = resolve_path(path, s);
 		if (!k->cert_file)
@@ -253,10 +255,11 @@ static int parse_user(yaml_document_t *doc, yaml_node_t *u, const char *path, Ku
 			return -ENOMEM;
 	}
 	if ((k->cert_data || k->cert_file) != (k->key_data || k->key_file))
-		return fail(ret_error, -EINVAL, "%s: users[%s].user has a client %s but no client %s", path, k->user_name,
-			    k->cert_data || k->cert_file ? "certificate" : "key",
-			    k->cert_data || k->cert_file ? "key (client-key or client-key-data)"
-							 : "certificate (client-certificate or client-certificate-data)");
+		return fail(ret_error, -EINVAL, "%s: users[%s].user has a client %s but no client %s", path,
+			    k->user_name, k->cert_data || k->cert_file ? "certificate" : "key",
+			    k->cert_data || k->cert_file
+					    ? "key (client-key or client-key-data)"
+					    : "certificate (client-certificate or client-certificate-data)");
 	return 0;
 }
 
@@ -412,8 +415,8 @@ int kubeconfig_load_in_cluster(const char *sa_dir, KubeConfig **ret, char **ret_
 	if (!k->source || !k->server || !k->token_file || !k->ca_file)
 		return -ENOMEM;
 	if (access(k->token_file, R_OK) < 0)
-		return fail(ret_error, negative_errno(), "in-cluster config: cannot read the service account token %s: %m",
-			    k->token_file);
+		return fail(ret_error, negative_errno(),
+			    "in-cluster config: cannot read the service account token %s: %m", k->token_file);
 	*ret = TAKE_PTR(k);
 	return 0;
 }

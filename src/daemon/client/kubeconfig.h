@@ -20,23 +20,23 @@
 #define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 typedef struct KubeConfig {
-	char *source;           /* the kubeconfig path, or "in-cluster service account" (for messages) */
-	char *context;          /* names from the kubeconfig (NULL in-cluster) */
+	char *source;  /* the kubeconfig path, or "in-cluster service account" (for messages) */
+	char *context; /* names from the kubeconfig (NULL in-cluster) */
 	char *cluster_name;
 	char *user_name;
 
-	char *server;           /* "https://host:port" (no trailing '/') */
-	char *ca_file;          /* PEM bundle; or ca_data (decoded certificate-authority-data) */
+	char *server;  /* "https://host:port" (no trailing '/') */
+	char *ca_file; /* PEM bundle; or ca_data (decoded certificate-authority-data) */
 	char *ca_data;
 	size_t ca_size;
 	bool insecure_skip_tls_verify;
 
-	char *token;            /* bearer token; or token_file, re-read per request (tokens rotate) */
+	char *token; /* bearer token; or token_file, re-read per request (tokens rotate) */
 	char *token_file;
-	char *cert_file;        /* client certificate (PEM); or cert_data */
+	char *cert_file; /* client certificate (PEM); or cert_data */
 	char *cert_data;
 	size_t cert_size;
-	char *key_file;         /* its key (PEM); or key_data */
+	char *key_file; /* its key (PEM); or key_data */
 	char *key_data;
 	size_t key_size;
 } KubeConfig;

@@ -27,13 +27,13 @@
 #include "daemon/datastore/datastore.h"
 #include "daemon/client/etcd-client.h"
 
-#define DEFAULT_PREFIX        "/weft/network"
-#define DEFAULT_TTL_SEC       60
-#define WATCH_BACKOFF_MIN_MS  100u
-#define WATCH_BACKOFF_MAX_MS  2000u
-#define RENEW_RETRY_MIN_MS    250u
-#define RENEW_RETRY_MAX_MS    2000u
-#define ACQUIRE_MAX_ATTEMPTS  3
+#define DEFAULT_PREFIX "/weft/network"
+#define DEFAULT_TTL_SEC 60
+#define WATCH_BACKOFF_MIN_MS 100u
+#define WATCH_BACKOFF_MAX_MS 2000u
+#define RENEW_RETRY_MIN_MS 250u
+#define RENEW_RETRY_MAX_MS 2000u
+#define ACQUIRE_MAX_ATTEMPTS 3
 
 typedef struct CachedLease {
 	char *key;
@@ -42,26 +42,26 @@ typedef struct CachedLease {
 
 typedef enum RenewState {
 	RENEW_IDLE,
-	RENEW_KEEPALIVE,        /* keepalive in flight */
-	RENEW_GRANT,            /* lease expired: granting a new one */
-	RENEW_PUT,              /* re-creating our key on the new lease */
+	RENEW_KEEPALIVE, /* keepalive in flight */
+	RENEW_GRANT,     /* lease expired: granting a new one */
+	RENEW_PUT,       /* re-creating our key on the new lease */
 } RenewState;
 
 typedef enum WatchState {
 	WATCH_OFF,
-	WATCH_RANGE,            /* listing everything (for RESYNC) */
-	WATCH_STREAM,           /* streaming deltas */
-	WATCH_BACKOFF,          /* waiting to retry */
+	WATCH_RANGE,   /* listing everything (for RESYNC) */
+	WATCH_STREAM,  /* streaming deltas */
+	WATCH_BACKOFF, /* waiting to retry */
 } WatchState;
 
 struct Datastore {
 	EtcdClient *client;
-	char *prefix;           /* no trailing '/' */
-	char *subnets_prefix;   /* <prefix>/subnets/ */
+	char *prefix;         /* no trailing '/' */
+	char *subnets_prefix; /* <prefix>/subnets/ */
 	char *subnets_end;
 	int ttl_sec;
 	IpAddr subnet_min, subnet_max;
-	IpPrefix network6;      /* dual-stack: AF_UNSPEC = off */
+	IpPrefix network6; /* dual-stack: AF_UNSPEC = off */
 	unsigned subnet_len6;
 	char error[512];
 
@@ -77,8 +77,8 @@ struct Datastore {
 	uint64_t renew_at;
 	unsigned renew_failures;
 	int pending_error;
-	bool lost_key;          /* our key vanished from the store: being put back */
-	uint64_t settle_until;  /* after putting it back: no RESYNC before this (others re-create theirs) */
+	bool lost_key;         /* our key vanished from the store: being put back */
+	uint64_t settle_until; /* after putting it back: no RESYNC before this (others re-create theirs) */
 
 	/* The watch. */
 	DatastoreEventFn cb;
@@ -138,8 +138,7 @@ static int subnet_from_key(const char *subnets_prefix, const char *key, IpPrefix
 		return -EINVAL;
 	memcpy(buf, s, (size_t) (dash - s));
 	buf[dash - s] = 0;
-	if (ip_addr_parse(buf, &p.addr) < 0 || safe_atou32(dash + 1, &len) < 0 ||
-	    len > ip_family_bits(p.addr.family))
+	if (ip_addr_parse(buf, &p.addr) < 0 || safe_atou32(dash + 1, &len) < 0 || len > ip_family_bits(p.addr.family))
 		return -EINVAL;
 	p.len = (uint8_t) len;
 	*ret = p;
@@ -189,7 +188,8 @@ int datastore_etcd_lease_parse(const char *subnets_prefix, const char *key, cons
 		IpPrefix m = ip_prefix_mask(&l.subnet);
 		if (!ip_prefix_equal(&m, &l.subnet))
 			/* 10.244.3.5-24 would be a second key for 10.244.3.0-24 */
-			set_invalid(&l, LEASE_REJECT_MALFORMED, "the key's address is not the network address of its subnet");
+			set_invalid(&l, LEASE_REJECT_MALFORMED,
+				    "the key's address is not the network address of its subnet");
 	}
 	if (value && *value) {
 		o = json_loads(value, JSON_REJECT_DUPLICATES, NULL);
@@ -690,12 +690,9 @@ static void renew_start(Datastore *d) {
 	if (!d->have_lease)
 		return;
 	switch (d->renew_state) {
-	case RENEW_GRANT:
-		return renew_grant(d);
-	case RENEW_PUT:
-		return renew_put(d, "CREATE", 0);
-	default:
-		break;
+	case RENEW_GRANT: return renew_grant(d);
+	case RENEW_PUT: return renew_put(d, "CREATE", 0);
+	default: break;
 	}
 	d->renew_state = RENEW_KEEPALIVE;
 	req = json_pack("{s:o}", "ID", etcd_json_int64_new(d->lease_id));
@@ -842,7 +839,7 @@ static int subnet6_for(Datastore *d, const IpPrefix *network, const IpPrefix *p,
 typedef struct Existing {
 	EtcdKv *kvs;
 	size_t n;
-	NodeLease *leases;      /* parsed; subnet.addr.family AF_UNSPEC if unparseable */
+	NodeLease *leases; /* parsed; subnet.addr.family AF_UNSPEC if unparseable */
 } Existing;
 
 static void existing_done(Existing *e) {
@@ -907,8 +904,8 @@ typedef struct AcquireCtx {
 	Datastore *d;
 	const NodeLease *self;
 	const IpPrefix *network;
-	IpPrefix subnet6;       /* what try_put stored */
-	int64_t lease_id;       /* granted lazily, revoked on failure unless adopted */
+	IpPrefix subnet6; /* what try_put stored */
+	int64_t lease_id; /* granted lazily, revoked on failure unless adopted */
 	int64_t ttl;
 	bool lease_reused;
 } AcquireCtx;

@@ -34,22 +34,22 @@
 #include "daemon/client/kube-client.h"
 #include "daemon/client/kubeconfig.h"
 
-#define ANNOTATION_PUBLIC_IP    "weft.dev/public-ip"
-#define ANNOTATION_PUBLIC_IP6   "weft.dev/public-ip6"
-#define ANNOTATION_BACKEND      "weft.dev/backend-type"
-#define ANNOTATION_VTEP_MAC     "weft.dev/vtep-mac"
+#define ANNOTATION_PUBLIC_IP "weft.dev/public-ip"
+#define ANNOTATION_PUBLIC_IP6 "weft.dev/public-ip6"
+#define ANNOTATION_BACKEND "weft.dev/backend-type"
+#define ANNOTATION_VTEP_MAC "weft.dev/vtep-mac"
 
-#define WATCH_BACKOFF_MIN_MS  100u
-#define WATCH_BACKOFF_MAX_MS  5000u
+#define WATCH_BACKOFF_MIN_MS 100u
+#define WATCH_BACKOFF_MAX_MS 5000u
 /* Like client-go: ask the server to end each watch after 5-10 minutes, so a silently stuck stream
  * cannot last forever; a normal end resumes from the last resourceVersion without a LIST. */
 #define WATCH_TIMEOUT_MIN_SEC 300u
 
 typedef enum WatchState {
 	WATCH_OFF,
-	WATCH_LIST,             /* listing every node (for RESYNC) */
-	WATCH_STREAM,           /* streaming deltas */
-	WATCH_BACKOFF,          /* waiting to list again */
+	WATCH_LIST,    /* listing every node (for RESYNC) */
+	WATCH_STREAM,  /* streaming deltas */
+	WATCH_BACKOFF, /* waiting to list again */
 } WatchState;
 
 struct Datastore {
@@ -67,7 +67,7 @@ struct Datastore {
 	uint64_t retry_at;
 	unsigned backoff_ms;
 	bool connected;
-	NodeLease *cache;       /* ready nodes, as last reported */
+	NodeLease *cache; /* ready nodes, as last reported */
 	size_t n_cache;
 
 	/* Our own annotations were removed or changed by someone else: publish them again. */
@@ -210,7 +210,8 @@ int datastore_kube_node_parse(const json_t *node, NodeLease *ret) {
 		if (strlen(s) < sizeof(l.backend))
 			snprintf(l.backend, sizeof(l.backend), "%s", s);
 		else
-			set_invalid(&l, LEASE_REJECT_MALFORMED, "annotation weft.dev/backend-type is not a backend name");
+			set_invalid(&l, LEASE_REJECT_MALFORMED,
+				    "annotation weft.dev/backend-type is not a backend name");
 	}
 	s = annotation(node, ANNOTATION_VTEP_MAC);
 	if (s) {
@@ -230,10 +231,9 @@ static int node_to_lease(const json_t *node, NodeLease *ret) {
 
 static bool lease_same(const NodeLease *a, const NodeLease *b) {
 	return streq_ptr(a->node_name, b->node_name) && a->created == b->created && a->invalid == b->invalid &&
-	       ip_prefix_equal(&a->subnet, &b->subnet) &&
-	       ip_prefix_equal(&a->subnet6, &b->subnet6) && ip_addr_equal(&a->public_ip, &b->public_ip) &&
-	       streq(a->backend, b->backend) && a->has_vtep_mac == b->has_vtep_mac &&
-	       (!a->has_vtep_mac || memcmp(a->vtep_mac, b->vtep_mac, 6) == 0);
+	       ip_prefix_equal(&a->subnet, &b->subnet) && ip_prefix_equal(&a->subnet6, &b->subnet6) &&
+	       ip_addr_equal(&a->public_ip, &b->public_ip) && streq(a->backend, b->backend) &&
+	       a->has_vtep_mac == b->has_vtep_mac && (!a->has_vtep_mac || memcmp(a->vtep_mac, b->vtep_mac, 6) == 0);
 }
 
 /* ---- the cache behind RESYNC, and the deltas ---- */
@@ -268,7 +268,8 @@ static void check_own_node(Datastore *d, const NodeLease *l) {
 		return;
 	if (!d->republish)
 		log_warning("kubernetes: the weft.dev annotations of our Node \"%s\" were removed or changed: "
-			    "publishing them again", s->node_name);
+			    "publishing them again",
+			    s->node_name);
 	d->republish = true;
 	d->republish_at = http_now_usec();
 	update_wakeup(d);
@@ -401,7 +402,8 @@ static void watch_start_stream(Datastore *d) {
 	int r;
 
 	path = strdup_printf("/api/v1/nodes?watch=1&resourceVersion=%s&allowWatchBookmarks=true&timeoutSeconds=%u",
-			     d->resource_version, WATCH_TIMEOUT_MIN_SEC + (unsigned) (random() % WATCH_TIMEOUT_MIN_SEC));
+			     d->resource_version,
+			     WATCH_TIMEOUT_MIN_SEC + (unsigned) (random() % WATCH_TIMEOUT_MIN_SEC));
 	if (!path)
 		return watch_failed(d, -ENOMEM, "watching nodes");
 	d->watch_state = WATCH_STREAM;
@@ -554,7 +556,8 @@ static char *annotations_patch(const NodeLease *self) {
 	json_object_set_new(ann, ANNOTATION_BACKEND,
 			    self && self->backend[0] ? json_string(self->backend) : json_null());
 	json_object_set_new(ann, ANNOTATION_VTEP_MAC,
-			    self && self->has_vtep_mac ? json_string(ether_addr_format(self->vtep_mac, mac)) : json_null());
+			    self && self->has_vtep_mac ? json_string(ether_addr_format(self->vtep_mac, mac))
+						       : json_null());
 	o = json_pack("{s:{s:o}}", "metadata", "annotations", ann);
 	if (!o)
 		return NULL;
@@ -622,8 +625,10 @@ static int kube_acquire(Datastore *d, const IpPrefix *network, unsigned subnet_l
 
 	r = kube_client_call(d->client, "GET", path, NULL, NULL, &node);
 	if (r == -ENOENT) {
-		snprintf(d->error, sizeof(d->error), "there is no Node \"%s\" in the cluster (--node-name must be the "
-			 "Kubernetes node name)", self->node_name);
+		snprintf(d->error, sizeof(d->error),
+			 "there is no Node \"%s\" in the cluster (--node-name must be the "
+			 "Kubernetes node name)",
+			 self->node_name);
 		return -EAGAIN;
 	}
 	if (r < 0) {
@@ -646,15 +651,16 @@ static int kube_acquire(Datastore *d, const IpPrefix *network, unsigned subnet_l
 	if (!ip_addr_is_set(&l.subnet.addr)) {
 		snprintf(d->error, sizeof(d->error),
 			 "Node \"%s\" has no %s spec.podCIDRs yet (assigned by kube-controller-manager with "
-			 "--allocate-node-cidrs)", self->node_name, network && network->addr.family == AF_INET6 ? "IPv6" : "IPv4");
+			 "--allocate-node-cidrs)",
+			 self->node_name, network && network->addr.family == AF_INET6 ? "IPv6" : "IPv4");
 		return -EAGAIN;
 	}
 	if (network && ip_addr_is_set(&network->addr) && !ip_prefix_contains(network, &l.subnet.addr)) {
 		/* Routes and masquerading are built from the Network: a mismatch would half work. */
 		snprintf(d->error, sizeof(d->error),
 			 "Node \"%s\" podCIDR %s is outside the Network %s of the net config (it must match "
-			 "kube-controller-manager's --cluster-cidr)", self->node_name, ip_prefix_to_string(&l.subnet, a),
-			 ip_prefix_to_string(network, b));
+			 "kube-controller-manager's --cluster-cidr)",
+			 self->node_name, ip_prefix_to_string(&l.subnet, a), ip_prefix_to_string(network, b));
 		return -EINVAL;
 	}
 
@@ -662,8 +668,9 @@ static int kube_acquire(Datastore *d, const IpPrefix *network, unsigned subnet_l
 		/* Every other node would refuse our lease (and we theirs): say so now. */
 		snprintf(d->error, sizeof(d->error),
 			 "Node \"%s\" podCIDR %s is not a /%u subnet (SubnetLen%s of the net config must match "
-			 "kube-controller-manager's --node-cidr-mask-size)", self->node_name,
-			 ip_prefix_to_string(&l.subnet, a), subnet_len, l.subnet.addr.family == AF_INET6 ? "6" : "");
+			 "kube-controller-manager's --node-cidr-mask-size)",
+			 self->node_name, ip_prefix_to_string(&l.subnet, a), subnet_len,
+			 l.subnet.addr.family == AF_INET6 ? "6" : "");
 		return -EINVAL;
 	}
 
@@ -748,8 +755,8 @@ static void republish_start(Datastore *d) {
 		d->republish_at = http_now_usec() + 1000000u;
 		return;
 	}
-	r = kube_client_call_async(d->client, "PATCH", path, "application/merge-patch+json", patch, on_republish_done, d,
-				   &d->patch_req);
+	r = kube_client_call_async(d->client, "PATCH", path, "application/merge-patch+json", patch, on_republish_done,
+				   d, &d->patch_req);
 	if (r < 0)
 		d->republish_at = http_now_usec() + 1000000u;
 }

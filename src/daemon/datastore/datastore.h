@@ -30,18 +30,18 @@ typedef struct Datastore Datastore;
  */
 typedef enum LeaseReject {
 	LEASE_ACCEPTED = 0,
-	LEASE_REJECT_MALFORMED,         /* value is not a lease object (bad JSON, bad key) */
-	LEASE_REJECT_NODE_NAME,         /* not a valid Kubernetes node name */
-	LEASE_REJECT_OUTSIDE_NETWORK,   /* subnet not inside Network / Network6 */
-	LEASE_REJECT_PREFIX_LENGTH,     /* subnet length is not SubnetLen / SubnetLen6 */
-	LEASE_REJECT_OWN_SUBNET,        /* overlaps this node's own subnet */
-	LEASE_REJECT_CONNECTED,         /* covers an address of a network directly connected to this node */
-	LEASE_REJECT_PUBLIC_IP,         /* unspecified, loopback, multicast, broadcast or one of ours */
-	LEASE_REJECT_VTEP_MAC,          /* not unicast, or this node's own */
-	LEASE_REJECT_OVERLAP,           /* overlaps an older lease (that one wins) */
-	LEASE_REJECT_DUPLICATE_NAME,    /* node name already claimed by an older lease (or by us) */
-	LEASE_REJECT_DUPLICATE_MAC,     /* VTEP MAC already claimed by an older lease */
-	LEASE_REJECT_KERNEL_CONFLICT,   /* a route weft did not install holds the destination */
+	LEASE_REJECT_MALFORMED,       /* value is not a lease object (bad JSON, bad key) */
+	LEASE_REJECT_NODE_NAME,       /* not a valid Kubernetes node name */
+	LEASE_REJECT_OUTSIDE_NETWORK, /* subnet not inside Network / Network6 */
+	LEASE_REJECT_PREFIX_LENGTH,   /* subnet length is not SubnetLen / SubnetLen6 */
+	LEASE_REJECT_OWN_SUBNET,      /* overlaps this node's own subnet */
+	LEASE_REJECT_CONNECTED,       /* covers an address of a network directly connected to this node */
+	LEASE_REJECT_PUBLIC_IP,       /* unspecified, loopback, multicast, broadcast or one of ours */
+	LEASE_REJECT_VTEP_MAC,        /* not unicast, or this node's own */
+	LEASE_REJECT_OVERLAP,         /* overlaps an older lease (that one wins) */
+	LEASE_REJECT_DUPLICATE_NAME,  /* node name already claimed by an older lease (or by us) */
+	LEASE_REJECT_DUPLICATE_MAC,   /* VTEP MAC already claimed by an older lease */
+	LEASE_REJECT_KERNEL_CONFLICT, /* a route weft did not install holds the destination */
 	_LEASE_REJECT_MAX,
 } LeaseReject;
 
@@ -49,14 +49,14 @@ typedef enum LeaseReject {
  * copy a lease with node_lease_copy() and release it with node_lease_done(); a plain struct copy
  * is a borrowed view, valid while the original is. */
 typedef struct NodeLease {
-	char *node_name;        /* malloc'ed; NULL = not known (a DELETE by key, an unreadable value) */
-	IpPrefix subnet;        /* pod subnet of that node (IPv4; subnet6 for dual-stack) */
-	IpPrefix subnet6;       /* AF_UNSPEC = none */
-	IpAddr public_ip;       /* underlay address other nodes use */
-	char backend[16];       /* "host-gw" | "vxlan" */
-	uint8_t vtep_mac[6];    /* vxlan */
+	char *node_name;     /* malloc'ed; NULL = not known (a DELETE by key, an unreadable value) */
+	IpPrefix subnet;     /* pod subnet of that node (IPv4; subnet6 for dual-stack) */
+	IpPrefix subnet6;    /* AF_UNSPEC = none */
+	IpAddr public_ip;    /* underlay address other nodes use */
+	char backend[16];    /* "host-gw" | "vxlan" */
+	uint8_t vtep_mac[6]; /* vxlan */
 	bool has_vtep_mac;
-	int64_t expiration;     /* unix seconds when the lease expires if not renewed, 0 = unknown */
+	int64_t expiration; /* unix seconds when the lease expires if not renewed, 0 = unknown */
 	/* Creation order in the datastore, for deciding between conflicting leases (the older wins):
 	 * etcd create_revision, Kubernetes creationTimestamp (unix seconds); 0 = unknown (sorts first,
 	 * ties are broken by the key). */
@@ -86,29 +86,29 @@ void node_lease_done(NodeLease *l);
 void node_leases_free(NodeLease *l, size_t n);
 
 typedef enum DatastoreEventType {
-	DS_EVENT_NODE_UPSERT,   /* a lease appeared or changed */
-	DS_EVENT_NODE_DELETE,   /* released or expired */
-	DS_EVENT_RESYNC,        /* watch was restarted; `nodes` is the full current set */
-	DS_EVENT_CONNECTION,    /* connectivity changed; `connected` says which way */
+	DS_EVENT_NODE_UPSERT,    /* a lease appeared or changed */
+	DS_EVENT_NODE_DELETE,    /* released or expired */
+	DS_EVENT_RESYNC,         /* watch was restarted; `nodes` is the full current set */
+	DS_EVENT_CONNECTION,     /* connectivity changed; `connected` says which way */
 	DS_EVENT_SELF_RECREATED, /* our own lease had vanished from the store and was put back */
 } DatastoreEventType;
 
 typedef struct DatastoreEvent {
 	DatastoreEventType type;
-	const NodeLease *node;          /* UPSERT / DELETE */
-	const NodeLease *nodes;         /* RESYNC */
+	const NodeLease *node;  /* UPSERT / DELETE */
+	const NodeLease *nodes; /* RESYNC */
 	size_t n_nodes;
-	bool connected;                 /* CONNECTION */
+	bool connected; /* CONNECTION */
 } DatastoreEvent;
 
 typedef void (*DatastoreEventFn)(const DatastoreEvent *ev, void *userdata);
 
 typedef struct DatastoreConfig {
-	const char *kind;               /* "etcd" */
-	const char *endpoints;          /* "http://127.0.0.1:2379[,http://...]" */
-	const char *prefix;             /* key prefix, default "/weft/network" */
-	const char *kubeconfig;         /* kubernetes kind */
-	int lease_ttl_sec;              /* default 60 (renewed at ttl/3) */
+	const char *kind;       /* "etcd" */
+	const char *endpoints;  /* "http://127.0.0.1:2379[,http://...]" */
+	const char *prefix;     /* key prefix, default "/weft/network" */
+	const char *kubeconfig; /* kubernetes kind */
+	int lease_ttl_sec;      /* default 60 (renewed at ttl/3) */
 } DatastoreConfig;
 
 typedef struct DatastoreOps {
@@ -138,9 +138,9 @@ typedef struct DatastoreOps {
 	/* Start watching all leases; cb gets a RESYNC with the full list first, then deltas. */
 	int (*watch)(Datastore *d, DatastoreEventFn cb, void *userdata);
 
-	int (*get_fd)(Datastore *d);                 /* pollable (EPOLLIN) */
-	int (*dispatch)(Datastore *d);               /* do pending I/O and timers; never blocks */
-	int (*next_timeout_ms)(Datastore *d);        /* -1 = none */
+	int (*get_fd)(Datastore *d);          /* pollable (EPOLLIN) */
+	int (*dispatch)(Datastore *d);        /* do pending I/O and timers; never blocks */
+	int (*next_timeout_ms)(Datastore *d); /* -1 = none */
 
 	/* Added by the etcd module (optional entries, NULL if a kind lacks them): */
 
@@ -178,7 +178,7 @@ typedef struct DatastoreOps {
  */
 
 extern const DatastoreOps datastore_etcd_ops;
-extern const DatastoreOps datastore_kube_ops;   /* "kubernetes": Node.spec.podCIDRs + annotations */
+extern const DatastoreOps datastore_kube_ops; /* "kubernetes": Node.spec.podCIDRs + annotations */
 
 /*
  * Pure parsers of one stored object into a NodeLease (also what the fuzzers drive). Field problems

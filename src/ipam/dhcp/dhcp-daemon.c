@@ -57,14 +57,14 @@ typedef struct Conn {
 	char *buf;
 	size_t used;
 	bool done_reading;
-	Lease *waiting;         /* an ADD waiting for this lease */
+	Lease *waiting; /* an ADD waiting for this lease */
 	struct Conn *next, *prev;
 } Conn;
 
 struct Lease {
 	Daemon *d;
 	char *key, *container_id, *network, *ifname, *netns;
-	DhcpRawOption *opts;    /* client id first, then "provide" */
+	DhcpRawOption *opts; /* client id first, then "provide" */
 	size_t n_opts;
 	uint8_t prl[255];
 	size_t n_prl;
@@ -183,15 +183,15 @@ static Lease *lease_find(Daemon *d, const char *key) {
  */
 static int attach_filter(int fd) {
 	static struct sock_filter code[] = {
-		BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 9),                    /* 0: A = ip protocol */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 17, 0, 6),            /* 1: udp? else drop (8) */
-		BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 6),                    /* 2: A = flags/fragment offset */
-		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x1fff, 4, 0),       /* 3: fragment? drop (8) */
-		BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 0),                   /* 4: X = ip header length */
-		BPF_STMT(BPF_LD | BPF_H | BPF_IND, 2),                    /* 5: A = udp dest port */
+		BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 9),                       /* 0: A = ip protocol */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 17, 0, 6),               /* 1: udp? else drop (8) */
+		BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 6),                       /* 2: A = flags/fragment offset */
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x1fff, 4, 0),          /* 3: fragment? drop (8) */
+		BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 0),                      /* 4: X = ip header length */
+		BPF_STMT(BPF_LD | BPF_H | BPF_IND, 2),                       /* 5: A = udp dest port */
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, DHCP_CLIENT_PORT, 0, 1), /* 6: 68? accept (7) : drop (8) */
-		BPF_STMT(BPF_RET | BPF_K, 0xffff),                        /* 7: accept */
-		BPF_STMT(BPF_RET | BPF_K, 0),                             /* 8: drop */
+		BPF_STMT(BPF_RET | BPF_K, 0xffff),                           /* 7: accept */
+		BPF_STMT(BPF_RET | BPF_K, 0),                                /* 8: drop */
 	};
 	struct sock_fprog prog = { .len = ELEMENTSOF(code), .filter = code };
 
@@ -217,26 +217,29 @@ static int lease_open_socket(Lease *l, uint8_t ret_mac[6]) {
 		return 0;
 	ns = netns_open(netns_path(l, path, sizeof(path)));
 	if (ns < 0) {
-		snprintf(l->last_error, sizeof(l->last_error), "failed to open netns \"%.256s\": %s", path, strerror(-ns));
+		snprintf(l->last_error, sizeof(l->last_error), "failed to open netns \"%.256s\": %s", path,
+			 strerror(-ns));
 		return ns;
 	}
 	r = netns_enter(ns, &saved);
 	if (r < 0) {
-		snprintf(l->last_error, sizeof(l->last_error), "failed to enter netns \"%.256s\": %s", path, strerror(-r));
+		snprintf(l->last_error, sizeof(l->last_error), "failed to enter netns \"%.256s\": %s", path,
+			 strerror(-r));
 		return r;
 	}
 	r = nl_sock_open(&nl);
 	if (r >= 0) {
 		r = nl_link_get(nl, l->ifname, 0, &link);
 		if (r < 0)
-			snprintf(l->last_error, sizeof(l->last_error), "error looking up \"%s\" in \"%.256s\": %s", l->ifname,
-				 path, strerror(-r));
+			snprintf(l->last_error, sizeof(l->last_error), "error looking up \"%s\" in \"%.256s\": %s",
+				 l->ifname, path, strerror(-r));
 	}
 	if (r >= 0 && !(link.flags & IFF_UP)) {
 		log_info("%s: link %s is down, setting it up", l->key, l->ifname);
 		r = nl_link_set_up(nl, link.ifindex, true);
 		if (r < 0)
-			snprintf(l->last_error, sizeof(l->last_error), "failed to set %s up: %s", l->ifname, strerror(-r));
+			snprintf(l->last_error, sizeof(l->last_error), "failed to set %s up: %s", l->ifname,
+				 strerror(-r));
 	}
 	if (r >= 0) {
 		/* Protocol 0 until bound: nothing is queued from other interfaces before the filter
@@ -244,7 +247,8 @@ static int lease_open_socket(Lease *l, uint8_t ret_mac[6]) {
 		fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0) {
 			r = negative_errno();
-			snprintf(l->last_error, sizeof(l->last_error), "failed to open packet socket: %s", strerror(-r));
+			snprintf(l->last_error, sizeof(l->last_error), "failed to open packet socket: %s",
+				 strerror(-r));
 		}
 	}
 	netns_leave(saved);
@@ -281,8 +285,9 @@ static int lease_send(Lease *l, DhcpSend what, bool unicast) {
 	uint8_t payload[DHCP_MSG_MAX], frame[DHCP_MSG_MAX + 64], mac[6];
 	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_IP), .sll_halen = 6 };
 	struct in_addr src = {}, dst = { .s_addr = INADDR_BROADCAST };
-	DhcpBuild b = { .prl = l->prl, .n_prl = l->n_prl, .opts = l->opts, .n_opts = l->n_opts,
-			.broadcast = l->d->broadcast };
+	DhcpBuild b = {
+		.prl = l->prl, .n_prl = l->n_prl, .opts = l->opts, .n_opts = l->n_opts, .broadcast = l->d->broadcast
+	};
 	int n, r;
 
 	r = lease_open_socket(l, mac);
@@ -325,7 +330,8 @@ static json_t *lease_result_json(const Lease *l) {
 	if (cni_result_add_ip(res, &addr, &gw, -1) < 0)
 		return NULL;
 	for (size_t i = 0; i < dl->n_routes; i++) {
-		CniRoute rt = { .dst = { .addr = { .family = AF_INET, .in = dl->routes[i].dst }, .len = dl->routes[i].len } };
+		CniRoute rt = { .dst = { .addr = { .family = AF_INET, .in = dl->routes[i].dst },
+					 .len = dl->routes[i].len } };
 		/* 0.0.0.0 as router in option 121 means on-link: a device route, no gateway. */
 		if (dl->routes[i].gw.s_addr)
 			rt.gw = (IpAddr) { .family = AF_INET, .in = dl->routes[i].gw };
@@ -347,7 +353,8 @@ static json_t *lease_answer(const Lease *l) {
 	json_t *result = lease_result_json(l);
 	uint64_t now = now_usec();
 	json_int_t left = l->sm.expire_at == DHCP_NEVER ? -1
-			  : l->sm.expire_at > now ? (json_int_t) ((l->sm.expire_at - now) / USEC_PER_SEC) : 0;
+			  : l->sm.expire_at > now       ? (json_int_t) ((l->sm.expire_at - now) / USEC_PER_SEC)
+							: 0;
 
 	if (!result)
 		return NULL;
@@ -371,7 +378,8 @@ static bool lease_apply(Lease *l, const DhcpActions *a) {
 	if (a->bound) {
 		const DhcpLease *dl = &l->sm.lease;
 		log_info("%s: bound %s/%u on %s, lease %us, renew in %us", l->key,
-			 inet_ntop(AF_INET, &dl->address, ip, sizeof(ip)), dl->prefixlen, l->ifname, dl->lease_time, dl->t1);
+			 inet_ntop(AF_INET, &dl->address, ip, sizeof(ip)), dl->prefixlen, l->ifname, dl->lease_time,
+			 dl->t1);
 		if (l->waiter) {
 			Conn *c = l->waiter;
 			c->waiting = NULL;
@@ -457,8 +465,12 @@ static void lease_on_packet(Lease *l) {
 			uint8_t buf[CMSG_SPACE(sizeof(struct tpacket_auxdata))];
 		} control = {};
 		struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
-		struct msghdr mh = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov, .msg_iovlen = 1,
-				     .msg_control = &control, .msg_controllen = sizeof(control) };
+		struct msghdr mh = { .msg_name = &from,
+				     .msg_namelen = sizeof(from),
+				     .msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = &control,
+				     .msg_controllen = sizeof(control) };
 		const uint8_t *payload;
 		size_t plen;
 		struct in_addr src;
@@ -616,7 +628,8 @@ static void handle_request(Conn *c, json_t *req) {
 			if (!streq(l->network, net) || l->waiter)
 				continue;
 			json_array_foreach(valid, i, e)
-				if (streq_ptr(jstr(e, "containerId"), l->container_id) && streq_ptr(jstr(e, "ifname"), l->ifname))
+				if (streq_ptr(jstr(e, "containerId"), l->container_id) &&
+				    streq_ptr(jstr(e, "ifname"), l->ifname))
 					keep = true;
 			if (!keep) {
 				log_info("%s: not a valid attachment any more, releasing", l->key);
@@ -845,15 +858,16 @@ static int parse_duration(const char *s, uint64_t *ret) {
 }
 
 static int usage(void) {
-	fprintf(stderr, "Usage: dhcp daemon [-socketpath PATH] [-pidfile PATH] [-hostprefix PREFIX] [-broadcast]\n"
-			"                   [-timeout DURATION] [-resendmax DURATION]\n"
-			"  -socketpath  unix socket to listen on (default %s)\n"
-			"  -pidfile     write the daemon's PID to this absolute path\n"
-			"  -hostprefix  prefix for netns paths (the daemon runs in a container with the host's / there)\n"
-			"  -broadcast   set the BOOTP broadcast flag (ask servers to broadcast replies)\n"
-			"  -timeout     how long an ADD waits for a lease (default 10s)\n"
-			"  -resendmax   longest retransmission interval (default 62s)\n",
-			DHCP_DEFAULT_SOCKET_PATH);
+	fprintf(stderr,
+		"Usage: dhcp daemon [-socketpath PATH] [-pidfile PATH] [-hostprefix PREFIX] [-broadcast]\n"
+		"                   [-timeout DURATION] [-resendmax DURATION]\n"
+		"  -socketpath  unix socket to listen on (default %s)\n"
+		"  -pidfile     write the daemon's PID to this absolute path\n"
+		"  -hostprefix  prefix for netns paths (the daemon runs in a container with the host's / there)\n"
+		"  -broadcast   set the BOOTP broadcast flag (ask servers to broadcast replies)\n"
+		"  -timeout     how long an ADD waits for a lease (default 10s)\n"
+		"  -resendmax   longest retransmission interval (default 62s)\n",
+		DHCP_DEFAULT_SOCKET_PATH);
 	return 2;
 }
 
@@ -989,7 +1003,8 @@ static int setup(Daemon *d) {
 int dhcp_daemon_main(int argc, char **argv) {
 	Daemon d = {
 		.listen_fd = -EBADF,
-		.timeout = 10 * USEC_PER_SEC, .resend_max = 62 * USEC_PER_SEC,
+		.timeout = 10 * USEC_PER_SEC,
+		.resend_max = 62 * USEC_PER_SEC,
 	};
 	int r, rc = 0;
 

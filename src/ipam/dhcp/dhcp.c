@@ -34,8 +34,8 @@
 
 typedef struct DhcpConf {
 	char *socket_path;
-	json_t *provide;        /* [{"code":N,"value":S}] for the daemon */
-	json_t *request;        /* [N...] parameter request list */
+	json_t *provide; /* [{"code":N,"value":S}] for the daemon */
+	json_t *request; /* [N...] parameter request list */
 } DhcpConf;
 
 static void dhcp_conf_done(void *userdata) {
@@ -81,10 +81,11 @@ static int parse_provide(CniRequest *req, DhcpConf *c, json_t *arr) {
 			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
 					"ipam.provide[%zu]: option %d cannot be provided", i, code);
 		if (val && !json_is_null(val) && !json_is_string(val))
-			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "ipam.provide[%zu].value: expected a string", i);
+			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
+					"ipam.provide[%zu].value: expected a string", i);
 		if (from && !json_is_null(from) && !json_is_string(from))
-			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "ipam.provide[%zu].fromArg: expected a string",
-					i);
+			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
+					"ipam.provide[%zu].fromArg: expected a string", i);
 		if (!isempty(json_string_value(val)))
 			v = json_string_value(val);
 		/* fromArg wins when CNI_ARGS has it (reference order). */
@@ -94,8 +95,8 @@ static int parse_provide(CniRequest *req, DhcpConf *c, json_t *arr) {
 			continue;
 		if (strlen(v) > 255)
 			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
-					"ipam.provide[%zu]: value too long for option \"%s\" (%zu bytes, at most 255)", i,
-					json_string_value(opt), strlen(v));
+					"ipam.provide[%zu]: value too long for option \"%s\" (%zu bytes, at most 255)",
+					i, json_string_value(opt), strlen(v));
 		if (json_array_append_new(c->provide, json_pack("{s:i,s:s}", "code", code, "value", v)) < 0)
 			return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
 	}
@@ -218,8 +219,9 @@ static int dhcp_add(CniRequest *req, void *userdata, CniResult **ret) {
 		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
 
 	msg = attachment_msg(req, "add");
-	if (msg && (json_object_set_new(msg, "netns", json_string(netns)) < 0 ||
-		    json_object_set(msg, "request", c->request) < 0 || json_object_set(msg, "provide", c->provide) < 0)) {
+	if (msg &&
+	    (json_object_set_new(msg, "netns", json_string(netns)) < 0 ||
+	     json_object_set(msg, "request", c->request) < 0 || json_object_set(msg, "provide", c->provide) < 0)) {
 		json_decref(msg);
 		msg = NULL;
 	}
@@ -267,8 +269,7 @@ static int dhcp_check(CniRequest *req, void *userdata) {
 		for (size_t k = 0; k < req->prev_result->n_ips && !found; k++)
 			found = ip_prefix_equal(&lease->ips[i].address, &req->prev_result->ips[k].address);
 		if (!found)
-			return cni_fail(req, -ENOENT, CNI_ERR_INTERNAL,
-					"DHCP lease %s of %s is not in prevResult",
+			return cni_fail(req, -ENOENT, CNI_ERR_INTERNAL, "DHCP lease %s of %s is not in prevResult",
 					ip_prefix_to_string(&lease->ips[i].address, as), req->ifname ?: "");
 	}
 	return 0;

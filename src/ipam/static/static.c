@@ -24,13 +24,13 @@
 
 typedef struct StaticAddr {
 	IpPrefix address;
-	IpAddr gateway;         /* AF_UNSPEC = none */
+	IpAddr gateway; /* AF_UNSPEC = none */
 } StaticAddr;
 
 typedef struct StaticConf {
 	StaticAddr *addrs;
 	size_t n_addrs;
-	CniResult *extra;       /* routes and dns, parsed with the result parser */
+	CniResult *extra; /* routes and dns, parsed with the result parser */
 } StaticConf;
 
 static void static_conf_done(void *userdata) {
@@ -65,8 +65,8 @@ static int addrs_from_ips(CniRequest *req, StaticConf *c, json_t *ips, const cha
 
 		if (!s || ip_prefix_parse(s, &p) < 0)
 			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
-					"%s.ips[%zu]: an entry in the 'ips' field is NOT in CIDR notation, got: '%s'", where, i,
-					s ?: "(not a string)");
+					"%s.ips[%zu]: an entry in the 'ips' field is NOT in CIDR notation, got: '%s'",
+					where, i, s ?: "(not a string)");
 		r = addr_append(req, c, &p, NULL);
 		if (r < 0)
 			return r;
@@ -145,8 +145,7 @@ static int static_parse(CniRequest *req, void *userdata) {
 			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
 					"ipam.addresses[%zu]: the 'address' field is expected to be in CIDR notation, got: '%s'",
 					i, json_is_string(a) ? json_string_value(a) : "(missing)");
-		if (g && !json_is_null(g) &&
-		    (!json_is_string(g) || ip_addr_parse(json_string_value(g), &gw) < 0))
+		if (g && !json_is_null(g) && (!json_is_string(g) || ip_addr_parse(json_string_value(g), &gw) < 0))
 			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
 					"ipam.addresses[%zu].gateway: invalid IP address: %s", i,
 					json_is_string(g) ? json_string_value(g) : "(not a string)");

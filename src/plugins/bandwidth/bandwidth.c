@@ -40,7 +40,8 @@ static int u64_key(CniRequest *req, json_t *cfg, const char *key, uint64_t *ret,
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < 0)
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "%s is invalid: expected a non-negative integer", key);
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "%s is invalid: expected a non-negative integer",
+				key);
 	*ret = (uint64_t) json_integer_value(v);
 	*found = true;
 	return 0;
@@ -56,14 +57,14 @@ static int validate_rate_burst(CniRequest *req, const char *what, uint64_t rate,
 				"%sBurst %llu: if burst is set, rate must also be set (%sRate)", what,
 				(unsigned long long) burst, what);
 	if (burst / 8 >= UINT32_MAX)
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "%sBurst %llu: burst cannot be more than 4GB", what,
-				(unsigned long long) burst);
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "%sBurst %llu: burst cannot be more than 4GB",
+				what, (unsigned long long) burst);
 	if (rate != 0 && rate < 8)
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "%sRate %llu: rate must be at least 8 bits/s", what,
-				(unsigned long long) rate);
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "%sRate %llu: rate must be at least 8 bits/s",
+				what, (unsigned long long) rate);
 	if (burst != 0 && burst < 8)
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "%sBurst %llu: burst must be at least 8 bits", what,
-				(unsigned long long) burst);
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "%sBurst %llu: burst must be at least 8 bits",
+				what, (unsigned long long) burst);
 	return 0;
 }
 
@@ -110,12 +111,12 @@ static int find_host_veth(CniRequest *req, NlSock *host, NlLink *ret) {
 		return fd;
 	r = nl_sock_open_netns(fd, &cont);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s", req->netns,
-				strerror(-r));
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
+				req->netns, strerror(-r));
 	r = nl_link_get(cont, req->ifname, 0, &cl);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname, req->netns,
-				strerror(-r));
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname,
+				req->netns, strerror(-r));
 	if (!streq(cl.kind, "veth") || cl.link <= 0)
 		return cni_fail(req, -ENODEV, CNI_ERR_INTERNAL, "container interface %s has no veth peer", req->ifname);
 	r = nl_link_get(host, NULL, cl.link, ret);
@@ -126,7 +127,7 @@ static int find_host_veth(CniRequest *req, NlSock *host, NlLink *ret) {
 
 typedef struct Installed {
 	NlSock *host;
-	int veth;               /* host veth ifindex */
+	int veth; /* host veth ifindex */
 	bool tbf, ingress, ifb;
 	const char *ifb_name;
 } Installed;
@@ -157,7 +158,8 @@ static int bandwidth_add(CniRequest *req, void *userdata, CniResult **ret) {
 	int r;
 
 	if (!req->prev_result)
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "must be called as chained plugin (prevResult missing)");
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
+				"must be called as chained plugin (prevResult missing)");
 	res = cni_result_copy(req->prev_result);
 	if (!res)
 		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
@@ -180,8 +182,9 @@ static int bandwidth_add(CniRequest *req, void *userdata, CniResult **ret) {
 		inst->tbf = true;
 		r = nl_tc_tbf_set(host, veth.ifindex, &tbf, true);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to add tbf qdisc on %s (ingressRate %llu): %s%s%s",
-					veth.name, (unsigned long long) c->bw.ingress_rate, strerror(-r), extack_sep(host),
+			return cni_fail(req, r, CNI_ERR_INTERNAL,
+					"failed to add tbf qdisc on %s (ingressRate %llu): %s%s%s", veth.name,
+					(unsigned long long) c->bw.ingress_rate, strerror(-r), extack_sep(host),
 					nl_sock_extack(host));
 	}
 
@@ -191,36 +194,38 @@ static int bandwidth_add(CniRequest *req, void *userdata, CniResult **ret) {
 			/* A repeated ADD: reuse our own ifb, never somebody else's device. */
 			r = nl_link_get(host, c->ifb, 0, &ifb);
 			if (r >= 0 && !streq(ifb.kind, "ifb"))
-				return cni_fail(req, -EEXIST, CNI_ERR_INTERNAL, "%s exists and is not an ifb device", c->ifb);
+				return cni_fail(req, -EEXIST, CNI_ERR_INTERNAL, "%s exists and is not an ifb device",
+						c->ifb);
 		} else if (r >= 0) {
 			inst->ifb = true;
 			r = nl_link_get(host, c->ifb, 0, &ifb);
 		}
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to create ifb device %s: %s%s%s", c->ifb, strerror(-r),
-					extack_sep(host), nl_sock_extack(host));
+			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to create ifb device %s: %s%s%s", c->ifb,
+					strerror(-r), extack_sep(host), nl_sock_extack(host));
 		if (cni_result_add_interface(res, c->ifb, ether_addr_format(ifb.mac, ms), NULL) < 0)
 			return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
 
 		/* Start from a clean ingress qdisc so a repeated ADD does not stack filters. */
 		r = nl_tc_qdisc_del(host, veth.ifindex, NL_TC_INGRESS);
 		if (r < 0 && r != -ENOENT && r != -EINVAL)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to reset the ingress qdisc of %s: %s", veth.name,
-					strerror(-r));
+			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to reset the ingress qdisc of %s: %s",
+					veth.name, strerror(-r));
 		inst->ingress = true;
 		r = nl_tc_ingress_add(host, veth.ifindex);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to add ingress qdisc on %s: %s%s%s", veth.name,
-					strerror(-r), extack_sep(host), nl_sock_extack(host));
+			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to add ingress qdisc on %s: %s%s%s",
+					veth.name, strerror(-r), extack_sep(host), nl_sock_extack(host));
 		r = nl_tc_mirred_redirect_add(host, veth.ifindex, ifb.ifindex);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to redirect %s to %s: %s%s%s", veth.name, c->ifb,
-					strerror(-r), extack_sep(host), nl_sock_extack(host));
+			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to redirect %s to %s: %s%s%s", veth.name,
+					c->ifb, strerror(-r), extack_sep(host), nl_sock_extack(host));
 		(void) nl_tc_tbf_from_bits(c->bw.egress_rate, c->bw.egress_burst, &tbf);
 		r = nl_tc_tbf_set(host, ifb.ifindex, &tbf, true);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to add tbf qdisc on %s (egressRate %llu): %s%s%s",
-					c->ifb, (unsigned long long) c->bw.egress_rate, strerror(-r), extack_sep(host),
+			return cni_fail(req, r, CNI_ERR_INTERNAL,
+					"failed to add tbf qdisc on %s (egressRate %llu): %s%s%s", c->ifb,
+					(unsigned long long) c->bw.egress_rate, strerror(-r), extack_sep(host),
 					nl_sock_extack(host));
 	}
 
@@ -261,14 +266,15 @@ static int bandwidth_del(CniRequest *req, void *userdata) {
 		if (c->bw.ingress_rate > 0) {
 			k = nl_tc_qdisc_del(host, veth.ifindex, NL_TC_ROOT);
 			if (k < 0 && k != -ENOENT && k != -EINVAL && k != -ENODEV)
-				RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to delete tbf of %s: %s", veth.name,
-						       strerror(-k)));
+				RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to delete tbf of %s: %s",
+						       veth.name, strerror(-k)));
 		}
 		if (c->bw.egress_rate > 0) {
 			k = nl_tc_qdisc_del(host, veth.ifindex, NL_TC_INGRESS);
 			if (k < 0 && k != -ENOENT && k != -EINVAL && k != -ENODEV)
-				RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to delete ingress qdisc of %s: %s",
-						       veth.name, strerror(-k)));
+				RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL,
+						       "failed to delete ingress qdisc of %s: %s", veth.name,
+						       strerror(-k)));
 		}
 	}
 	return r;
@@ -299,17 +305,18 @@ static int check_tbf(CniRequest *req, NlSock *host, const NlLink *l, uint64_t ra
 	if (r < 0)
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to list qdiscs of %s: %s", l->name, strerror(-r));
 	if (!f.root_seen || !f.q.has_tbf)
-		return cni_fail(req, -ENOENT, CNI_ERR_INTERNAL, "Failed to find qdisc: %s has no tbf root qdisc (%s)", l->name,
-				what);
+		return cni_fail(req, -ENOENT, CNI_ERR_INTERNAL, "Failed to find qdisc: %s has no tbf root qdisc (%s)",
+				l->name, what);
 	if (f.q.tbf.rate != want.rate)
-		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Rate doesn't match on %s (%s): %llu bytes/s, want %llu", l->name,
-				what, (unsigned long long) f.q.tbf.rate, (unsigned long long) want.rate);
+		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL,
+				"Rate doesn't match on %s (%s): %llu bytes/s, want %llu", l->name, what,
+				(unsigned long long) f.q.tbf.rate, (unsigned long long) want.rate);
 	if (f.q.tbf.limit != want.limit)
-		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Limit doesn't match on %s (%s): %u, want %u", l->name, what,
-				f.q.tbf.limit, want.limit);
+		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Limit doesn't match on %s (%s): %u, want %u", l->name,
+				what, f.q.tbf.limit, want.limit);
 	if (f.q.tbf.buffer != want.buffer)
-		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Buffer doesn't match on %s (%s): %u, want %u", l->name, what,
-				f.q.tbf.buffer, want.buffer);
+		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Buffer doesn't match on %s (%s): %u, want %u", l->name,
+				what, f.q.tbf.buffer, want.buffer);
 	return 0;
 }
 
@@ -320,7 +327,8 @@ static int bandwidth_check(CniRequest *req, void *userdata) {
 	int r;
 
 	if (!req->prev_result)
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "must be called as chained plugin (prevResult missing)");
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
+				"must be called as chained plugin (prevResult missing)");
 	if (c->bw.ingress_rate == 0 && c->bw.egress_rate == 0)
 		return 0;
 	r = nl_sock_open(&host);

@@ -40,7 +40,8 @@ static int parse_trunk(CniRequest *req, BridgeConf *c, json_t *arr) {
 	if (!arr || json_is_null(arr))
 		return 0;
 	if (!json_is_array(arr))
-		return pod_conf_invalid(req, "vlanTrunk", arr, "must be a list of {\"id\"} or {\"minID\",\"maxID\"} objects");
+		return pod_conf_invalid(req, "vlanTrunk", arr,
+					"must be a list of {\"id\"} or {\"minID\",\"maxID\"} objects");
 	c->has_trunk = true;
 	set = calloc(4095, 1);
 	if (!set)
@@ -92,8 +93,8 @@ static int parse_trunk(CniRequest *req, BridgeConf *c, json_t *arr) {
 		if (has_id) {
 			if (id <= 0 || id > 4094)
 				return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
-						"incorrect trunk id parameter: \"vlanTrunk\"[%zu].id %lld (must be 1..4094)", i,
-						(long long) id);
+						"incorrect trunk id parameter: \"vlanTrunk\"[%zu].id %lld (must be 1..4094)",
+						i, (long long) id);
 			set[id] = 1;
 		}
 	}
@@ -127,7 +128,8 @@ int bridge_parse_config(CniRequest *req, void *userdata) {
 			return pod_conf_invalid(req, "bridge", v, "must be a string");
 		if (!bridge_name_valid(json_string_value(v)))
 			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
-					"invalid \"bridge\": \"%s\" is not a valid interface name", json_string_value(v));
+					"invalid \"bridge\": \"%s\" is not a valid interface name",
+					json_string_value(v));
 		strcpy(c->br_name, json_string_value(v));
 	}
 

@@ -26,7 +26,11 @@
 #include "shared/pod/pod-veth.h"
 
 /* Result interface indexes, as the reference orders them. */
-enum { IFACE_BRIDGE = 0, IFACE_HOST = 1, IFACE_CONT = 2 };
+enum {
+	IFACE_BRIDGE = 0,
+	IFACE_HOST = 1,
+	IFACE_CONT = 2
+};
 
 /*
  * ADD rollback guard: every step that succeeded arms its undo here; on success the guard is
@@ -35,9 +39,9 @@ enum { IFACE_BRIDGE = 0, IFACE_HOST = 1, IFACE_CONT = 2 };
 typedef struct BridgeRollback {
 	CniRequest *req;
 	const BridgeConf *conf;
-	NlSock *cont;           /* borrowed */
-	NftCtx **nft;           /* borrowed */
-	int cont_ifindex;       /* > 0: delete the pod interface (takes the host end with it) */
+	NlSock *cont;     /* borrowed */
+	NftCtx **nft;     /* borrowed */
+	int cont_ifindex; /* > 0: delete the pod interface (takes the host end with it) */
 	bool ipam;
 	bool macspoof;
 	bool masq;
@@ -93,7 +97,8 @@ static int ensure_vlan_gateway_iface(CniRequest *req, const BridgeConf *c, NlSoc
 	r = nl_link_get(host, name, 0, ret);
 	if (r != -ENODEV) {
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find interface %s: %s", name, strerror(-r));
+			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find interface %s: %s", name,
+					strerror(-r));
 		return 0;
 	}
 
@@ -106,7 +111,8 @@ static int ensure_vlan_gateway_iface(CniRequest *req, const BridgeConf *c, NlSoc
 		cni_error_clear(&err);
 		r = nl_link_get(host, name, 0, ret);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find interface %s: %s", name, strerror(-r));
+			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find interface %s: %s", name,
+					strerror(-r));
 		return 0;
 	}
 	if (r < 0) {
@@ -114,7 +120,8 @@ static int ensure_vlan_gateway_iface(CniRequest *req, const BridgeConf *c, NlSoc
 		return r;
 	}
 	r = pod_bridge_port_attach(host, br->ifindex, h.ifindex, port,
-				   &(PodBridgePort) { .vlan = c->vlan, .preserve_default_vlan = c->preserve_default_vlan },
+				   &(PodBridgePort) { .vlan = c->vlan,
+						      .preserve_default_vlan = c->preserve_default_vlan },
 				   &req->error);
 	if (r >= 0) {
 		r = nl_link_set_up(host, g.ifindex, true);
@@ -160,10 +167,10 @@ static int bridge_add(CniRequest *req, void *userdata, CniResult **ret) {
 
 	r = pod_bridge_ensure(host,
 			      &(PodBridgeConfig) {
-				      .name = c->br_name,
-				      .mtu = c->mtu,
-				      .promisc = c->promisc,
-				      .vlan_filtering = c->vlan != 0 || c->has_trunk,
+					      .name = c->br_name,
+					      .mtu = c->mtu,
+					      .promisc = c->promisc,
+					      .vlan_filtering = c->vlan != 0 || c->has_trunk,
 			      },
 			      &br, &req->error);
 	if (r < 0)
@@ -179,12 +186,12 @@ static int bridge_add(CniRequest *req, void *userdata, CniResult **ret) {
 
 	r = pod_bridge_port_attach(host, br.ifindex, hveth.ifindex, host_name,
 				   &(PodBridgePort) {
-					   .hairpin = c->hairpin,
-					   .isolated = c->port_isolation,
-					   .vlan = c->vlan,
-					   .trunk = c->trunk,
-					   .n_trunk = c->n_trunk,
-					   .preserve_default_vlan = c->preserve_default_vlan,
+						   .hairpin = c->hairpin,
+						   .isolated = c->port_isolation,
+						   .vlan = c->vlan,
+						   .trunk = c->trunk,
+						   .n_trunk = c->n_trunk,
+						   .preserve_default_vlan = c->preserve_default_vlan,
 				   },
 				   &req->error);
 	if (r < 0)
@@ -258,7 +265,8 @@ static int bridge_add(CniRequest *req, void *userdata, CniResult **ret) {
 					return r;
 				gw_link = vlan_link;
 				if (cni_result_add_interface(res, vlan_link.name,
-							     vlan_link.has_mac ? mac_str(vlan_link.mac, vms) : NULL, NULL) < 0)
+							     vlan_link.has_mac ? mac_str(vlan_link.mac, vms) : NULL,
+							     NULL) < 0)
 					return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
 			}
 			/* IPv4 gateways first, then IPv6, as the reference. */
@@ -333,8 +341,8 @@ static int bridge_del(CniRequest *req, void *userdata) {
 				RET_GATHER(r, pod_masq_del(req, &nft));
 			if (c->macspoofchk &&
 			    (k = nft_bridge_macspoof_del(nft, req->name, req->container_id, req->ifname)) < 0)
-				RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to remove macspoofchk elements: %s",
-						       strerror(-k)));
+				RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL,
+						       "failed to remove macspoofchk elements: %s", strerror(-k)));
 		}
 	}
 	return r;
@@ -363,7 +371,8 @@ static int bridge_check(CniRequest *req, void *userdata) {
 	/* The bridge. */
 	bri = pod_result_find_iface(p, c->br_name, false, NULL, NULL);
 	if (!bri)
-		return cni_fail(req, -ENOENT, CNI_ERR_INTERNAL, "bridge %s is not in prevResult's interfaces", c->br_name);
+		return cni_fail(req, -ENOENT, CNI_ERR_INTERNAL, "bridge %s is not in prevResult's interfaces",
+				c->br_name);
 	r = nl_link_get(host, c->br_name, 0, &br);
 	if (r == -ENODEV)
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "CNI created bridge %s in host namespace was not found",
@@ -378,17 +387,19 @@ static int bridge_check(CniRequest *req, void *userdata) {
 				c->br_name, bri->mac, ms);
 	if (!!(br.flags & IFF_PROMISC) != c->promisc)
 		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL,
-				"Bridge interface %s configured Promisc Mode %s doesn't match current state: %s", c->br_name,
-				c->promisc ? "true" : "false", (br.flags & IFF_PROMISC) ? "true" : "false");
+				"Bridge interface %s configured Promisc Mode %s doesn't match current state: %s",
+				c->br_name, c->promisc ? "true" : "false", (br.flags & IFF_PROMISC) ? "true" : "false");
 
 	/* The container interface. */
 	ci = pod_result_find_iface(p, req->ifname, true, req->netns, &ci_index);
 	if (!ci)
 		return cni_fail(req, -ENOENT, CNI_ERR_INTERNAL,
-				"interface %s with sandbox %s is not in prevResult's interfaces", req->ifname, req->netns);
+				"interface %s with sandbox %s is not in prevResult's interfaces", req->ifname,
+				req->netns);
 	r = nl_link_get(cont, req->ifname, 0, &cl);
 	if (r == -ENODEV)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "CNI created interface in container %s not found", req->ifname);
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "CNI created interface in container %s not found",
+				req->ifname);
 	if (r < 0)
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up %s: %s", req->ifname, strerror(-r));
 	if (!streq(cl.kind, "veth"))
@@ -413,8 +424,8 @@ static int bridge_check(CniRequest *req, void *userdata) {
 				if (!isempty(f->mac) && nl_link_get(host, f->name, 0, &hl) >= 0 &&
 				    strcasecmp(f->mac, mac_str(hl.mac, ms)) != 0) {
 					cni_error_clear(&e);
-					cni_error_set(&e, -EINVAL, CNI_ERR_INTERNAL, "Interface %s Mac doesn't match: %s not found",
-						      f->name, f->mac);
+					cni_error_set(&e, -EINVAL, CNI_ERR_INTERNAL,
+						      "Interface %s Mac doesn't match: %s not found", f->name, f->mac);
 				} else
 					veth_ok = true;
 			}

@@ -48,7 +48,8 @@ static int firewall_parse(CniRequest *req, void *userdata) {
 			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
 					"iptablesAdminChainName is invalid: expected a string");
 		log_info("iptablesAdminChainName \"%s\" ignored: weft uses nftables; put admin rules in a chain of "
-			 "your own at the forward hook", json_string_value(v));
+			 "your own at the forward hook",
+			 json_string_value(v));
 	}
 
 	v = cni_json_get(req->config, "ingressPolicy");
@@ -87,7 +88,8 @@ static int firewall_add(CniRequest *req, void *userdata, CniResult **ret) {
 	int r;
 
 	if (!req->prev_result)
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "must be called as chained plugin (prevResult missing)");
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
+				"must be called as chained plugin (prevResult missing)");
 	res = cni_result_copy(req->prev_result);
 	if (!res)
 		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
@@ -118,7 +120,8 @@ static int firewall_add(CniRequest *req, void *userdata, CniResult **ret) {
 			if (k < 0)
 				log_warning_errno(k, "rollback: failed to remove pod addresses: %m");
 			return cni_fail(req, r, r == -EINVAL ? CNI_ERR_INVALID_NETCONF : CNI_ERR_INTERNAL,
-					"failed to set up ingressPolicy same-bridge for bridge \"%s\": %s", bridge, strerror(-r));
+					"failed to set up ingressPolicy same-bridge for bridge \"%s\": %s", bridge,
+					strerror(-r));
 		}
 	}
 	*ret = TAKE_PTR(res);
@@ -135,7 +138,8 @@ static int firewall_del(CniRequest *req, void *userdata) {
 		return r;
 	r = nft_firewall_del(nft, req->name, req->container_id, req->ifname);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to remove pod addresses from nftables: %s", strerror(-r));
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to remove pod addresses from nftables: %s",
+				strerror(-r));
 	return 0;
 }
 
@@ -147,7 +151,8 @@ static int firewall_check(CniRequest *req, void *userdata) {
 	int r;
 
 	if (!req->prev_result)
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "must be called as chained plugin (prevResult missing)");
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
+				"must be called as chained plugin (prevResult missing)");
 	r = pod_ips(req, &ips, &n);
 	if (r < 0)
 		return r;
@@ -172,7 +177,8 @@ static int firewall_gc(CniRequest *req, void *userdata) {
 		return r;
 	r = nft_firewall_gc(nft, req->name, cni_attachment_is_valid_cb, req);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to garbage-collect nftables elements: %s", strerror(-r));
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to garbage-collect nftables elements: %s",
+				strerror(-r));
 	if (r > 0)
 		log_info("removed %d stale pod addresses", r);
 	return 0;

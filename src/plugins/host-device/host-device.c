@@ -34,7 +34,7 @@
 #define SYS_BUS_PCI "/sys/bus/pci/devices"
 
 typedef struct HostDeviceConf {
-	const char *device;     /* "device" (borrowed from the config) */
+	const char *device; /* "device" (borrowed from the config) */
 	bool has_hwaddr;
 	uint8_t hwaddr[6];      /* "hwaddr" */
 	const char *kernelpath; /* "kernelpath" */
@@ -64,8 +64,8 @@ static int host_device_parse(CniRequest *req, void *userdata) {
 					"invalid \"hwaddr\": failed to parse MAC address \"%s\"", hwaddr);
 		c->has_hwaddr = true;
 	}
-	if (!isempty(c->kernelpath) && (c->kernelpath[0] != '/' || !startswith(c->kernelpath, "/sys/devices/") ||
-					strstr(c->kernelpath, "/../")))
+	if (!isempty(c->kernelpath) &&
+	    (c->kernelpath[0] != '/' || !startswith(c->kernelpath, "/sys/devices/") || strstr(c->kernelpath, "/../")))
 		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
 				"invalid \"kernelpath\": kernel device path \"%s\" must be absolute and begin with /sys/devices/",
 				c->kernelpath);
@@ -83,7 +83,8 @@ static int host_device_parse(CniRequest *req, void *userdata) {
 		if (!isempty(json_string_value(id))) {
 			if (!pci_address_valid(json_string_value(id)))
 				return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
-						"runtime config DeviceID %s not found or unsupported", json_string_value(id));
+						"runtime config DeviceID %s not found or unsupported",
+						json_string_value(id));
 			c->pci_addr = json_string_value(id);
 		}
 	}
@@ -133,8 +134,8 @@ static int find_host_device(CniRequest *req, const HostDeviceConf *c, NlSock *ho
 	if (!isempty(c->device)) {
 		r = nl_link_get(host, c->device, 0, ret);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find host device: \"device\" %s: %s", c->device,
-					strerror(-r));
+			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find host device: \"device\" %s: %s",
+					c->device, strerror(-r));
 		return 0;
 	}
 	if (c->has_hwaddr) {
@@ -171,7 +172,8 @@ static int find_host_device(CniRequest *req, const HostDeviceConf *c, NlSock *ho
 		if (r != 0 || g.gl_pathc == 0) {
 			globfree(&g);
 			return cni_fail(req, -ENODEV, CNI_ERR_INTERNAL,
-					"failed to find host device: no net directory under pci device %s", c->pci_addr);
+					"failed to find host device: no net directory under pci device %s",
+					c->pci_addr);
 		}
 		snprintf(path, sizeof(path), "%s", g.gl_pathv[0]);
 		globfree(&g);
@@ -229,12 +231,12 @@ static int link_move_renamed(NlSock *from, int from_fd, int ifindex, const char 
 /* ADD rollback: the device goes back where and as it was. */
 typedef struct HostDeviceRollback {
 	CniRequest *req;
-	NlSock *host, *cont;    /* borrowed */
+	NlSock *host, *cont;              /* borrowed */
 	int host_netns_fd, cont_netns_fd; /* borrowed */
-	int host_ifindex;       /* the device in the host (before the move) */
-	int cont_ifindex;       /* > 0: moved; the device in the pod */
-	char name[IFNAMSIZ];    /* original name */
-	char alias[NL_IFALIAS_MAX]; /* original alias */
+	int host_ifindex;                 /* the device in the host (before the move) */
+	int cont_ifindex;                 /* > 0: moved; the device in the pod */
+	char name[IFNAMSIZ];              /* original name */
+	char alias[NL_IFALIAS_MAX];       /* original alias */
 	bool was_up;
 	bool ipam;
 } HostDeviceRollback;
@@ -283,13 +285,15 @@ static int host_device_add(CniRequest *req, void *userdata, CniResult **ret) {
 	if (self < 0)
 		return cni_fail(req, self, CNI_ERR_INTERNAL, "failed to open the host namespace: %s", strerror(-self));
 	if (netns_same(self, netns_fd))
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_ENV, "CNI_NETNS \"%s\" is the host namespace", req->netns);
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_ENV, "CNI_NETNS \"%s\" is the host namespace",
+				req->netns);
 
 	r = find_host_device(req, c, host, &dev);
 	if (r < 0)
 		return r;
 	if (dev.flags & IFF_LOOPBACK)
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "host device %s is the loopback device", dev.name);
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "host device %s is the loopback device",
+				dev.name);
 	r = nl_link_get_info(host, NULL, dev.ifindex, &info);
 	if (r < 0)
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up %s: %s", dev.name, strerror(-r));
@@ -318,8 +322,9 @@ static int host_device_add(CniRequest *req, void *userdata, CniResult **ret) {
 	/* ip link set DEV netns POD; ip -n POD link set DEV name IFNAME */
 	r = link_move_renamed(host, self, dev.ifindex, dev.name, cont, netns_fd, req->ifname, &cidx, &step);
 	if (r == -EEXIST && streq(step, "rename it"))
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to move %s to the container as %s: %s already exists there",
-				dev.name, req->ifname, req->ifname);
+		return cni_fail(req, r, CNI_ERR_INTERNAL,
+				"failed to move %s to the container as %s: %s already exists there", dev.name,
+				req->ifname, req->ifname);
 	if (r < 0)
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to move %s to the container as %s (%s): %s", dev.name,
 				req->ifname, step, strerror(-r));
@@ -358,7 +363,8 @@ static int host_device_add(CniRequest *req, void *userdata, CniResult **ret) {
 	} else {
 		r = nl_link_set_up(cont, cdev.ifindex, true);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set \"%s\" up: %s", req->ifname, strerror(-r));
+			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set \"%s\" up: %s", req->ifname,
+					strerror(-r));
 	}
 
 	TAKE_PTR(rb);
@@ -382,7 +388,8 @@ static int move_link_out(CniRequest *req) {
 	if (fd == -ENOENT || fd == -EINVAL)
 		return 0;
 	if (fd < 0)
-		return cni_fail(req, fd, CNI_ERR_INTERNAL, "failed to open netns \"%s\": %s", req->netns, strerror(-fd));
+		return cni_fail(req, fd, CNI_ERR_INTERNAL, "failed to open netns \"%s\": %s", req->netns,
+				strerror(-fd));
 	self = netns_open_current();
 	if (self < 0)
 		return cni_fail(req, self, CNI_ERR_INTERNAL, "failed to open the host namespace: %s", strerror(-self));
@@ -414,8 +421,9 @@ static int move_link_out(CniRequest *req) {
 		/* Left in place, as it was, so DEL can be retried. */
 		if (dev.flags & IFF_UP)
 			(void) nl_link_set_up(cont, dev.ifindex, true);
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to restore \"%s\" to original name \"%s\" in the host (%s): %s",
-				req->ifname, info.alias, step, r == -EEXIST ? "a link of that name exists" : strerror(-r));
+		return cni_fail(req, r, CNI_ERR_INTERNAL,
+				"failed to restore \"%s\" to original name \"%s\" in the host (%s): %s", req->ifname,
+				info.alias, step, r == -EEXIST ? "a link of that name exists" : strerror(-r));
 	}
 	return 0;
 }

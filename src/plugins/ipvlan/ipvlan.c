@@ -19,7 +19,7 @@
 #include "shared/pod/pod-sublink.h"
 
 typedef struct IpvlanConf {
-	char master[IFNAMSIZ];  /* "" = from prevResult, else the default route's device */
+	char master[IFNAMSIZ]; /* "" = from prevResult, else the default route's device */
 	uint32_t mode;
 	unsigned mtu;
 	bool layer3;
@@ -56,17 +56,18 @@ static int ipvlan_parse(CniRequest *req, void *userdata) {
 
 static int ipvlan_create(NlSock *host, const PodSublink *s, const char *name, int parent, int netns_fd) {
 	return nl_ipvlan_create(host, &(NlIpvlanConfig) {
-		.name = name,
-		.parent = parent,
-		.mode = (uint16_t) s->param,
-		.netns_fd = netns_fd,
-		.mtu = s->mtu,
-	});
+						      .name = name,
+						      .parent = parent,
+						      .mode = (uint16_t) s->param,
+						      .netns_fd = netns_fd,
+						      .mtu = s->mtu,
+				      });
 }
 
 static int ipvlan_check_mode(CniRequest *req, const PodSublink *s, const NlLinkInfo *li) {
 	if (!li->has_mode || li->mode != s->param)
-		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Container IPVlan mode %s does not match expected value: %s",
+		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL,
+				"Container IPVlan mode %s does not match expected value: %s",
 				li->has_mode ? nl_ipvlan_mode_to_string((int) li->mode) : "unknown",
 				nl_ipvlan_mode_to_string((int) s->param));
 	return 0;

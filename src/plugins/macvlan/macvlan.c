@@ -20,7 +20,7 @@
 #include "shared/pod/pod-sublink.h"
 
 typedef struct MacvlanConf {
-	char master[IFNAMSIZ];  /* "" = default route's device, resolved by ADD/CHECK */
+	char master[IFNAMSIZ]; /* "" = default route's device, resolved by ADD/CHECK */
 	uint32_t mode;
 	unsigned mtu;
 	bool has_mac;
@@ -43,13 +43,14 @@ static int macvlan_parse(CniRequest *req, void *userdata) {
 	r = nl_macvlan_mode_from_string(mode);
 	if (r < 0)
 		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
-				"unknown macvlan mode: \"%s\" (\"mode\" must be bridge, private, vepa or passthru)", mode);
+				"unknown macvlan mode: \"%s\" (\"mode\" must be bridge, private, vepa or passthru)",
+				mode);
 	c->mode = (uint32_t) r;
 
 	/* The upper bound is the master's MTU, checked by ADD once the master is known. */
 	if (mtu < 0 || mtu > 65535)
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "invalid MTU %lld (\"mtu\" must be [0, master MTU])",
-				(long long) mtu);
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
+				"invalid MTU %lld (\"mtu\" must be [0, master MTU])", (long long) mtu);
 	c->mtu = (unsigned) mtu;
 
 	/* Config "mac", overridden by CNI_ARGS MAC and runtimeConfig.mac (the request merged
@@ -58,8 +59,8 @@ static int macvlan_parse(CniRequest *req, void *userdata) {
 		mac = req->req_mac;
 	if (!isempty(mac)) {
 		if (ether_addr_parse(mac, c->mac) < 0)
-			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "invalid \"mac\": \"%s\" is not a MAC address",
-					mac);
+			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
+					"invalid \"mac\": \"%s\" is not a MAC address", mac);
 		c->has_mac = true;
 	}
 	c->layer3 = pod_conf_has_ipam(req);
@@ -68,18 +69,19 @@ static int macvlan_parse(CniRequest *req, void *userdata) {
 
 static int macvlan_create(NlSock *host, const PodSublink *s, const char *name, int parent, int netns_fd) {
 	return nl_macvlan_create(host, &(NlMacvlanConfig) {
-		.name = name,
-		.parent = parent,
-		.mode = s->param,
-		.netns_fd = netns_fd,
-		.mtu = s->mtu,
-		.mac = s->mac,
-	});
+						       .name = name,
+						       .parent = parent,
+						       .mode = s->param,
+						       .netns_fd = netns_fd,
+						       .mtu = s->mtu,
+						       .mac = s->mac,
+				       });
 }
 
 static int macvlan_check_mode(CniRequest *req, const PodSublink *s, const NlLinkInfo *li) {
 	if (!li->has_mode || li->mode != s->param)
-		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Container macvlan mode %s does not match expected value: %s",
+		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL,
+				"Container macvlan mode %s does not match expected value: %s",
 				li->has_mode ? nl_macvlan_mode_to_string(li->mode) : "unknown",
 				nl_macvlan_mode_to_string(s->param));
 	return 0;

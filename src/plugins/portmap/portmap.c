@@ -112,7 +112,8 @@ static int plan_build(const CniRequest *req, const PortmapConf *c, const PodAddr
 		}
 		if (c->snat) {
 			if (c->masq_all)
-				p.masq[p.n_masq++] = (NftPortmapMasq) { .pod = pod->addr, .from = { .addr.family = fam } };
+				p.masq[p.n_masq++] =
+						(NftPortmapMasq) { .pod = pod->addr, .from = { .addr.family = fam } };
 			else {
 				IpPrefix lo = { .addr.family = fam };
 
@@ -169,7 +170,8 @@ static int enable_route_localnet(CniRequest *req, const IpAddr *pod) {
 		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
 	r = sysctl_write(key, "1");
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "unable to enable route_localnet on %s: %s", l.name, strerror(-r));
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "unable to enable route_localnet on %s: %s", l.name,
+				strerror(-r));
 	return 0;
 }
 
@@ -229,8 +231,8 @@ static int portmap_add(CniRequest *req, void *userdata, CniResult **ret) {
 		r = nft_portmap_add(nft, req->name, req->container_id, req->ifname, plan.fwd, plan.n_fwd, plan.masq,
 				    plan.n_masq, &err);
 		if (r < 0) {
-			cni_fail(req, r, CNI_ERR_INTERNAL, "unable to set up nftables port mappings: %s%s%s", strerror(-r),
-				 err ? ": " : "", strempty_trim(err));
+			cni_fail(req, r, CNI_ERR_INTERNAL, "unable to set up nftables port mappings: %s%s%s",
+				 strerror(-r), err ? ": " : "", strempty_trim(err));
 			goto out;
 		}
 	}

@@ -8,9 +8,9 @@
 #include "shared/cni/cni-plugin.h"
 
 typedef struct PortmapConf {
-	bool snat;              /* "snat", default true */
-	bool masq_all;          /* "masqAll": masquerade every DNATed connection, not only hairpin/localhost */
-	int mark_masq_bit;      /* "markMasqBit" 0..31 (iptables only: validated, not used) */
+	bool snat;         /* "snat", default true */
+	bool masq_all;     /* "masqAll": masquerade every DNATed connection, not only hairpin/localhost */
+	int mark_masq_bit; /* "markMasqBit" 0..31 (iptables only: validated, not used) */
 	bool has_mark_masq_bit;
 	bool has_external_set_mark_chain; /* "externalSetMarkChain" (iptables only) */
 } PortmapConf;

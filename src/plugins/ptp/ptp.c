@@ -31,12 +31,15 @@
 #include "shared/pod/pod-veth.h"
 
 /* Result interface indexes, as the reference orders them. */
-enum { IFACE_HOST = 0, IFACE_CONT = 1 };
+enum {
+	IFACE_HOST = 0,
+	IFACE_CONT = 1
+};
 
 typedef struct PtpConf {
-	bool ip_masq;           /* "ipMasq" */
-	unsigned mtu;           /* "mtu", 0 = kernel default */
-	bool layer3;            /* "ipam" has a "type" (required for ADD) */
+	bool ip_masq; /* "ipMasq" */
+	unsigned mtu; /* "mtu", 0 = kernel default */
+	bool layer3;  /* "ipam" has a "type" (required for ADD) */
 } PtpConf;
 
 static int ptp_parse(CniRequest *req, void *userdata) {
@@ -51,9 +54,9 @@ static int ptp_parse(CniRequest *req, void *userdata) {
 
 typedef struct PtpRollback {
 	CniRequest *req;
-	NlSock *cont;           /* borrowed */
-	NftCtx **nft;           /* borrowed */
-	int cont_ifindex;       /* > 0: delete the pod's veth (takes the host end with it) */
+	NlSock *cont;     /* borrowed */
+	NftCtx **nft;     /* borrowed */
+	int cont_ifindex; /* > 0: delete the pod's veth (takes the host end with it) */
 	bool ipam;
 	bool masq;
 } PtpRollback;
@@ -107,7 +110,8 @@ static int ptp_pod_routes(CniRequest *req, NlSock *cont, int ifindex, const CniR
 		/* Gone already: a second address of the same subnet. */
 		if (r < 0 && r != -ESRCH && r != -ENOENT)
 			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to delete route %s on %s: %s%s",
-					ip_prefix_to_string(&subnet, as), req->ifname, strerror(-r), extack_of(cont, ea));
+					ip_prefix_to_string(&subnet, as), req->ifname, strerror(-r),
+					extack_of(cont, ea));
 
 		/* ip route add GW/32 dev IF scope link */
 		nl_route_init(&rt);
@@ -117,7 +121,8 @@ static int ptp_pod_routes(CniRequest *req, NlSock *cont, int ifindex, const CniR
 		r = nl_route_add(cont, &rt, 0);
 		if (r < 0 && r != -EEXIST)
 			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to add route %s on %s: %s%s",
-					ip_prefix_to_string(&rt.dst, as), req->ifname, strerror(-r), extack_of(cont, ea));
+					ip_prefix_to_string(&rt.dst, as), req->ifname, strerror(-r),
+					extack_of(cont, ea));
 
 		/* ip route add SUBNET via GW dev IF */
 		nl_route_init(&rt);
@@ -127,7 +132,8 @@ static int ptp_pod_routes(CniRequest *req, NlSock *cont, int ifindex, const CniR
 		r = nl_route_add(cont, &rt, 0);
 		if (r < 0 && r != -EEXIST)
 			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to add route %s via the gateway on %s: %s%s",
-					ip_prefix_to_string(&subnet, as), req->ifname, strerror(-r), extack_of(cont, ea));
+					ip_prefix_to_string(&subnet, as), req->ifname, strerror(-r),
+					extack_of(cont, ea));
 	}
 	return 0;
 }
@@ -161,7 +167,8 @@ static int ptp_host_side(CniRequest *req, NlSock *host, const NlLink *hveth, con
 		r = nl_route_add(host, &rt, 0);
 		if (r < 0 && r != -EEXIST)
 			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to add route on host: %s dev %s: %s%s",
-					ip_prefix_to_string(&rt.dst, as), hveth->name, strerror(-r), extack_of(host, ea));
+					ip_prefix_to_string(&rt.dst, as), hveth->name, strerror(-r),
+					extack_of(host, ea));
 	}
 	return 0;
 }
@@ -302,8 +309,8 @@ static int ptp_check(CniRequest *req, void *userdata) {
 		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Error: Container interface %s not of type veth/p2p",
 				req->ifname);
 	if (!isempty(ci->mac) && strcasecmp(ci->mac, ether_addr_format(cl.mac, ms)) != 0)
-		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "ptp: Interface %s Mac %s doesn't match container Mac: %s",
-				req->ifname, ci->mac, ms);
+		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL,
+				"ptp: Interface %s Mac %s doesn't match container Mac: %s", req->ifname, ci->mac, ms);
 
 	/* The host end: an interface of prevResult outside the sandbox that is the peer. */
 	for (size_t i = 0; i < p->n_interfaces && !veth_ok; i++) {

@@ -33,7 +33,7 @@
 typedef struct Routes {
 	NlRoute *v;
 	size_t n;
-	int oif;                /* collect only this oif (0 = all) */
+	int oif; /* collect only this oif (0 = all) */
 } Routes;
 
 static int routes_collect(const NlRoute *r, void *userdata) {
@@ -108,8 +108,8 @@ static int open_pod(CniRequest *req, int *ret_fd, NlSock **ret_sock) {
 		return cni_fail(req, negative_errno(), CNI_ERR_INTERNAL, "failed to lock netns \"%s\": %m", req->netns);
 	r = nl_sock_open_netns(fd, ret_sock);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s", req->netns,
-				strerror(-r));
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
+				req->netns, strerror(-r));
 	*ret_fd = TAKE_FD(fd);
 	return 0;
 }
@@ -118,9 +118,9 @@ typedef struct SbrUndo {
 	NlSock *s;
 	int oif;
 	uint32_t table;
-	NlRule *rules;          /* rules added */
+	NlRule *rules; /* rules added */
 	size_t n_rules;
-	const Routes *moved;    /* main-table routes (deleted from main: put back) */
+	const Routes *moved; /* main-table routes (deleted from main: put back) */
 	bool moved_deleted;
 } SbrUndo;
 
@@ -160,7 +160,8 @@ static int sbr_add(CniRequest *req, void *userdata, CniResult **ret) {
 	int r;
 
 	if (!p)
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "This plugin must be called as chained plugin (prevResult missing)");
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
+				"This plugin must be called as chained plugin (prevResult missing)");
 	res = cni_result_copy(p);
 	if (!res)
 		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
@@ -170,8 +171,8 @@ static int sbr_add(CniRequest *req, void *userdata, CniResult **ret) {
 		return r;
 	r = nl_link_get(s, req->ifname, 0, &link);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname, req->netns,
-				strerror(-r));
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname,
+				req->netns, strerror(-r));
 
 	r = nl_rule_dump(s, AF_UNSPEC, rules_collect, &rules);
 	if (r >= 0)
@@ -181,8 +182,8 @@ static int sbr_add(CniRequest *req, void *userdata, CniResult **ret) {
 		r = nl_route_dump(s, AF_UNSPEC, 0, routes_collect, &moved);
 	}
 	if (r < 0) {
-		r = cni_fail(req, r, CNI_ERR_INTERNAL, "failed to list rules and routes in netns \"%s\": %s", req->netns,
-			     strerror(-r));
+		r = cni_fail(req, r, CNI_ERR_INTERNAL, "failed to list rules and routes in netns \"%s\": %s",
+			     req->netns, strerror(-r));
 		goto out;
 	}
 	table = next_free_table(&rules, &all);
@@ -225,8 +226,8 @@ static int sbr_add(CniRequest *req, void *userdata, CniResult **ret) {
 			r = nl_route_add(s, &def, 0);
 			if (r < 0 && r != -EEXIST) {
 				r = cni_fail(req, r, CNI_ERR_INTERNAL, "Failed to add default route to %s: %s%s%s",
-					     ip_addr_to_string(&ip->gateway, as), strerror(-r), *nl_sock_extack(s) ? ": " : "",
-					     nl_sock_extack(s));
+					     ip_addr_to_string(&ip->gateway, as), strerror(-r),
+					     *nl_sock_extack(s) ? ": " : "", nl_sock_extack(s));
 				goto out;
 			}
 		}
@@ -304,8 +305,8 @@ static int sbr_del(CniRequest *req, void *userdata) {
 		return cni_fail(req, negative_errno(), CNI_ERR_INTERNAL, "failed to lock netns \"%s\": %m", req->netns);
 	k = nl_sock_open_netns(fd, &s);
 	if (k < 0)
-		return cni_fail(req, k, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s", req->netns,
-				strerror(-k));
+		return cni_fail(req, k, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
+				req->netns, strerror(-k));
 	k = nl_link_get(s, req->ifname, 0, &link);
 	if (k == -ENODEV)
 		return 0;
@@ -339,7 +340,8 @@ static int sbr_del(CniRequest *req, void *userdata) {
 			continue;
 		}
 		/* Its table's routes via this interface (the reference leaves them to the link's deletion). */
-		if (ru->table >= SBR_FIRST_TABLE && nl_route_dump(s, AF_UNSPEC, ru->table, routes_collect, &in_table) >= 0)
+		if (ru->table >= SBR_FIRST_TABLE &&
+		    nl_route_dump(s, AF_UNSPEC, ru->table, routes_collect, &in_table) >= 0)
 			for (size_t j = 0; j < in_table.n; j++)
 				(void) nl_route_del(s, &in_table.v[j]);
 		free(in_table.v);
@@ -371,7 +373,8 @@ static int sbr_check(CniRequest *req, void *userdata) {
 	int r;
 
 	if (!p)
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "This plugin must be called as chained plugin (prevResult missing)");
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
+				"This plugin must be called as chained plugin (prevResult missing)");
 	r = open_pod(req, &fd, &s);
 	if (r < 0)
 		return r;
@@ -389,7 +392,8 @@ static int sbr_check(CniRequest *req, void *userdata) {
 		if (r < 0)
 			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to list rules: %s", strerror(-r));
 		if (f.table < SBR_FIRST_TABLE)
-			return cni_fail(req, -ENOENT, CNI_ERR_INTERNAL, "no rule \"from %s lookup <table>\" in netns \"%s\"",
+			return cni_fail(req, -ENOENT, CNI_ERR_INTERNAL,
+					"no rule \"from %s lookup <table>\" in netns \"%s\"",
 					ip_addr_to_string(&ip->address.addr, as), req->netns);
 		r = nl_route_dump(s, ip->address.addr.family, f.table, routes_collect, &rt);
 		free(rt.v);

@@ -36,8 +36,8 @@
 #define TUNING_DEFAULT_DATA_DIR "/run/cni/tuning"
 
 typedef struct Sysctl {
-	char *key;      /* as configured (after IFNAME substitution), for messages */
-	char *path;     /* "net/ipv4/conf/eth0/arp_filter", for sysctl_read/write */
+	char *key;  /* as configured (after IFNAME substitution), for messages */
+	char *path; /* "net/ipv4/conf/eth0/arp_filter", for sysctl_read/write */
 	char *value;
 } Sysctl;
 
@@ -48,9 +48,9 @@ typedef struct TuningConf {
 	bool has_mac;
 	uint8_t mac[6];
 	char mac_str[18];
-	unsigned mtu;           /* 0 = unchanged */
-	bool promisc;           /* only "true" changes anything (reference) */
-	int allmulti;           /* -1 = unchanged */
+	unsigned mtu; /* 0 = unchanged */
+	bool promisc; /* only "true" changes anything (reference) */
+	int allmulti; /* -1 = unchanged */
 } TuningConf;
 
 static void tuning_conf_done(void *userdata) {
@@ -71,7 +71,7 @@ typedef struct Backup {
 	uint8_t mac[6];
 	bool promisc, allmulti;
 	unsigned mtu;
-	json_t *sysctl;         /* object key (path) -> old value; owned */
+	json_t *sysctl; /* object key (path) -> old value; owned */
 } Backup;
 
 static void backup_done(Backup *b) {
@@ -118,7 +118,8 @@ static int sysctl_key_to_path(CniRequest *req, const char *key, char **ret_key, 
 			if (*c == '.')
 				*c = '/';
 	if (p[0] == '/' || strstr(p, "//") || endswith(p, "/"))
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "invalid net sysctl key: \"%s\": empty component", key);
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
+				"invalid net sysctl key: \"%s\": empty component", key);
 	r = strv_split(p, "/", &parts);
 	if (r < 0)
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "out of memory");
@@ -134,8 +135,8 @@ static int sysctl_key_to_path(CniRequest *req, const char *key, char **ret_key, 
 	    (streq(parts[2], "conf") || streq(parts[2], "neigh")) && !streq(parts[3], ifname) &&
 	    !streq(parts[3], "all") && !streq(parts[3], "default"))
 		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
-				"invalid net sysctl key: \"%s\" is for interface \"%s\", not for CNI_IFNAME \"%s\"", key,
-				parts[3], ifname);
+				"invalid net sysctl key: \"%s\" is for interface \"%s\", not for CNI_IFNAME \"%s\"",
+				key, parts[3], ifname);
 	*ret_key = TAKE_PTR(k);
 	*ret_path = TAKE_PTR(p);
 	return 0;
@@ -149,15 +150,16 @@ static int sysctls_parse(CniRequest *req, TuningConf *c, json_t *obj, const char
 	if (!obj || json_is_null(obj))
 		return 0;
 	if (!json_is_object(obj))
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "%s is invalid: expected an object of strings", where);
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "%s is invalid: expected an object of strings",
+				where);
 	json_object_foreach(obj, key, v) {
 		_cleanup_free_ char *k = NULL, *p = NULL, *val = NULL;
 		Sysctl *n;
 		size_t i;
 
 		if (!json_is_string(v))
-			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "%s \"%s\" is invalid: value must be a string",
-					where, key);
+			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
+					"%s \"%s\" is invalid: value must be a string", where, key);
 		r = sysctl_key_to_path(req, key, &k, &p);
 		if (r < 0)
 			return r;
@@ -206,7 +208,8 @@ static int mtu_parse(CniRequest *req, json_t *v, const char *where, unsigned *re
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "%s is invalid: expected a positive integer", where);
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "%s is invalid: expected a positive integer",
+				where);
 	*ret = (unsigned) json_integer_value(v);
 	return 0;
 }
@@ -349,8 +352,8 @@ static int restore(NlSock *s, int netns_fd, int ifindex, const Backup *b, const 
 
 	if (ifindex > 0) {
 		if (b->has_mtu && (k = nl_link_set_mtu(s, ifindex, b->mtu)) < 0 && r >= 0)
-			r = cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to restore MTU %u of %s: %s%s%s", b->mtu, ifname,
-					  strerror(-k), extack_sep(s), nl_sock_extack(s));
+			r = cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to restore MTU %u of %s: %s%s%s", b->mtu,
+					  ifname, strerror(-k), extack_sep(s), nl_sock_extack(s));
 		if (b->has_mac && (k = nl_link_set_mac(s, ifindex, b->mac)) < 0 && r >= 0)
 			r = cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to restore MAC of %s: %s%s%s", ifname,
 					  strerror(-k), extack_sep(s), nl_sock_extack(s));
@@ -381,7 +384,8 @@ static int restore(NlSock *s, int netns_fd, int ifindex, const Backup *b, const 
 			if (k == -ENOENT)
 				k = 0; /* per-interface entry gone with its interface */
 			if (k < 0 && r >= 0)
-				r = cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to restore sysctl %s: %s", key, strerror(-k));
+				r = cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to restore sysctl %s: %s", key,
+						  strerror(-k));
 		}
 	}
 	return r;
@@ -394,8 +398,8 @@ typedef struct Rollback {
 	int netns_fd;
 	int ifindex;
 	const char *ifname;
-	Backup undo;            /* what to put back: only the steps that were done */
-	char *file;             /* backup file to remove */
+	Backup undo; /* what to put back: only the steps that were done */
+	char *file;  /* backup file to remove */
 } Rollback;
 
 static void rollback_run(Rollback **p) {
@@ -436,12 +440,12 @@ static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
 		return netns_fd;
 	r = nl_sock_open_netns(netns_fd, &s);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s", req->netns,
-				strerror(-r));
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
+				req->netns, strerror(-r));
 	r = nl_link_get(s, req->ifname, 0, &link);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname, req->netns,
-				strerror(-r));
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname,
+				req->netns, strerror(-r));
 
 	file = backup_path(req, c);
 	if (!file)
@@ -509,7 +513,9 @@ static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
 			if (!rb->undo.sysctl && !(rb->undo.sysctl = json_object()))
 				r = -ENOMEM;
 			else
-				r = json_object_set_new(rb->undo.sysctl, c->sysctls[i].path, json_string(v)) < 0 ? -ENOMEM : 0;
+				r = json_object_set_new(rb->undo.sysctl, c->sysctls[i].path, json_string(v)) < 0
+						    ? -ENOMEM
+						    : 0;
 		}
 		if (r >= 0 && (r = netns_enter(netns_fd, &fd_saved)) >= 0) {
 			r = sysctl_write(c->sysctls[i].path, c->sysctls[i].value);
@@ -517,8 +523,8 @@ static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
 		}
 		if (r < 0) {
 			r = cni_fail(req, r, r == -EINVAL ? CNI_ERR_INVALID_NETCONF : CNI_ERR_INTERNAL,
-				     "failed to set sysctl \"%s\" to \"%s\": %s", c->sysctls[i].key, c->sysctls[i].value,
-				     strerror(-r));
+				     "failed to set sysctl \"%s\" to \"%s\": %s", c->sysctls[i].key,
+				     c->sysctls[i].value, strerror(-r));
 			return r;
 		}
 	}
@@ -547,7 +553,8 @@ static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
 		rb->undo.promisc = !!(link.flags & IFF_PROMISC);
 		r = nl_link_set_promisc(s, link.ifindex, true);
 		if (r < 0) {
-			r = cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set \"promisc\" on %s: %s", req->ifname, strerror(-r));
+			r = cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set \"promisc\" on %s: %s", req->ifname,
+				     strerror(-r));
 			return r;
 		}
 	}
@@ -557,8 +564,8 @@ static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
 		r = nl_link_set_mtu(s, link.ifindex, c->mtu);
 		if (r < 0) {
 			r = cni_fail(req, r, r == -EINVAL ? CNI_ERR_INVALID_NETCONF : CNI_ERR_INTERNAL,
-				     "failed to set \"mtu\" %u on %s: %s%s%s", c->mtu, req->ifname, strerror(-r), extack_sep(s),
-				     nl_sock_extack(s));
+				     "failed to set \"mtu\" %u on %s: %s%s%s", c->mtu, req->ifname, strerror(-r),
+				     extack_sep(s), nl_sock_extack(s));
 			return r;
 		}
 	}
@@ -567,7 +574,8 @@ static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
 		rb->undo.allmulti = !!(link.flags & IFF_ALLMULTI);
 		r = nl_link_set_allmulti(s, link.ifindex, c->allmulti);
 		if (r < 0) {
-			r = cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set \"allmulti\" on %s: %s", req->ifname, strerror(-r));
+			r = cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set \"allmulti\" on %s: %s", req->ifname,
+				     strerror(-r));
 			return r;
 		}
 	}
@@ -617,14 +625,14 @@ static int tuning_del(CniRequest *req, void *userdata) {
 	r = nl_sock_open_netns(netns_fd, &s);
 	if (r < 0) {
 		backup_done(&b);
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s", req->netns,
-				strerror(-r));
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
+				req->netns, strerror(-r));
 	}
 	r = nl_link_get(s, req->ifname, 0, &link);
 	if (r < 0 && r != -ENODEV) {
 		backup_done(&b);
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname, req->netns,
-				strerror(-r));
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname,
+				req->netns, strerror(-r));
 	}
 	/* The reference ignores restore failures (DEL must not wedge pod teardown); so do we,
 	 * loudly. */
@@ -669,21 +677,25 @@ static int tuning_check(CniRequest *req, void *userdata) {
 	if (r >= 0)
 		r = nl_link_get(s, req->ifname, 0, &link);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname, req->netns,
-				strerror(-r));
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname,
+				req->netns, strerror(-r));
 	if (c->has_mac && memcmp(c->mac, link.mac, 6) != 0)
-		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Error: Tuning configured Ethernet of %s is %s, current value is %s",
-				req->ifname, c->mac_str, ether_addr_format(link.mac, ms));
+		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL,
+				"Error: Tuning configured Ethernet of %s is %s, current value is %s", req->ifname,
+				c->mac_str, ether_addr_format(link.mac, ms));
 	if (c->promisc && !(link.flags & IFF_PROMISC))
 		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL,
-				"Error: Tuning link %s configured promisc is true, current value is false", req->ifname);
+				"Error: Tuning link %s configured promisc is true, current value is false",
+				req->ifname);
 	if (c->mtu > 0 && c->mtu != link.mtu)
-		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Error: Tuning configured MTU of %s is %u, current value is %u",
-				req->ifname, c->mtu, link.mtu);
+		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL,
+				"Error: Tuning configured MTU of %s is %u, current value is %u", req->ifname, c->mtu,
+				link.mtu);
 	if (c->allmulti >= 0 && c->allmulti != !!(link.flags & IFF_ALLMULTI))
 		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL,
-				"Error: Tuning configured all-multicast mode of %s is %s, current value is %s", req->ifname,
-				c->allmulti ? "true" : "false", (link.flags & IFF_ALLMULTI) ? "true" : "false");
+				"Error: Tuning configured all-multicast mode of %s is %s, current value is %s",
+				req->ifname, c->allmulti ? "true" : "false",
+				(link.flags & IFF_ALLMULTI) ? "true" : "false");
 	return 0;
 }
 

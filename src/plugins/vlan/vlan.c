@@ -47,18 +47,18 @@ static int vlan_parse(CniRequest *req, void *userdata) {
 
 static int vlan_create(NlSock *host, const PodSublink *s, const char *name, int parent, int netns_fd) {
 	return nl_vlan_create(host, &(NlVlanConfig) {
-		.name = name,
-		.parent = parent,
-		.vlan_id = (uint16_t) s->param,
-		.netns_fd = netns_fd,
-		.mtu = s->mtu,
-	});
+						    .name = name,
+						    .parent = parent,
+						    .vlan_id = (uint16_t) s->param,
+						    .netns_fd = netns_fd,
+						    .mtu = s->mtu,
+				    });
 }
 
 static int vlan_check_id(CniRequest *req, const PodSublink *s, const NlLinkInfo *li) {
 	if (!li->has_vlan_id || li->vlan_id != s->param)
-		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Error: Container interface %s does not have vlan ID %u",
-				req->ifname, s->param);
+		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL,
+				"Error: Container interface %s does not have vlan ID %u", req->ifname, s->param);
 	return 0;
 }
 
@@ -79,7 +79,8 @@ static int vlan_add(CniRequest *req, void *userdata, CniResult **ret) {
 	PodSublink s = vlan_sublink(c);
 
 	if (!c->layer3)
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "vlan needs an IPAM plugin: \"ipam\" has no \"type\"");
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
+				"vlan needs an IPAM plugin: \"ipam\" has no \"type\"");
 	return pod_sublink_add(req, &s, ret);
 }
 

@@ -28,7 +28,7 @@
 
 typedef struct VrfConf {
 	char name[IFNAMSIZ];
-	uint32_t table;         /* 0 = pick a free one */
+	uint32_t table; /* 0 = pick a free one */
 } VrfConf;
 
 static int vrf_parse(CniRequest *req, void *userdata) {
@@ -37,7 +37,8 @@ static int vrf_parse(CniRequest *req, void *userdata) {
 	const char *why;
 
 	if (!json_is_string(n) || isempty(json_string_value(n)))
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "configuration is expected to have a valid vrf name");
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
+				"configuration is expected to have a valid vrf name");
 	why = cni_ifname_invalid_reason(json_string_value(n));
 	if (why)
 		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "invalid \"vrfname\" \"%s\": %s",
@@ -45,7 +46,8 @@ static int vrf_parse(CniRequest *req, void *userdata) {
 	snprintf(c->name, sizeof(c->name), "%s", json_string_value(n));
 	if (t && !json_is_null(t)) {
 		if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) > UINT32_MAX)
-			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "invalid \"table\": expected 0..4294967295");
+			return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
+					"invalid \"table\": expected 0..4294967295");
 		c->table = (uint32_t) json_integer_value(t);
 	}
 	return 0;
@@ -164,8 +166,8 @@ static int vrf_add(CniRequest *req, void *userdata, CniResult **ret) {
 		return netns;
 	r = nl_sock_open_netns(netns, &nl);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s", req->netns,
-				strerror(-r));
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
+				req->netns, strerror(-r));
 
 	r = nl_vrf_get(nl, c->name, &vrf);
 	if (r == -EMEDIUMTYPE)
@@ -173,11 +175,12 @@ static int vrf_add(CniRequest *req, void *userdata, CniResult **ret) {
 	if (r == -ENODEV) {
 		uint32_t table = c->table;
 		if (table == 0 && (r = free_table(nl, &table)) < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find a free routing table: %s", strerror(-r));
+			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find a free routing table: %s",
+					strerror(-r));
 		r = nl_vrf_create(nl, c->name, table);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "could not add VRF %s (table %u): %s%s%s", c->name, table,
-					strerror(-r), *nl_sock_extack(nl) ? ": " : "", nl_sock_extack(nl));
+			return cni_fail(req, r, CNI_ERR_INTERNAL, "could not add VRF %s (table %u): %s%s%s", c->name,
+					table, strerror(-r), *nl_sock_extack(nl) ? ": " : "", nl_sock_extack(nl));
 		created = true;
 		r = nl_vrf_get(nl, c->name, &vrf);
 		if (r >= 0)
@@ -190,7 +193,8 @@ static int vrf_add(CniRequest *req, void *userdata, CniResult **ret) {
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up VRF %s: %s", c->name, strerror(-r));
 	else if (c->table != 0 && vrf.has_table && vrf.table != c->table)
 		return cni_fail(req, -EEXIST, CNI_ERR_INVALID_NETCONF,
-				"VRF %s already exists with table %u, \"table\" asks for %u", c->name, vrf.table, c->table);
+				"VRF %s already exists with table %u, \"table\" asks for %u", c->name, vrf.table,
+				c->table);
 
 	r = nl_link_get(nl, req->ifname, 0, &link);
 	if (r < 0) {
@@ -211,7 +215,8 @@ static int vrf_add(CniRequest *req, void *userdata, CniResult **ret) {
 	}
 	r = nl_link_set_master(nl, link.ifindex, vrf.ifindex);
 	if (r < 0) {
-		cni_fail(req, r, CNI_ERR_INTERNAL, "could not add %s to VRF %s: %s", req->ifname, c->name, strerror(-r));
+		cni_fail(req, r, CNI_ERR_INTERNAL, "could not add %s to VRF %s: %s", req->ifname, c->name,
+			 strerror(-r));
 		goto undo;
 	}
 
@@ -235,8 +240,8 @@ static int vrf_add(CniRequest *req, void *userdata, CniResult **ret) {
 		r = nl_route_add(nl, &rt, NL_ROUTE_REPLACE);
 		if (r < 0)
 			cni_fail(req, r, CNI_ERR_INTERNAL, "could not add route %s to VRF table %u: %s%s%s",
-				 ip_prefix_to_string(&rt.dst, as), vrf.table, strerror(-r), *nl_sock_extack(nl) ? ": " : "",
-				 nl_sock_extack(nl));
+				 ip_prefix_to_string(&rt.dst, as), vrf.table, strerror(-r),
+				 *nl_sock_extack(nl) ? ": " : "", nl_sock_extack(nl));
 	}
 	if (r < 0) {
 		(void) nl_link_set_master(nl, link.ifindex, 0);
@@ -283,8 +288,8 @@ static int vrf_del(CniRequest *req, void *userdata) {
 				strerror(-netns));
 	r = nl_sock_open_netns(netns, &nl);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s", req->netns,
-				strerror(-r));
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
+				req->netns, strerror(-r));
 	r = nl_vrf_get(nl, c->name, &vrf);
 	if (r == -ENODEV || r == -EMEDIUMTYPE)
 		return 0;
@@ -296,8 +301,8 @@ static int vrf_del(CniRequest *req, void *userdata) {
 	if (k >= 0 && link.master == vrf.ifindex) {
 		k = nl_link_set_master(nl, link.ifindex, 0);
 		if (k < 0 && k != -ENODEV)
-			RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to remove %s from VRF %s: %s", req->ifname,
-					       c->name, strerror(-k)));
+			RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to remove %s from VRF %s: %s",
+					       req->ifname, c->name, strerror(-k)));
 	}
 	ports.master = vrf.ifindex;
 	k = nl_link_dump(nl, count_ports, &ports);
@@ -307,7 +312,8 @@ static int vrf_del(CniRequest *req, void *userdata) {
 	if (ports.n_ports == 0) {
 		k = nl_link_del(nl, vrf.ifindex);
 		if (k < 0 && k != -ENODEV)
-			RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to delete VRF %s: %s", c->name, strerror(-k)));
+			RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to delete VRF %s: %s", c->name,
+					       strerror(-k)));
 	}
 	return r;
 }
@@ -327,8 +333,8 @@ static int vrf_check(CniRequest *req, void *userdata) {
 		return netns;
 	r = nl_sock_open_netns(netns, &nl);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s", req->netns,
-				strerror(-r));
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
+				req->netns, strerror(-r));
 	r = nl_vrf_get(nl, c->name, &vrf);
 	if (r < 0)
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find VRF %s: %s", c->name, strerror(-r));

@@ -32,23 +32,27 @@
 #include "shared/pod/pod-veth.h"
 
 #define WEFT_DEFAULT_RUN_DIR "/run/weft"
-#define WEFT_DEFAULT_BRIDGE  "cni0"
+#define WEFT_DEFAULT_BRIDGE "cni0"
 
 /* Result interface indexes, ordered as the bridge plugin orders them. */
-enum { IFACE_BRIDGE = 0, IFACE_HOST = 1, IFACE_CONT = 2 };
+enum {
+	IFACE_BRIDGE = 0,
+	IFACE_HOST = 1,
+	IFACE_CONT = 2
+};
 
 typedef struct WeftConf {
 	char *run_dir;
 	char *bridge;
-	char *data_dir;         /* NULL = host-local's default */
-	unsigned mtu;           /* 0 = from the lease */
+	char *data_dir; /* NULL = host-local's default */
+	unsigned mtu;   /* 0 = from the lease */
 	bool hairpin;
 	bool default_gw;
 
-	int lease_r;            /* 0 when `lease` is valid, else why not (-ENOENT: not written yet) */
+	int lease_r; /* 0 when `lease` is valid, else why not (-ENOENT: not written yet) */
 	LeaseFile lease;
-	json_t *ipam;           /* host-local config synthesized from the lease */
-	HostLocalConf *hl;      /* parsed host-local config (in-process IPAM) */
+	json_t *ipam;      /* host-local config synthesized from the lease */
+	HostLocalConf *hl; /* parsed host-local config (in-process IPAM) */
 } WeftConf;
 
 static void weft_conf_done(void *userdata) {
@@ -116,8 +120,10 @@ static int synthesize_ipam(CniRequest *req, WeftConf *c) {
 			continue;
 		subnet = ip_prefix_mask(fam[i].subnet);
 		if (json_array_append_new(ranges, json_pack("[{s:s, s:s}]", "subnet", ip_prefix_to_string(&subnet, sub),
-							     "gateway", ip_addr_to_string(&fam[i].subnet->addr, gw))) < 0 ||
-		    json_array_append_new(routes, json_pack("{s:s}", "dst", ip_prefix_to_string(fam[i].network, net))) < 0)
+							    "gateway", ip_addr_to_string(&fam[i].subnet->addr, gw))) <
+				    0 ||
+		    json_array_append_new(routes, json_pack("{s:s}", "dst", ip_prefix_to_string(fam[i].network, net))) <
+				    0)
 			return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
 		if (c->default_gw && json_array_append_new(routes, json_pack("{s:s}", "dst", fam[i].def)) < 0)
 			return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
@@ -140,8 +146,8 @@ static int weft_parse(CniRequest *req, void *userdata) {
 	    (r = get_bool(req, "isDefaultGateway", true, &c->default_gw)) < 0)
 		return r;
 	if (strlen(c->bridge) >= IFNAMSIZ || strpbrk(c->bridge, "/: \t\n"))
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "invalid \"bridge\": \"%s\" is not a valid interface name",
-				c->bridge);
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF,
+				"invalid \"bridge\": \"%s\" is not a valid interface name", c->bridge);
 	mtu = json_object_get(req->config, "mtu");
 	if (mtu && (!json_is_integer(mtu) || json_integer_value(mtu) < 0 || json_integer_value(mtu) > 65535))
 		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "invalid \"mtu\": must be an integer 0..65535");
@@ -237,8 +243,8 @@ static int weft_add(CniRequest *req, void *userdata, CniResult **ret) {
 	rb_data.cont = cont;
 	rb_data.cont_ifindex = cveth.ifindex;
 	rb = &rb_data;
-	r = pod_bridge_port_attach(host, br.ifindex, hveth.ifindex, host_name, &(PodBridgePort) { .hairpin = c->hairpin },
-				   &req->error);
+	r = pod_bridge_port_attach(host, br.ifindex, hveth.ifindex, host_name,
+				   &(PodBridgePort) { .hairpin = c->hairpin }, &req->error);
 	if (r < 0)
 		return r;
 

@@ -71,10 +71,12 @@ int cni_args_parse(const char *s, CniArgs *ret, CniError *err) {
 
 		if (!eq || eq == *p || strchr(eq + 1, '='))
 			return cni_error_set(err, -EINVAL, CNI_ERR_INVALID_ENV,
-					     "CNI_ARGS \"%s\" is invalid: expected KEY=VALUE pairs separated by ';'", *p);
+					     "CNI_ARGS \"%s\" is invalid: expected KEY=VALUE pairs separated by ';'",
+					     *p);
 		if (startswith(*p, "IgnoreUnknown=") && parse_bool(eq + 1, &a.ignore_unknown) < 0)
 			return cni_error_set(err, -EINVAL, CNI_ERR_INVALID_ENV,
-					     "CNI_ARGS IgnoreUnknown \"%s\" is invalid: expected 1/true or 0/false", eq + 1);
+					     "CNI_ARGS IgnoreUnknown \"%s\" is invalid: expected 1/true or 0/false",
+					     eq + 1);
 	}
 
 	for (char **p = pairs; *p; p++) {

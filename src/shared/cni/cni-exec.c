@@ -164,8 +164,8 @@ int cni_exec(const char *exe, char *const envp[], const char *stdin_data, size_t
 
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
-			return cni_error_set(err, negative_errno(), CNI_ERR_INTERNAL, "failed to wait for plugin %s: %m",
-					     name);
+			return cni_error_set(err, negative_errno(), CNI_ERR_INTERNAL,
+					     "failed to wait for plugin %s: %m", name);
 	if (r < 0)
 		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to read output of plugin %s: %s", name,
 				     strerror(-r));
@@ -243,8 +243,8 @@ int cni_ipam_exec(CniRequest *req, CniCommand cmd, CniResult **ret) {
 				"CNI_PATH is not set: it is needed to find the IPAM plugin \"%s\" (ipam.type)", type);
 	r = cni_find_plugin(type, req->cni_path, &exe);
 	if (r == -EINVAL)
-		return cni_fail(req, r, CNI_ERR_INVALID_NETCONF, "\"ipam.type\" \"%s\" is invalid: must be a plain file name",
-				type);
+		return cni_fail(req, r, CNI_ERR_INVALID_NETCONF,
+				"\"ipam.type\" \"%s\" is invalid: must be a plain file name", type);
 	/* Same text and (through the reference skel) code 999 as the Go invoke package. */
 	if (r < 0)
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find plugin \"%s\" in path [%s]", type,

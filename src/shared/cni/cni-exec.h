@@ -21,8 +21,8 @@ int cni_find_plugin(const char *type, const char *path, char **ret);
  * parsed stdout JSON (NULL if stdout was empty). On failure, returns negative errno and fills
  * *err from the plugin's JSON error (or a synthesized one naming the plugin, code 999).
  */
-int cni_exec(const char *exe, char *const envp[], const char *stdin_data, size_t stdin_len,
-	     json_t **ret_out, CniError *err);
+int cni_exec(const char *exe, char *const envp[], const char *stdin_data, size_t stdin_len, json_t **ret_out,
+	     CniError *err);
 
 /*
  * Delegates req->ipam "type" with CNI_COMMAND=cmd and the rest of this process's environment,

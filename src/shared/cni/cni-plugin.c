@@ -61,7 +61,8 @@ static json_t *version_info(const PluginOps *ops, CniVersion v) {
 		return NULL;
 	}
 	for (int i = 0; i < _CNI_VERSION_MAX; i++)
-		if ((mask & (1u << i)) && json_array_append_new(a, json_string(cni_version_to_string((CniVersion) i))) < 0) {
+		if ((mask & (1u << i)) &&
+		    json_array_append_new(a, json_string(cni_version_to_string((CniVersion) i))) < 0) {
 			json_decref(a);
 			json_decref(j);
 			return NULL;
@@ -78,7 +79,8 @@ static int dispatch(const PluginOps *ops, CniRequest *req, void *conf) {
 	switch (req->command) {
 	case CNI_CMD_ADD:
 		if (!ops->add)
-			return cni_fail(req, -EOPNOTSUPP, CNI_ERR_INTERNAL, "plugin %s does not implement ADD", ops->name);
+			return cni_fail(req, -EOPNOTSUPP, CNI_ERR_INTERNAL, "plugin %s does not implement ADD",
+					ops->name);
 		r = ops->add(req, conf, &res);
 		if (r < 0)
 			return r;
@@ -94,7 +96,8 @@ static int dispatch(const PluginOps *ops, CniRequest *req, void *conf) {
 		return 0;
 	case CNI_CMD_DEL:
 		if (!ops->del)
-			return cni_fail(req, -EOPNOTSUPP, CNI_ERR_INTERNAL, "plugin %s does not implement DEL", ops->name);
+			return cni_fail(req, -EOPNOTSUPP, CNI_ERR_INTERNAL, "plugin %s does not implement DEL",
+					ops->name);
 		return ops->del(req, conf);
 	case CNI_CMD_CHECK:
 		if (!ops->check)
@@ -102,12 +105,9 @@ static int dispatch(const PluginOps *ops, CniRequest *req, void *conf) {
 					ops->name);
 		return ops->check(req, conf);
 	/* SPEC 1.1: a plugin with nothing to collect or report simply succeeds. */
-	case CNI_CMD_GC:
-		return ops->gc ? ops->gc(req, conf) : 0;
-	case CNI_CMD_STATUS:
-		return ops->status ? ops->status(req, conf) : 0;
-	default:
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_ENV, "unsupported command");
+	case CNI_CMD_GC: return ops->gc ? ops->gc(req, conf) : 0;
+	case CNI_CMD_STATUS: return ops->status ? ops->status(req, conf) : 0;
+	default: return cni_fail(req, -EINVAL, CNI_ERR_INVALID_ENV, "unsupported command");
 	}
 }
 

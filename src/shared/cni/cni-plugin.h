@@ -29,8 +29,8 @@ const char *cni_command_to_string(CniCommand c);
 typedef struct CniPortMapping {
 	uint16_t host_port;
 	uint16_t container_port;
-	char protocol[8];   /* "tcp", "udp", "sctp" (lower-cased) */
-	IpAddr host_ip;     /* AF_UNSPEC = all */
+	char protocol[8]; /* "tcp", "udp", "sctp" (lower-cased) */
+	IpAddr host_ip;   /* AF_UNSPEC = all */
 } CniPortMapping;
 
 typedef struct CniBandwidth {
@@ -39,9 +39,9 @@ typedef struct CniBandwidth {
 
 /* CNI_ARGS, parsed. Unknown keys are an error unless IgnoreUnknown=1 (or true). */
 typedef struct CniArgs {
-	IpAddr *ips;        /* IP=a,b (CNI_ARGS) */
+	IpAddr *ips; /* IP=a,b (CNI_ARGS) */
 	size_t n_ips;
-	char *mac;          /* MAC= */
+	char *mac; /* MAC= */
 	bool ignore_unknown;
 	char *k8s_pod_name, *k8s_pod_namespace, *k8s_pod_infra_container_id, *k8s_pod_uid;
 } CniArgs;
@@ -58,8 +58,8 @@ typedef struct CniRequest {
 	char *container_id;
 	char *netns;
 	char *ifname;
-	char *cni_path;         /* CNI_PATH, colon separated */
-	char *args_raw;         /* CNI_ARGS as given */
+	char *cni_path; /* CNI_PATH, colon separated */
+	char *args_raw; /* CNI_ARGS as given */
 	CniArgs args;
 
 	/* stdin config */
@@ -78,7 +78,7 @@ typedef struct CniRequest {
 	IpAddr *req_ips;
 	size_t n_req_ips;
 	char *req_mac;
-	json_t *rc_ip_ranges;   /* borrowed: runtimeConfig.ipRanges (array of range sets) or NULL */
+	json_t *rc_ip_ranges; /* borrowed: runtimeConfig.ipRanges (array of range sets) or NULL */
 	CniPortMapping *port_mappings;
 	size_t n_port_mappings;
 	bool has_bandwidth;
@@ -87,7 +87,7 @@ typedef struct CniRequest {
 	CniAttachment *valid_attachments; /* GC only */
 	size_t n_valid_attachments;
 
-	CniError error;         /* set via cni_fail(); printed by plugin_main() */
+	CniError error; /* set via cni_fail(); printed by plugin_main() */
 
 	/* The stdin bytes exactly as received (NUL-terminated copy), for delegation: a delegated
 	 * IPAM plugin gets the same bytes. NULL when the request was built by hand. */
@@ -120,9 +120,9 @@ void cni_args_done(CniArgs *a);
 #define cni_fail(req, r, code, ...) cni_error_set(&(req)->error, (r), (code), __VA_ARGS__)
 
 typedef struct PluginOps {
-	const char *name;       /* "bridge" */
-	const char *about;      /* one line for the no-CNI_COMMAND text */
-	size_t conf_size;       /* size of the plugin's parsed config struct (zeroed, passed as conf) */
+	const char *name;  /* "bridge" */
+	const char *about; /* one line for the no-CNI_COMMAND text */
+	size_t conf_size;  /* size of the plugin's parsed config struct (zeroed, passed as conf) */
 	/* Parse plugin-specific keys from req->config into conf. Called for every command but
 	 * VERSION. Errors: cni_fail(..., CNI_ERR_INVALID_NETCONF, "...names key and value..."). */
 	int (*parse)(CniRequest *req, void *conf);

@@ -93,7 +93,12 @@ static int dup_env(CniRequest *req, char *const *envp, const char *name, char **
 }
 
 static int parse_env(CniRequest *req, char *const *envp) {
-	enum { NEED_CID = 1, NEED_NETNS = 2, NEED_IFNAME = 4, NEED_PATH = 8 };
+	enum {
+		NEED_CID = 1,
+		NEED_NETNS = 2,
+		NEED_IFNAME = 4,
+		NEED_PATH = 8
+	};
 	/* SPEC 1.0.0/1.1.0 list CNI_PATH as optional for ADD, CHECK and DEL: only a plugin that
 	 * runs another one needs it, and cni_ipam_exec() says so when it is missing. The reference
 	 * skel requires it for every command (a deliberate difference: loopback and every plugin
@@ -117,9 +122,9 @@ static int parse_env(CniRequest *req, char *const *envp) {
 	    (r = dup_env(req, envp, "CNI_ARGS", &req->args_raw)) < 0)
 		return r;
 
-#define ADD_MISSING(flag, field, name)                                                        \
-	if ((need[req->command] & (flag)) && !req->field)                                     \
-		strcat(strcat(missing, *missing ? ", " : ""), name)
+#define ADD_MISSING(flag, field, name)                                                                                 \
+	if ((need[req->command] & (flag)) && !req->field)                                                              \
+	strcat(strcat(missing, *missing ? ", " : ""), name)
 	ADD_MISSING(NEED_CID, container_id, "CNI_CONTAINERID");
 	ADD_MISSING(NEED_NETNS, netns, "CNI_NETNS");
 	ADD_MISSING(NEED_IFNAME, ifname, "CNI_IFNAME");
@@ -134,7 +139,8 @@ static int parse_env(CniRequest *req, char *const *envp) {
 				"CNI_CONTAINERID \"%s\" is invalid: must match ^[A-Za-z0-9][A-Za-z0-9_.-]*$",
 				req->container_id);
 	if (req->ifname && (why = cni_ifname_invalid_reason(req->ifname)))
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_ENV, "CNI_IFNAME \"%s\" is invalid: %s", req->ifname, why);
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_ENV, "CNI_IFNAME \"%s\" is invalid: %s", req->ifname,
+				why);
 
 	return cni_args_parse(req->args_raw, &req->args, &req->error);
 }
@@ -242,16 +248,22 @@ static int parse_port_mappings(CniRequest *req, json_t *a) {
 		if (!*m->protocol)
 			strcpy(m->protocol, "tcp");
 		if (!streq(m->protocol, "tcp") && !streq(m->protocol, "udp") && !streq(m->protocol, "sctp"))
-			return netconf_fail(req, "runtimeConfig.portMappings[%zu].protocol \"%s\" is invalid: expected tcp, udp or sctp",
-					    i, m->protocol);
+			return netconf_fail(
+					req,
+					"runtimeConfig.portMappings[%zu].protocol \"%s\" is invalid: expected tcp, udp or sctp",
+					i, m->protocol);
 		hip = cni_json_get(pm, "hostIP");
 		m->host_ip.family = AF_UNSPEC;
 		if (hip && !json_is_null(hip)) {
 			if (!json_is_string(hip))
-				return netconf_fail(req, "runtimeConfig.portMappings[%zu].hostIP is invalid: not a string", i);
+				return netconf_fail(req,
+						    "runtimeConfig.portMappings[%zu].hostIP is invalid: not a string",
+						    i);
 			if (!isempty(json_string_value(hip)) && ip_addr_parse(json_string_value(hip), &m->host_ip) < 0)
-				return netconf_fail(req, "runtimeConfig.portMappings[%zu].hostIP \"%s\" is invalid: not an IP address",
-						    i, json_string_value(hip));
+				return netconf_fail(
+						req,
+						"runtimeConfig.portMappings[%zu].hostIP \"%s\" is invalid: not an IP address",
+						i, json_string_value(hip));
 		}
 		req->n_port_mappings++;
 	}
@@ -279,7 +291,8 @@ static int parse_bandwidth(CniRequest *req, json_t *bw) {
 		if (!v || json_is_null(v))
 			continue;
 		if (!json_is_integer(v) || json_integer_value(v) < 0)
-			return netconf_fail(req, "runtimeConfig.bandwidth.%s is invalid: expected a non-negative integer",
+			return netconf_fail(req,
+					    "runtimeConfig.bandwidth.%s is invalid: expected a non-negative integer",
 					    fields[i].key);
 		*(uint64_t *) ((char *) &req->bandwidth + fields[i].offset) = (uint64_t) json_integer_value(v);
 	}
@@ -309,7 +322,8 @@ static int parse_attachments(CniRequest *req) {
 		CniAttachment *at = &req->valid_attachments[i];
 
 		if (isempty(cid) || isempty(ifn))
-			return netconf_fail(req, "\"%s\"[%zu] is invalid: needs string \"containerID\" and \"ifname\"", key, i);
+			return netconf_fail(req, "\"%s\"[%zu] is invalid: needs string \"containerID\" and \"ifname\"",
+					    key, i);
 		at->container_id = strdup(cid);
 		at->ifname = strdup(ifn);
 		req->n_valid_attachments++;
@@ -339,7 +353,8 @@ static int parse_config(CniRequest *req) {
 	req->version = cni_version_from_string(s);
 	if (req->version < 0)
 		return cni_fail(req, -EOPNOTSUPP, CNI_ERR_INCOMPATIBLE_VERSION,
-				"incompatible CNI versions: config is \"%s\", plugin supports %s", s, supported_list(buf));
+				"incompatible CNI versions: config is \"%s\", plugin supports %s", s,
+				supported_list(buf));
 	if (req->command == CNI_CMD_CHECK && req->version < CNI_VERSION_0_4_0)
 		return cni_fail(req, -EOPNOTSUPP, CNI_ERR_INCOMPATIBLE_VERSION,
 				"config version \"%s\" does not allow CHECK (needs 0.4.0 or newer)", s ?: "0.1.0");
@@ -353,7 +368,8 @@ static int parse_config(CniRequest *req) {
 		return netconf_fail(req, "\"name\" is missing");
 	if (!json_is_string(v) || !cni_name_is_valid(json_string_value(v)))
 		return netconf_fail(req, "\"name\" %s%s%s is invalid: must match ^[A-Za-z0-9][A-Za-z0-9_.-]*$",
-				    json_is_string(v) ? "\"" : "", json_is_string(v) ? json_string_value(v) : "(not a string)",
+				    json_is_string(v) ? "\"" : "",
+				    json_is_string(v) ? json_string_value(v) : "(not a string)",
 				    json_is_string(v) ? "\"" : "");
 	req->name = json_string_value(v);
 
@@ -434,7 +450,8 @@ static int parse_config(CniRequest *req) {
 
 		r = cni_result_from_json(v, req->version, &req->prev_result, &e);
 		if (r < 0) {
-			cni_fail(req, r, e.code ?: CNI_ERR_DECODE, "\"prevResult\" is invalid: %s", e.msg ?: "malformed");
+			cni_fail(req, r, e.code ?: CNI_ERR_DECODE, "\"prevResult\" is invalid: %s",
+				 e.msg ?: "malformed");
 			cni_error_clear(&e);
 			return r;
 		}
@@ -487,8 +504,9 @@ int cni_request_parse(CniRequest *req, char *const *envp, const char *config, si
 
 	if (!req->config) {
 		if (jerr.line > 0)
-			return cni_fail(req, -EINVAL, CNI_ERR_DECODE, "failed to decode config: %s (line %d, column %d)",
-					jerr.text, jerr.line, jerr.column);
+			return cni_fail(req, -EINVAL, CNI_ERR_DECODE,
+					"failed to decode config: %s (line %d, column %d)", jerr.text, jerr.line,
+					jerr.column);
 		return cni_fail(req, -EINVAL, CNI_ERR_DECODE, "failed to decode config: %s", jerr.text);
 	}
 	if (!json_is_object(req->config))

@@ -253,8 +253,7 @@ static int parse_legacy_ip(CniResult *res, json_t *o, const char *key, int famil
 	r = parse_addr(o, "gateway", key, &ip.gateway, err);
 	if (r < 0)
 		return r;
-	if (ip.address.addr.family != family ||
-	    (ip_addr_is_set(&ip.gateway) && ip.gateway.family != family))
+	if (ip.address.addr.family != family || (ip_addr_is_set(&ip.gateway) && ip.gateway.family != family))
 		return decode_fail(err, "invalid result: \"%s\" holds an address of the other family", key);
 	r = cni_result_add_ip(res, &ip.address, &ip.gateway, -1);
 	if (r < 0)
@@ -322,7 +321,8 @@ static int parse_ipconfig(CniResult *res, json_t *o, CniVersion v, CniError *err
 			return r;
 		if (!isempty(ver) && !((streq(ver, "4") && ip.address.addr.family == AF_INET) ||
 				       (streq(ver, "6") && ip.address.addr.family == AF_INET6)))
-			return decode_fail(err, "invalid result: ips entry \"version\" \"%s\" does not match its address",
+			return decode_fail(err,
+					   "invalid result: ips entry \"version\" \"%s\" does not match its address",
 					   ver);
 	}
 	r = cni_result_add_ip(res, &ip.address, &ip.gateway, ip.interface);

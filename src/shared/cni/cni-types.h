@@ -65,25 +65,25 @@ int cni_error_from_json(json_t *j, CniError *ret);
 
 typedef struct CniInterface {
 	char *name;
-	char *mac;          /* may be NULL */
-	char *sandbox;      /* netns path for container interfaces; NULL for host interfaces */
-	int mtu;            /* 1.1.0; 0 = absent */
-	char *socket_path;  /* 1.1.0 */
-	char *pci_id;       /* 1.1.0 */
+	char *mac;         /* may be NULL */
+	char *sandbox;     /* netns path for container interfaces; NULL for host interfaces */
+	int mtu;           /* 1.1.0; 0 = absent */
+	char *socket_path; /* 1.1.0 */
+	char *pci_id;      /* 1.1.0 */
 } CniInterface;
 
 typedef struct CniIpConfig {
-	IpPrefix address;   /* host bits kept */
-	IpAddr gateway;     /* AF_UNSPEC = absent */
-	int interface;      /* index into interfaces[], -1 = absent */
+	IpPrefix address; /* host bits kept */
+	IpAddr gateway;   /* AF_UNSPEC = absent */
+	int interface;    /* index into interfaces[], -1 = absent */
 } CniIpConfig;
 
 typedef struct CniRoute {
 	IpPrefix dst;
-	IpAddr gw;          /* AF_UNSPEC = absent */
+	IpAddr gw; /* AF_UNSPEC = absent */
 	/* 1.1.0 optional fields; 0 = absent */
 	int mtu, advmss, priority, table, scope;
-	bool has_scope;     /* scope 0 (universe) is a valid value */
+	bool has_scope; /* scope 0 (universe) is a valid value */
 } CniRoute;
 
 typedef struct CniDns {
@@ -94,7 +94,7 @@ typedef struct CniDns {
 } CniDns;
 
 typedef struct CniResult {
-	CniVersion version;    /* version it was parsed from / will be printed as */
+	CniVersion version; /* version it was parsed from / will be printed as */
 	CniInterface *interfaces;
 	size_t n_interfaces;
 	CniIpConfig *ips;

@@ -28,8 +28,8 @@ const char *cni_version_to_string(CniVersion v) {
 }
 
 static const char *const command_names[_CNI_CMD_MAX] = {
-	[CNI_CMD_ADD] = "ADD", [CNI_CMD_DEL] = "DEL", [CNI_CMD_CHECK] = "CHECK",
-	[CNI_CMD_GC] = "GC", [CNI_CMD_STATUS] = "STATUS", [CNI_CMD_VERSION] = "VERSION",
+	[CNI_CMD_ADD] = "ADD", [CNI_CMD_DEL] = "DEL",       [CNI_CMD_CHECK] = "CHECK",
+	[CNI_CMD_GC] = "GC",   [CNI_CMD_STATUS] = "STATUS", [CNI_CMD_VERSION] = "VERSION",
 };
 
 CniCommand cni_command_from_string(const char *s) {

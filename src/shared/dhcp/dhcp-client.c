@@ -15,9 +15,12 @@
 
 const char *dhcp_state_to_string(DhcpState s) {
 	static const char *const names[_DHCP_STATE_MAX] = {
-		[DHCP_STATE_INIT] = "init",         [DHCP_STATE_SELECTING] = "selecting",
-		[DHCP_STATE_REQUESTING] = "requesting", [DHCP_STATE_BOUND] = "bound",
-		[DHCP_STATE_RENEWING] = "renewing", [DHCP_STATE_REBINDING] = "rebinding",
+		[DHCP_STATE_INIT] = "init",
+		[DHCP_STATE_SELECTING] = "selecting",
+		[DHCP_STATE_REQUESTING] = "requesting",
+		[DHCP_STATE_BOUND] = "bound",
+		[DHCP_STATE_RENEWING] = "renewing",
+		[DHCP_STATE_REBINDING] = "rebinding",
 		[DHCP_STATE_STOPPED] = "stopped",
 	};
 	return (unsigned) s < _DHCP_STATE_MAX ? names[s] : "unknown";
@@ -154,9 +157,7 @@ static void on_timeout(DhcpClient *c, uint64_t now, DhcpActions *a) {
 		a->send = DHCP_SEND_REBIND;
 		c->next_timeout = renew_next(now, c->expire_at);
 		break;
-	default:
-		c->next_timeout = DHCP_NEVER;
-		break;
+	default: c->next_timeout = DHCP_NEVER; break;
 	}
 }
 
@@ -232,8 +233,7 @@ static void on_packet(DhcpClient *c, const DhcpMessage *m, struct in_addr src, u
 		bind_lease(c, &l, now, a);
 		break;
 	}
-	default:
-		break;
+	default: break;
 	}
 }
 
@@ -249,9 +249,7 @@ int dhcp_client_handle(DhcpClient *c, const DhcpEvent *ev, uint64_t now, DhcpAct
 		c->attempt = 0;
 		start_selecting(c, now, &a);
 		break;
-	case DHCP_EVENT_TIMEOUT:
-		on_timeout(c, now, &a);
-		break;
+	case DHCP_EVENT_TIMEOUT: on_timeout(c, now, &a); break;
 	case DHCP_EVENT_PACKET:
 		if (!ev->msg)
 			return -EINVAL;
@@ -265,8 +263,7 @@ int dhcp_client_handle(DhcpClient *c, const DhcpEvent *ev, uint64_t now, DhcpAct
 		c->state = DHCP_STATE_STOPPED;
 		c->next_timeout = DHCP_NEVER;
 		break;
-	default:
-		return -EINVAL;
+	default: return -EINVAL;
 	}
 	a.need_socket = c->state == DHCP_STATE_SELECTING || c->state == DHCP_STATE_REQUESTING ||
 			c->state == DHCP_STATE_RENEWING || c->state == DHCP_STATE_REBINDING;
@@ -303,8 +300,6 @@ void dhcp_client_fill_build(const DhcpClient *c, DhcpSend what, uint64_t now, Dh
 		b->server_id = c->lease.server_id;
 		b->secs = 0;
 		break;
-	default:
-		b->type = 0;
-		break;
+	default: b->type = 0; break;
 	}
 }

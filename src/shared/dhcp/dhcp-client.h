@@ -45,9 +45,9 @@ const char *dhcp_state_to_string(DhcpState s);
 
 typedef enum DhcpEventType {
 	DHCP_EVENT_START,
-	DHCP_EVENT_TIMEOUT,     /* the caller's timer reached c->next_timeout */
-	DHCP_EVENT_PACKET,      /* a parsed reply from the packet socket */
-	DHCP_EVENT_STOP,        /* DEL/GC: release and stop */
+	DHCP_EVENT_TIMEOUT, /* the caller's timer reached c->next_timeout */
+	DHCP_EVENT_PACKET,  /* a parsed reply from the packet socket */
+	DHCP_EVENT_STOP,    /* DEL/GC: release and stop */
 } DhcpEventType;
 
 typedef struct DhcpEvent {
@@ -60,31 +60,31 @@ typedef struct DhcpEvent {
 typedef enum DhcpSend {
 	DHCP_SEND_NONE,
 	DHCP_SEND_DISCOVER,
-	DHCP_SEND_REQUEST,      /* SELECTING: broadcast, requested IP + server id */
-	DHCP_SEND_RENEW,        /* RENEWING: unicast to the server, ciaddr set */
-	DHCP_SEND_REBIND,       /* REBINDING: broadcast, ciaddr set */
-	DHCP_SEND_RELEASE,      /* unicast to the server, ciaddr set */
+	DHCP_SEND_REQUEST, /* SELECTING: broadcast, requested IP + server id */
+	DHCP_SEND_RENEW,   /* RENEWING: unicast to the server, ciaddr set */
+	DHCP_SEND_REBIND,  /* REBINDING: broadcast, ciaddr set */
+	DHCP_SEND_RELEASE, /* unicast to the server, ciaddr set */
 } DhcpSend;
 
 typedef struct DhcpActions {
 	DhcpSend send;
-	bool unicast;           /* send to c->lease.server_id (and the server's MAC), else broadcast */
-	bool bound;             /* a lease was acquired or extended: c->lease is current */
-	bool lost;              /* the lease held so far is gone (NAK or expiry) */
-	bool need_socket;       /* the new state waits for replies */
-	const char *note;       /* what happened to an ignored packet, or a notable transition */
+	bool unicast;     /* send to c->lease.server_id (and the server's MAC), else broadcast */
+	bool bound;       /* a lease was acquired or extended: c->lease is current */
+	bool lost;        /* the lease held so far is gone (NAK or expiry) */
+	bool need_socket; /* the new state waits for replies */
+	const char *note; /* what happened to an ignored packet, or a notable transition */
 } DhcpActions;
 
 typedef struct DhcpClient {
 	DhcpState state;
 	uint8_t mac[6];
 	uint32_t xid;
-	uint32_t rng;           /* xorshift32 state: xids and jitter */
-	uint64_t resend_max;    /* usec */
-	unsigned attempt;       /* transmissions of the current DISCOVER/REQUEST cycle */
-	unsigned req_tries;     /* REQUESTs sent in REQUESTING */
-	uint64_t exchange_start;/* for the secs field */
-	uint64_t next_timeout;  /* absolute usec, DHCP_NEVER = none */
+	uint32_t rng;            /* xorshift32 state: xids and jitter */
+	uint64_t resend_max;     /* usec */
+	unsigned attempt;        /* transmissions of the current DISCOVER/REQUEST cycle */
+	unsigned req_tries;      /* REQUESTs sent in REQUESTING */
+	uint64_t exchange_start; /* for the secs field */
+	uint64_t next_timeout;   /* absolute usec, DHCP_NEVER = none */
 	struct in_addr offered, offer_server, prev_address;
 	bool has_lease;
 	DhcpLease lease;

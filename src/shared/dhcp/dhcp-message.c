@@ -30,8 +30,8 @@ enum {
 
 const char *dhcp_message_type_to_string(int type) {
 	static const char *const names[] = {
-		[DHCP_DISCOVER] = "DHCPDISCOVER", [DHCP_OFFER] = "DHCPOFFER", [DHCP_REQUEST] = "DHCPREQUEST",
-		[DHCP_DECLINE] = "DHCPDECLINE",   [DHCP_ACK] = "DHCPACK",     [DHCP_NAK] = "DHCPNAK",
+		[DHCP_DISCOVER] = "DHCPDISCOVER", [DHCP_OFFER] = "DHCPOFFER",   [DHCP_REQUEST] = "DHCPREQUEST",
+		[DHCP_DECLINE] = "DHCPDECLINE",   [DHCP_ACK] = "DHCPACK",       [DHCP_NAK] = "DHCPNAK",
 		[DHCP_RELEASE] = "DHCPRELEASE",   [DHCP_INFORM] = "DHCPINFORM",
 	};
 	if (type <= 0 || (size_t) type >= sizeof(names) / sizeof(names[0]))
@@ -440,8 +440,8 @@ int dhcp_frame_build(uint8_t *buf, size_t size, struct in_addr src, struct in_ad
 	ip[0] = 0x45;
 	ip[1] = 0x10; /* TOS low delay, as ISC dhclient */
 	put_be16(ip + 2, (uint16_t) total);
-	ip[8] = 64;   /* TTL */
-	ip[9] = 17;   /* UDP */
+	ip[8] = 64; /* TTL */
+	ip[9] = 17; /* UDP */
 	memcpy(ip + 12, &src, 4);
 	memcpy(ip + 16, &dst, 4);
 	put_be16(ip + 10, (uint16_t) ~dhcp_csum_fold(dhcp_csum_add(0, ip, IP_HDR_LEN)));
@@ -455,8 +455,8 @@ int dhcp_frame_build(uint8_t *buf, size_t size, struct in_addr src, struct in_ad
 	return (int) total;
 }
 
-int dhcp_frame_parse(const uint8_t *buf, size_t len, bool check_udp_csum, const uint8_t **ret_payload,
-		     size_t *ret_len, struct in_addr *ret_src) {
+int dhcp_frame_parse(const uint8_t *buf, size_t len, bool check_udp_csum, const uint8_t **ret_payload, size_t *ret_len,
+		     struct in_addr *ret_src) {
 	size_t ihl, tot, ulen;
 	const uint8_t *udp;
 

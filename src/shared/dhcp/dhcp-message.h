@@ -77,15 +77,15 @@ typedef struct DhcpBuild {
 	DhcpMessageType type;
 	uint32_t xid;
 	uint16_t secs;
-	bool broadcast;             /* BOOTP broadcast flag */
-	uint8_t mac[6];             /* chaddr */
-	struct in_addr ciaddr;      /* RENEWING/REBINDING/RELEASE */
-	struct in_addr requested_ip;/* option 50 (SELECTING REQUEST, INIT-REBOOT) */
-	struct in_addr server_id;   /* option 54 (SELECTING REQUEST, RELEASE) */
-	const uint8_t *prl;         /* option 55, NULL/0 = none */
+	bool broadcast;              /* BOOTP broadcast flag */
+	uint8_t mac[6];              /* chaddr */
+	struct in_addr ciaddr;       /* RENEWING/REBINDING/RELEASE */
+	struct in_addr requested_ip; /* option 50 (SELECTING REQUEST, INIT-REBOOT) */
+	struct in_addr server_id;    /* option 54 (SELECTING REQUEST, RELEASE) */
+	const uint8_t *prl;          /* option 55, NULL/0 = none */
 	size_t n_prl;
-	const DhcpRawOption *opts;  /* extra options, sent in order; a code we set ourselves above is
-	                               replaced by the caller's value (reference: "provide" overrides) */
+	const DhcpRawOption *opts; /* extra options, sent in order; a code we set ourselves above is
+				      replaced by the caller's value (reference: "provide" overrides) */
 	size_t n_opts;
 } DhcpBuild;
 
@@ -102,11 +102,11 @@ int dhcp_message_build(uint8_t *buf, size_t size, const DhcpBuild *b);
  */
 typedef struct DhcpMessage {
 	uint8_t op;
-	uint32_t xid;               /* host order */
+	uint32_t xid; /* host order */
 	uint16_t flags;
 	struct in_addr ciaddr, yiaddr, siaddr, giaddr;
 	uint8_t chaddr[16];
-	uint8_t type;               /* option 53, 0 if absent */
+	uint8_t type; /* option 53, 0 if absent */
 	uint16_t opt_off[256];
 	uint16_t opt_len[256];
 	bool opt_present[256];
@@ -149,14 +149,14 @@ int dhcp_parse_static_routes(const uint8_t *data, size_t len, DhcpRoute *ret, si
 /* The lease an ACK grants. Addresses network order; times in seconds, UINT32_MAX = infinite. */
 typedef struct DhcpLease {
 	struct in_addr address;
-	uint8_t prefixlen;          /* from option 1; see has_mask */
+	uint8_t prefixlen; /* from option 1; see has_mask */
 	bool has_mask;
-	struct in_addr router;      /* first of option 3, 0 = none */
+	struct in_addr router; /* first of option 3, 0 = none */
 	struct in_addr server_id;
 	uint32_t lease_time, t1, t2;
 	DhcpRoute routes[DHCP_ROUTES_MAX];
 	size_t n_routes;
-	bool classless;             /* routes came from option 121 (router not used for routes) */
+	bool classless; /* routes came from option 121 (router not used for routes) */
 } DhcpLease;
 
 /*
@@ -189,8 +189,8 @@ int dhcp_frame_build(uint8_t *buf, size_t size, struct in_addr src, struct in_ad
  * Returns 0 with *ret_payload and *ret_len pointing into buf and *ret_src the IP source, -EBADMSG
  * otherwise (also for traffic to other ports: not ours).
  */
-int dhcp_frame_parse(const uint8_t *buf, size_t len, bool check_udp_csum, const uint8_t **ret_payload,
-		     size_t *ret_len, struct in_addr *ret_src);
+int dhcp_frame_parse(const uint8_t *buf, size_t len, bool check_udp_csum, const uint8_t **ret_payload, size_t *ret_len,
+		     struct in_addr *ret_src);
 
 /* Netmask → prefix length; -EINVAL if not contiguous. */
 int dhcp_netmask_to_prefixlen(struct in_addr mask);

@@ -28,9 +28,12 @@ int dhcp_option_from_name(const char *name) {
 		const char *name;
 		int code;
 	} table[] = {
-		{ "dhcp-client-identifier", 61 }, { "subnet-mask", 1 },
-		{ "routers", 3 },                 { "host-name", 12 },
-		{ "user-class", 77 },             { "vendor-class-identifier", 60 },
+		{ "dhcp-client-identifier", 61 },
+		{ "subnet-mask", 1 },
+		{ "routers", 3 },
+		{ "host-name", 12 },
+		{ "user-class", 77 },
+		{ "vendor-class-identifier", 60 },
 	};
 	unsigned v;
 

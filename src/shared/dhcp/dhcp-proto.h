@@ -35,7 +35,8 @@
 #define DHCP_PROTO_LINE_MAX (64 * 1024)
 /* Default parameter request list: subnet mask, router (the reference's defaults) and
  * classless static routes (RFC 3442), which servers only send when asked. */
-#define DHCP_DEFAULT_PRL { 1, 3, 121 }
+#define DHCP_DEFAULT_PRL                                                                                               \
+	{ 1, 3, 121 }
 
 /* The lease key / client identifier, as the reference's generateClientID(). Returns a malloc'ed
  * string or NULL on OOM. */

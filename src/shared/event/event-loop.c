@@ -12,12 +12,16 @@
 #include "basic/macro.h"
 #include "shared/event/event-loop.h"
 
-typedef enum SourceType { SOURCE_IO, SOURCE_TIMER, SOURCE_SIGNAL } SourceType;
+typedef enum SourceType {
+	SOURCE_IO,
+	SOURCE_TIMER,
+	SOURCE_SIGNAL
+} SourceType;
 
 struct EventSource {
 	EventLoop *loop;
 	SourceType type;
-	int fd;                 /* I/O: not owned; timer/signal: owned */
+	int fd; /* I/O: not owned; timer/signal: owned */
 	bool dead;
 	bool armed;
 	void *userdata;
@@ -26,7 +30,7 @@ struct EventSource {
 		EventTimerFn timer;
 		EventSignalFn signal;
 	} cb;
-	EventSource *next;      /* all sources of the loop */
+	EventSource *next; /* all sources of the loop */
 };
 
 struct EventLoop {
@@ -234,9 +238,7 @@ EventSource *event_source_free(EventSource *s) {
 
 static void dispatch(EventSource *s, uint32_t revents) {
 	switch (s->type) {
-	case SOURCE_IO:
-		(void) s->cb.io(s, s->fd, revents, s->userdata);
-		break;
+	case SOURCE_IO: (void) s->cb.io(s, s->fd, revents, s->userdata); break;
 	case SOURCE_TIMER: {
 		uint64_t expirations;
 		struct itimerspec cur;

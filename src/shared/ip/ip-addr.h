@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define IP_ADDR_STRLEN   INET6_ADDRSTRLEN          /* 46, includes NUL */
-#define IP_PREFIX_STRLEN (INET6_ADDRSTRLEN + 4)    /* "addr/128" */
+#define IP_ADDR_STRLEN INET6_ADDRSTRLEN         /* 46, includes NUL */
+#define IP_PREFIX_STRLEN (INET6_ADDRSTRLEN + 4) /* "addr/128" */
 
 typedef struct IpAddr {
 	int family; /* AF_INET, AF_INET6, or AF_UNSPEC for "none" */

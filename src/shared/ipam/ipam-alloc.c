@@ -14,8 +14,8 @@ static void cursor_advance(const IpamRangeSet *s, size_t *idx, IpAddr *cur) {
 
 /* Same visiting order as the reference's RangeIter, so both implementations hand out the same
  * address sequence from the same store. */
-int ipam_alloc_next(const IpamRangeSet *s, const IpAddr *last_reserved, IpamIsTakenFn is_taken,
-		    void *userdata, IpAddr *ret_addr, size_t *ret_range_idx) {
+int ipam_alloc_next(const IpamRangeSet *s, const IpAddr *last_reserved, IpamIsTakenFn is_taken, void *userdata,
+		    IpAddr *ret_addr, size_t *ret_range_idx) {
 	size_t idx = 0, first_idx;
 	IpAddr cur, first;
 	ssize_t k = -ENOENT;
@@ -74,12 +74,14 @@ int ipam_alloc_assign_requested(const IpamRangeSet *sets, size_t n_sets, const I
 					      "failed to allocate all requested IPs: %s is not in any configured range",
 					      ip_addr_to_string(&ips[k], a));
 		if (ip_addr_equal(&ips[k], &sets[i].ranges[ri].gateway))
-			return ipam_error_set(err, -EINVAL, "failed to allocate for range %zu: requested ip %s is subnet's gateway",
+			return ipam_error_set(err, -EINVAL,
+					      "failed to allocate for range %zu: requested ip %s is subnet's gateway",
 					      i, ip_addr_to_string(&ips[k], a));
 		if (ret_want[i] >= 0 && !ip_addr_equal(&ips[ret_want[i]], &ips[k]))
-			return ipam_error_set(err, -EINVAL,
-					      "failed to allocate all requested IPs: %s and %s are both in range set %zu, which yields one address",
-					      ip_addr_to_string(&ips[ret_want[i]], a), ip_addr_to_string(&ips[k], b), i);
+			return ipam_error_set(
+					err, -EINVAL,
+					"failed to allocate all requested IPs: %s and %s are both in range set %zu, which yields one address",
+					ip_addr_to_string(&ips[ret_want[i]], a), ip_addr_to_string(&ips[k], b), i);
 		ret_want[i] = (ssize_t) k;
 	}
 	return 0;

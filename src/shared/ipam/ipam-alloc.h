@@ -25,8 +25,8 @@ typedef int (*IpamIsTakenFn)(const IpAddr *a, size_t range_idx, void *userdata);
  * Returns 0 with *ret_addr / *ret_range_idx (either may be NULL), -ENOSPC if every candidate is
  * taken, or the callback's error.
  */
-int ipam_alloc_next(const IpamRangeSet *s, const IpAddr *last_reserved, IpamIsTakenFn is_taken,
-		    void *userdata, IpAddr *ret_addr, size_t *ret_range_idx);
+int ipam_alloc_next(const IpamRangeSet *s, const IpAddr *last_reserved, IpamIsTakenFn is_taken, void *userdata,
+		    IpAddr *ret_addr, size_t *ret_range_idx);
 
 /*
  * Assigns requested addresses to range sets: each must lie in a range of exactly one set (the

@@ -205,10 +205,8 @@ static int routes_from_json(json_t *arr, IpamConfig *c, IpamError *err) {
 			const char *key;
 			size_t off;
 		} ints[] = {
-			{ "mtu", offsetof(CniRoute, mtu) },
-			{ "advmss", offsetof(CniRoute, advmss) },
-			{ "priority", offsetof(CniRoute, priority) },
-			{ "table", offsetof(CniRoute, table) },
+			{ "mtu", offsetof(CniRoute, mtu) },           { "advmss", offsetof(CniRoute, advmss) },
+			{ "priority", offsetof(CniRoute, priority) }, { "table", offsetof(CniRoute, table) },
 			{ "scope", offsetof(CniRoute, scope) },
 		};
 		for (size_t k = 0; k < ELEMENTSOF(ints); k++) {
@@ -217,7 +215,8 @@ static int routes_from_json(json_t *arr, IpamConfig *c, IpamError *err) {
 			if (!v || json_is_null(v))
 				continue;
 			if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
-				return ipam_error_set(err, -EINVAL, "%s.%s: expected a non-negative integer", ctx, ints[k].key);
+				return ipam_error_set(err, -EINVAL, "%s.%s: expected a non-negative integer", ctx,
+						      ints[k].key);
 			*(int *) ((char *) &rt + ints[k].off) = (int) json_integer_value(v);
 			if (streq(ints[k].key, "scope"))
 				rt.has_scope = true;
@@ -241,8 +240,8 @@ static int dup_string(json_t *ipam, const char *key, const char *def, char **ret
 	return *ret ? 0 : -ENOMEM;
 }
 
-int ipam_config_parse(json_t *ipam, json_t *rc_ip_ranges, const char *net_name, CniVersion version,
-		      IpamConfig **ret, IpamError *err) {
+int ipam_config_parse(json_t *ipam, json_t *rc_ip_ranges, const char *net_name, CniVersion version, IpamConfig **ret,
+		      IpamError *err) {
 	_cleanup_(ipam_config_freep) IpamConfig *c = NULL;
 	json_t *ranges;
 	size_t n4 = 0, n6 = 0;
@@ -270,8 +269,8 @@ int ipam_config_parse(json_t *ipam, json_t *rc_ip_ranges, const char *net_name, 
 	/* Order matters: it fixes each set's index, hence its last_reserved_ip.N file. */
 	if (rc_ip_ranges && !json_is_null(rc_ip_ranges) &&
 	    !(json_is_array(rc_ip_ranges) && json_array_size(rc_ip_ranges) == 0)) {
-		r = ipam_range_sets_from_json(rc_ip_ranges, "runtimeConfig.ipRanges", &c->range_sets,
-					      &c->n_range_sets, err);
+		r = ipam_range_sets_from_json(rc_ip_ranges, "runtimeConfig.ipRanges", &c->range_sets, &c->n_range_sets,
+					      err);
 		if (r < 0)
 			return r;
 	}
@@ -285,8 +284,9 @@ int ipam_config_parse(json_t *ipam, json_t *rc_ip_ranges, const char *net_name, 
 			return r;
 	}
 	if (c->n_range_sets == 0)
-		return ipam_error_set(err, -EINVAL,
-				      "ipam: no IP ranges specified (need ipam.ranges, ipam.subnet or runtimeConfig.ipRanges)");
+		return ipam_error_set(
+				err, -EINVAL,
+				"ipam: no IP ranges specified (need ipam.ranges, ipam.subnet or runtimeConfig.ipRanges)");
 
 	for (size_t i = 0; i < c->n_range_sets; i++) {
 		r = ipam_range_set_canonicalize(&c->range_sets[i], err);
@@ -298,9 +298,10 @@ int ipam_config_parse(json_t *ipam, json_t *rc_ip_ranges, const char *net_name, 
 			n6++;
 	}
 	if ((n4 > 1 || n6 > 1) && (int) version < (int) CNI_VERSION_0_3_0)
-		return ipam_error_set(err, -EINVAL,
-				      "cniVersion: versions before 0.3.0 support only one address per family, but %zu IPv4 and %zu IPv6 range sets are configured",
-				      n4, n6);
+		return ipam_error_set(
+				err, -EINVAL,
+				"cniVersion: versions before 0.3.0 support only one address per family, but %zu IPv4 and %zu IPv6 range sets are configured",
+				n4, n6);
 	for (size_t i = 0; i < c->n_range_sets; i++)
 		for (size_t j = i + 1; j < c->n_range_sets; j++)
 			if (ipam_range_set_overlaps(&c->range_sets[i], &c->range_sets[j])) {

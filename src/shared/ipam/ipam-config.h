@@ -15,12 +15,12 @@
 #define IPAM_DEFAULT_DATA_DIR "/var/lib/cni/networks"
 
 typedef struct IpamConfig {
-	char *name;            /* network name (store directory name) */
-	char *data_dir;        /* ipam.dataDir or IPAM_DEFAULT_DATA_DIR */
-	char *resolv_conf;     /* ipam.resolvConf or NULL */
+	char *name;        /* network name (store directory name) */
+	char *data_dir;    /* ipam.dataDir or IPAM_DEFAULT_DATA_DIR */
+	char *resolv_conf; /* ipam.resolvConf or NULL */
 	IpamRangeSet *range_sets;
 	size_t n_range_sets;
-	CniRoute *routes;      /* ipam.routes */
+	CniRoute *routes; /* ipam.routes */
 	size_t n_routes;
 } IpamConfig;
 
@@ -33,8 +33,8 @@ typedef struct IpamConfig {
  * one set per family. Returns 0 with a new config, or -EINVAL/-ENOMEM with err naming the key
  * and value.
  */
-int ipam_config_parse(json_t *ipam, json_t *rc_ip_ranges, const char *net_name, CniVersion version,
-		      IpamConfig **ret, IpamError *err);
+int ipam_config_parse(json_t *ipam, json_t *rc_ip_ranges, const char *net_name, CniVersion version, IpamConfig **ret,
+		      IpamError *err);
 /* ipam_range_set_check_subnets() on every range set of c: for ADD, CHECK and STATUS, which hand
  * out or judge addresses (DEL and GC must work on what an older, laxer version allocated). */
 int ipam_config_check_subnets(const IpamConfig *c, IpamError *err);

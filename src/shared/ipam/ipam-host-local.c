@@ -52,8 +52,8 @@ static void host_local_conf_done(void *userdata) {
  * clears it by waiting; the runtime retries a failed ADD anyway, whatever the code).
  */
 static int store_fail(CniRequest *req, const IpamConfig *c, int r, const char *what) {
-	return cni_fail(req, r, CNI_ERR_IO, "host-local: failed to %s in store %s/%s: %s", what, c->data_dir,
-			c->name, strerror(-r));
+	return cni_fail(req, r, CNI_ERR_IO, "host-local: failed to %s in store %s/%s: %s", what, c->data_dir, c->name,
+			strerror(-r));
 }
 
 typedef struct ReserveCtx {
@@ -100,7 +100,7 @@ static int host_local_add(CniRequest *req, void *userdata, CniResult **ret) {
 	_cleanup_(cni_result_freep) CniResult *res = NULL;
 	_cleanup_(store_closep) IpamStore *store = NULL;
 	_cleanup_free_ IpAddr *got = NULL, *held = NULL, *prev_last = NULL;
-	_cleanup_free_ ssize_t *want = NULL;  /* requested IP index per set, -1 = none */
+	_cleanup_free_ ssize_t *want = NULL; /* requested IP index per set, -1 = none */
 	size_t n_got = 0, n_held = 0;
 	CniDns dns = {};
 	IpamError err = {};
@@ -108,7 +108,8 @@ static int host_local_add(CniRequest *req, void *userdata, CniResult **ret) {
 	int r;
 
 	if (isempty(req->container_id) || isempty(req->ifname))
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_ENV, "host-local: CNI_CONTAINERID and CNI_IFNAME are required");
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_ENV,
+				"host-local: CNI_CONTAINERID and CNI_IFNAME are required");
 
 	if (c->resolv_conf) {
 		r = ipam_resolv_conf_parse(c->resolv_conf, &dns);
@@ -165,7 +166,9 @@ static int host_local_add(CniRequest *req, void *userdata, CniResult **ret) {
 				goto rollback;
 			}
 		} else {
-			ReserveCtx ctx = { .store = store, .cid = req->container_id, .ifname = req->ifname, .set = (unsigned) i };
+			ReserveCtx ctx = {
+				.store = store, .cid = req->container_id, .ifname = req->ifname, .set = (unsigned) i
+			};
 
 			for (size_t k = 0; k < n_held; k++)
 				if (ipam_range_set_contains(set, &held[k])) {
@@ -183,8 +186,8 @@ static int host_local_add(CniRequest *req, void *userdata, CniResult **ret) {
 			}
 			if (r == -ENOSPC) {
 				r = cni_fail(req, r, CNI_ERR_INTERNAL,
-					     "failed to allocate for range %zu: no IP addresses available in range set: %s", i,
-					     ipam_range_set_to_string(set, b, sizeof(b)));
+					     "failed to allocate for range %zu: no IP addresses available in range set: %s",
+					     i, ipam_range_set_to_string(set, b, sizeof(b)));
 				goto rollback;
 			}
 			if (r < 0) {

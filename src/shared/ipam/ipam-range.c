@@ -79,9 +79,10 @@ int ipam_range_canonicalize(IpamRange *r, const char *key, IpamError *err) {
 		return ipam_error_set(err, -EINVAL, "%s.subnet: network %s too small to allocate from", key, s);
 	net = ip_prefix_mask(&r->subnet);
 	if (!ip_addr_equal(&net.addr, &r->subnet.addr))
-		return ipam_error_set(err, -EINVAL,
-				      "%s.subnet: %s has host bits set; for a prefix length of %u the network address is %s",
-				      key, s, r->subnet.len, ip_addr_to_string(&net.addr, a));
+		return ipam_error_set(
+				err, -EINVAL,
+				"%s.subnet: %s has host bits set; for a prefix length of %u the network address is %s",
+				key, s, r->subnet.len, ip_addr_to_string(&net.addr, a));
 
 	if (!ip_addr_is_set(&r->gateway))
 		(void) ip_addr_next(&net.addr, &r->gateway);
@@ -177,13 +178,15 @@ int ipam_range_set_check_subnets(const IpamRangeSet *s, IpamError *err) {
 			snprintf(k, sizeof(k), "%s[%zu]", key, i);
 		ip_prefix_to_string(p, sub);
 		if (p->len < IPAM_SUBNET_MIN_PREFIX)
-			return ipam_error_set(err, -EINVAL,
-					      "%s.subnet: \"%s\" is too large: prefix length /%u is shorter than /%u, which spans more than one /8 of the address plan and is no sane pod network",
-					      k, sub, p->len, IPAM_SUBNET_MIN_PREFIX);
+			return ipam_error_set(
+					err, -EINVAL,
+					"%s.subnet: \"%s\" is too large: prefix length /%u is shorter than /%u, which spans more than one /8 of the address plan and is no sane pod network",
+					k, sub, p->len, IPAM_SUBNET_MIN_PREFIX);
 		if ((what = subnet_forbidden_reason(p)))
-			return ipam_error_set(err, -EINVAL,
-					      "%s.subnet: \"%s\" is invalid: it overlaps %s, which holds no pod addresses", k, sub,
-					      what);
+			return ipam_error_set(
+					err, -EINVAL,
+					"%s.subnet: \"%s\" is invalid: it overlaps %s, which holds no pod addresses", k,
+					sub, what);
 	}
 	return 0;
 }

@@ -24,8 +24,8 @@ typedef struct IpamError {
 int ipam_error_set(IpamError *err, int r, const char *fmt, ...) _printf_(3, 4);
 
 typedef struct IpamRange {
-	IpPrefix subnet;  /* network (host bits zero after canonicalize) */
-	IpAddr start;     /* AF_UNSPEC before canonicalize = not given */
+	IpPrefix subnet; /* network (host bits zero after canonicalize) */
+	IpAddr start;    /* AF_UNSPEC before canonicalize = not given */
 	IpAddr end;
 	IpAddr gateway;
 } IpamRange;
@@ -33,8 +33,8 @@ typedef struct IpamRange {
 typedef struct IpamRangeSet {
 	IpamRange *ranges;
 	size_t n_ranges;
-	char *key;        /* where it came from, for messages: "ipam.ranges[1]" (owned, may be NULL) */
-	bool flat;        /* legacy ipam.subnet form: its one range is named by key itself */
+	char *key; /* where it came from, for messages: "ipam.ranges[1]" (owned, may be NULL) */
+	bool flat; /* legacy ipam.subnet form: its one range is named by key itself */
 } IpamRangeSet;
 
 /* Longest "start-end" string of a range. */

@@ -41,15 +41,15 @@
 #include "shared/store/store-file.h"
 #include "shared/store/store-lock.h"
 
-#define INDEX_MAGIC      "weft-ipam-index 1\n"
-#define TMP_PREFIX       ".weft-tmp-"
-#define LAST_RESERVED    "last_reserved_ip."
+#define INDEX_MAGIC "weft-ipam-index 1\n"
+#define TMP_PREFIX ".weft-tmp-"
+#define LAST_RESERVED "last_reserved_ip."
 #define ATOMIC_TMP_PREFIX ".#" /* write_file_atomic_at()'s temp names */
 /* Upper bounds for what we read (store_file_read_at()): a reservation is "<id>\r\n<ifname>" and
  * last_reserved_ip.N an address, so anything over 64 KiB is not one; the index holds a line per
  * reservation (a /16 full of long IDs stays far below 64 MiB). */
-#define ENTRY_MAX        (64u << 10)
-#define INDEX_MAX        (64u << 20)
+#define ENTRY_MAX (64u << 10)
+#define INDEX_MAX (64u << 20)
 
 typedef struct DirStamp {
 	uint64_t ino;
@@ -64,9 +64,9 @@ struct IpamStore {
 	int lock_fd;
 	IpamReservation *res;
 	size_t n_res;
-	bool loaded;   /* res mirrors the directory */
-	bool dirty;    /* index file must be rewritten */
-	bool scanned;  /* a full scan happened during this handle's life */
+	bool loaded;  /* res mirrors the directory */
+	bool dirty;   /* index file must be rewritten */
+	bool scanned; /* a full scan happened during this handle's life */
 	unsigned scans;
 	char **skipped; /* "<path>/<name> (<why>)" of entries the last scan could not read as reservations */
 };
@@ -289,14 +289,10 @@ static int stale_temp(const char *name) {
 
 static const char *skip_reason(int r) {
 	switch (r) {
-	case -ELOOP:
-		return "a symlink";
-	case -EMEDIUMTYPE:
-		return "not a regular file";
-	case -EFBIG:
-		return "too large for a reservation";
-	default:
-		return "unreadable";
+	case -ELOOP: return "a symlink";
+	case -EMEDIUMTYPE: return "not a regular file";
+	case -EFBIG: return "too large for a reservation";
+	default: return "unreadable";
 	}
 }
 
@@ -571,8 +567,8 @@ static bool matches(const IpamReservation *r, const char *cid, const char *ifnam
 	return legacy ? !r->ifname : streq_ptr(r->ifname, ifname);
 }
 
-int ipam_store_get_by_id(IpamStore *s, const char *container_id, const char *ifname, bool scan_on_miss,
-			 IpAddr **ret, size_t *ret_n) {
+int ipam_store_get_by_id(IpamStore *s, const char *container_id, const char *ifname, bool scan_on_miss, IpAddr **ret,
+			 size_t *ret_n) {
 	_cleanup_free_ char *cid = trim_dup(container_id);
 	_cleanup_free_ IpAddr *out = NULL;
 	size_t n = 0;

@@ -31,7 +31,7 @@ typedef struct IpamReservation {
 typedef struct IpamStore IpamStore;
 
 #define IPAM_STORE_INDEX_NAME ".weft-index"
-#define IPAM_STORE_LOCK_NAME  "lock"
+#define IPAM_STORE_LOCK_NAME "lock"
 
 enum {
 	IPAM_STORE_NO_CREATE = 1 << 0, /* -ENOENT instead of creating a missing store directory */
@@ -69,8 +69,8 @@ int ipam_store_last_reserved(IpamStore *s, unsigned range_set, IpAddr *ret);
  * container ID (the reference's GetByID). With scan_on_miss, an empty answer from the index is
  * confirmed by a full scan. *ret is malloc'ed (NULL when *ret_n is 0). 0 or negative errno.
  */
-int ipam_store_get_by_id(IpamStore *s, const char *container_id, const char *ifname, bool scan_on_miss,
-			 IpAddr **ret, size_t *ret_n);
+int ipam_store_get_by_id(IpamStore *s, const char *container_id, const char *ifname, bool scan_on_miss, IpAddr **ret,
+			 size_t *ret_n);
 
 /*
  * Releases everything held by (container_id, ifname); if nothing matches that exactly, the

@@ -26,9 +26,9 @@
 #define LEASE_FILE_NAME "subnet.env"
 
 typedef struct LeaseFile {
-	IpPrefix network;       /* AF_UNSPEC = no IPv4 */
-	IpPrefix subnet;        /* gateway address + prefix length, e.g. 10.244.1.1/24 */
-	IpPrefix network6;      /* AF_UNSPEC = no IPv6 */
+	IpPrefix network;  /* AF_UNSPEC = no IPv4 */
+	IpPrefix subnet;   /* gateway address + prefix length, e.g. 10.244.1.1/24 */
+	IpPrefix network6; /* AF_UNSPEC = no IPv6 */
 	IpPrefix subnet6;
 	unsigned mtu;
 	bool ipmasq;

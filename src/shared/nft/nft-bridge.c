@@ -31,7 +31,7 @@ static void prelude_inet(NftBatch *b) {
 
 	nft_batch_add(b, "add table %s", T);
 	nft_batch_add(b, "add chain %s %s { type nat hook postrouting priority %s; policy accept; }", T, C,
-		  NFT_BR_PRIO_POSTROUTING);
+		      NFT_BR_PRIO_POSTROUTING);
 	nft_batch_add(b, "add set %s %s { type ipv4_addr . ipv4_addr; flags interval; }", T, NFT_BR_SET_LOCAL4);
 	nft_batch_add(b, "add set %s %s { type ipv6_addr . ipv6_addr; flags interval; }", T, NFT_BR_SET_LOCAL6);
 	nft_batch_add(b, "add set %s %s { type ipv4_addr; }", T, NFT_BR_SET_MASQ4);
@@ -51,7 +51,7 @@ static void prelude_bridge(NftBatch *b) {
 
 	nft_batch_add(b, "add table %s", T);
 	nft_batch_add(b, "add chain %s %s { type filter hook prerouting priority %s; policy accept; }", T, C,
-		  NFT_BR_PRIO_MACSPOOF);
+		      NFT_BR_PRIO_MACSPOOF);
 	nft_batch_add(b, "add set %s %s { type ifname; }", T, NFT_BR_SET_MAC_PORTS);
 	nft_batch_add(b, "add set %s %s { type ifname . ether_addr; }", T, NFT_BR_SET_MAC_ALLOW);
 	nft_batch_add(b, "flush chain %s %s", T, C);
@@ -61,7 +61,15 @@ static void prelude_bridge(NftBatch *b) {
 
 /* ---- the sets ---- */
 
-enum { LOCAL4, LOCAL6, MASQ4, MASQ6, MAC_PORTS, MAC_ALLOW, N_SETS };
+enum {
+	LOCAL4,
+	LOCAL6,
+	MASQ4,
+	MASQ6,
+	MAC_PORTS,
+	MAC_ALLOW,
+	N_SETS
+};
 
 /* masq first, then macspoof: GC's one batch writes the inet prelude before the bridge one. */
 static const NftElemObj all_sets[N_SETS] = {
@@ -80,8 +88,7 @@ static bool ifname_valid(const char *s) {
 
 /* ---- masq ---- */
 
-int nft_bridge_masq_add(NftCtx *c, const char *net, const char *cid, const char *ifname,
-			const IpPrefix *pod_addr) {
+int nft_bridge_masq_add(NftCtx *c, const char *net, const char *cid, const char *ifname, const IpPrefix *pod_addr) {
 	char id[NFT_COMMENT_MAX + 1], ip[IP_ADDR_STRLEN], subnet[IP_PREFIX_STRLEN];
 	char key[IP_ADDR_STRLEN + IP_PREFIX_STRLEN + 4];
 	const NftElemObj *local, *masq;
@@ -158,8 +165,8 @@ static int collect_same_veth(const NftElem *e, void *userdata) {
 	return 0;
 }
 
-int nft_bridge_macspoof_add(NftCtx *c, const char *net, const char *cid, const char *ifname,
-			    const char *host_veth, const uint8_t mac[6]) {
+int nft_bridge_macspoof_add(NftCtx *c, const char *net, const char *cid, const char *ifname, const char *host_veth,
+			    const uint8_t mac[6]) {
 	char id[NFT_COMMENT_MAX + 1], macs[18], port[24], key[48];
 	NftBatch b;
 	int r;
@@ -235,9 +242,10 @@ static int flush_table(NftCtx *c, const char *family_table) {
 			json_t *o = json_object_get(item, kind);
 			const char *name;
 
-			if (!o && pass == 0 && (json_object_get(item, "map") || json_object_get(item, "flowtable") ||
-						json_object_get(item, "counter") || json_object_get(item, "quota") ||
-						json_object_get(item, "ct helper") || json_object_get(item, "limit")))
+			if (!o && pass == 0 &&
+			    (json_object_get(item, "map") || json_object_get(item, "flowtable") ||
+			     json_object_get(item, "counter") || json_object_get(item, "quota") ||
+			     json_object_get(item, "ct helper") || json_object_get(item, "limit")))
 				others = true; /* a non-br object of another kind: keep the table */
 			if (!o)
 				continue;

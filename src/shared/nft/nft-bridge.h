@@ -31,8 +31,7 @@
  * ("10.88.0.2/24"). Re-adding replaces an element of the same address (its comment changes to
  * this attachment). 0 or -errno.
  */
-int nft_bridge_masq_add(NftCtx *c, const char *net, const char *cid, const char *ifname,
-			const IpPrefix *pod_addr);
+int nft_bridge_masq_add(NftCtx *c, const char *net, const char *cid, const char *ifname, const IpPrefix *pod_addr);
 
 /* Removes this attachment's masq elements (v4 and v6). Missing table/set/element = 0.
  * Cost: lists the 4 sets, then one batch; ~14 ms wall, nearly all of it the kernel's RCU grace
@@ -51,8 +50,8 @@ int nft_bridge_masq_gc(NftCtx *c, const char *net, NftAttachmentValidFn is_valid
  * macspoofchk: frames entering the bridge from host_veth whose source MAC is not `mac` are
  * dropped (table bridge weft, chain br-macspoof). Re-adding replaces the allowed MAC. 0 or -errno.
  */
-int nft_bridge_macspoof_add(NftCtx *c, const char *net, const char *cid, const char *ifname,
-			    const char *host_veth, const uint8_t mac[6]);
+int nft_bridge_macspoof_add(NftCtx *c, const char *net, const char *cid, const char *ifname, const char *host_veth,
+			    const uint8_t mac[6]);
 /* Removes this attachment's macspoof elements. Missing table/set/element = 0. */
 int nft_bridge_macspoof_del(NftCtx *c, const char *net, const char *cid, const char *ifname);
 

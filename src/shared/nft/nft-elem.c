@@ -175,7 +175,11 @@ int nft_elem_foreach(NftCtx *c, const NftElemObj *o, NftElemFn fn, void *userdat
 			if (r == -EBADMSG)
 				continue; /* cannot render: not an element we wrote */
 			if (r >= 0)
-				r = fn(&(NftElem) { .obj = o, .key = key, .data = data, .raw_key = raw, .comment = comment },
+				r = fn(&(NftElem) { .obj = o,
+						    .key = key,
+						    .data = data,
+						    .raw_key = raw,
+						    .comment = comment },
 				       userdata);
 			if (r < 0)
 				goto out;
@@ -201,7 +205,8 @@ void nft_elem_add_replace(NftBatch *b, const NftElemObj *o, const char *key, con
 			  const char *id) {
 	nft_elem_add_remove(b, o, key, old_data ?: data);
 	if (o->is_map)
-		nft_batch_add(b, "add element %s %s { %s comment \"%s\" : %s }", o->family_table, o->name, key, id, data);
+		nft_batch_add(b, "add element %s %s { %s comment \"%s\" : %s }", o->family_table, o->name, key, id,
+			      data);
 	else
 		nft_batch_add(b, "add element %s %s { %s comment \"%s\" }", o->family_table, o->name, key, id);
 }
@@ -340,5 +345,6 @@ int nft_elem_gc(NftCtx *c, const NftElemObj *objs, size_t n_objs, const char *ne
 		void *userdata) {
 	if (!c || !is_valid || !nft_attachment_component_valid(net))
 		return -EINVAL;
-	return remove_matching(c, objs, n_objs, &(NftElemMatch) { .net = net, .is_valid = is_valid, .userdata = userdata });
+	return remove_matching(c, objs, n_objs,
+			       &(NftElemMatch) { .net = net, .is_valid = is_valid, .userdata = userdata });
 }

@@ -44,7 +44,7 @@ int nft_attachment_id(const char *net, const char *cid, const char *ifname, char
 /* One set or map of ours. `prelude` (may be NULL) writes the idempotent table/chain/set lines
  * and fixed rules that a batch removing elements of it starts with. */
 typedef struct NftElemObj {
-	const char *family_table;       /* NFT_TABLE_INET, NFT_TABLE_BRIDGE */
+	const char *family_table; /* NFT_TABLE_INET, NFT_TABLE_BRIDGE */
 	const char *name;
 	bool is_map;
 	void (*prelude)(NftBatch *b);
@@ -53,9 +53,9 @@ typedef struct NftElemObj {
 /* One listed element, everything in nft syntax ready for a batch (see nft_elem_foreach()). */
 typedef struct NftElem {
 	const NftElemObj *obj;
-	const char *key;                /* ifname components quoted */
-	const char *data;               /* maps: the value; sets: NULL */
-	json_t *raw_key;                /* the key as nft's JSON (borrowed) */
+	const char *key;  /* ifname components quoted */
+	const char *data; /* maps: the value; sets: NULL */
+	json_t *raw_key;  /* the key as nft's JSON (borrowed) */
 	const char *comment;
 } NftElem;
 

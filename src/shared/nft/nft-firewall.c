@@ -22,7 +22,7 @@ static void fw_prelude(NftBatch *b) {
 
 	nft_batch_add(b, "add table %s", T);
 	nft_batch_add(b, "add chain %s %s { type filter hook forward priority %s; policy accept; }", T, C,
-		     NFT_FW_PRIO_FORWARD);
+		      NFT_FW_PRIO_FORWARD);
 	nft_batch_add(b, "add set %s %s { type ipv4_addr; }", T, NFT_FW_SET_PODS4);
 	nft_batch_add(b, "add set %s %s { type ipv6_addr; }", T, NFT_FW_SET_PODS6);
 	nft_batch_add(b, "add set %s %s { type ifname; }", T, NFT_FW_SET_ISOLATED);
@@ -45,8 +45,7 @@ static const NftElemObj *pods_set(int family) {
 	return family == AF_INET ? &pods_sets[0] : family == AF_INET6 ? &pods_sets[1] : NULL;
 }
 
-int nft_firewall_add(NftCtx *c, const char *net, const char *cid, const char *ifname, const IpAddr *ips,
-		     size_t n_ips) {
+int nft_firewall_add(NftCtx *c, const char *net, const char *cid, const char *ifname, const IpAddr *ips, size_t n_ips) {
 	char id[NFT_COMMENT_MAX + 1], ip[IP_ADDR_STRLEN];
 	NftBatch b;
 	int r;
@@ -111,8 +110,8 @@ static int fw_seen(const NftElem *e, void *userdata) {
 	return 0;
 }
 
-int nft_firewall_check(NftCtx *c, const char *net, const char *cid, const char *ifname, const IpAddr *ips,
-		       size_t n_ips, size_t *ret_missing) {
+int nft_firewall_check(NftCtx *c, const char *net, const char *cid, const char *ifname, const IpAddr *ips, size_t n_ips,
+		       size_t *ret_missing) {
 	char id[NFT_COMMENT_MAX + 1];
 	_cleanup_free_ bool *found = NULL;
 	FwSeen s;
@@ -154,11 +153,11 @@ int nft_firewall_isolate_bridge(NftCtx *c, const char *bridge) {
 	 * nft cannot compare iifname with oifname, so each bridge gets its own small chain. */
 	nft_batch_add(&b, "add chain %s " NFT_FW_CHAIN_ISO_PREFIX "%s", NFT_TABLE_INET, bridge);
 	nft_batch_add(&b, "flush chain %s " NFT_FW_CHAIN_ISO_PREFIX "%s", NFT_TABLE_INET, bridge);
-	nft_batch_add(&b, "add rule %s " NFT_FW_CHAIN_ISO_PREFIX "%s oifname != \"%s\" oifname @%s drop", NFT_TABLE_INET,
-		     bridge, bridge, NFT_FW_SET_ISOLATED);
+	nft_batch_add(&b, "add rule %s " NFT_FW_CHAIN_ISO_PREFIX "%s oifname != \"%s\" oifname @%s drop",
+		      NFT_TABLE_INET, bridge, bridge, NFT_FW_SET_ISOLATED);
 	nft_batch_add(&b, "add element %s %s { \"%s\" }", NFT_TABLE_INET, NFT_FW_SET_ISOLATED, bridge);
 	nft_batch_add(&b, "add element %s %s { \"%s\" : jump " NFT_FW_CHAIN_ISO_PREFIX "%s }", NFT_TABLE_INET,
-		     NFT_FW_MAP_ISOLATION, bridge, bridge);
+		      NFT_FW_MAP_ISOLATION, bridge, bridge);
 	r = nft_batch_apply(c, &b, NULL);
 	nft_batch_done(&b);
 	return r;

@@ -31,14 +31,13 @@
 #include "shared/nft/nft.h"
 
 /* Adds the attachment's pod addresses (replacing elements of the same address). 0 or -errno. */
-int nft_firewall_add(NftCtx *c, const char *net, const char *cid, const char *ifname, const IpAddr *ips,
-		     size_t n_ips);
+int nft_firewall_add(NftCtx *c, const char *net, const char *cid, const char *ifname, const IpAddr *ips, size_t n_ips);
 /* Removes the attachment's elements. Missing table/set/element = 0. */
 int nft_firewall_del(NftCtx *c, const char *net, const char *cid, const char *ifname);
 /* 0 if every address is in its set with this attachment's comment, -ENOENT otherwise (with
  * *ret_missing set to the first missing address's index if non-NULL). */
-int nft_firewall_check(NftCtx *c, const char *net, const char *cid, const char *ifname, const IpAddr *ips,
-		       size_t n_ips, size_t *ret_missing);
+int nft_firewall_check(NftCtx *c, const char *net, const char *cid, const char *ifname, const IpAddr *ips, size_t n_ips,
+		       size_t *ret_missing);
 /* Removes elements of network `net` whose attachment is_valid() rejects. Returns the number of
  * elements removed or -errno. */
 int nft_firewall_gc(NftCtx *c, const char *net, NftAttachmentValidFn is_valid, void *userdata);

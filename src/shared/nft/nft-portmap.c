@@ -4,10 +4,10 @@
  *
  * Same idioms as nft-bridge.c: every full batch starts with the idempotent prelude (add table/
  * chains/maps/sets, flush the chains, add the fixed rules); elements are replaced and removed
- * with nft-elem.c's idioms, ADD tries the create-only fast path first. One difference for maps: `add element M { K : V }` fails with EEXIST when K exists with another
- * value. An ADD therefore first tries the batch with its own values (the common case: the key is
- * free, or already ours), and only when the kernel says EEXIST lists the maps and retries with the
- * value that is there (a hostPort taken over from another pod, or a re-ADD with a new pod IP).
+ * with nft-elem.c's idioms, ADD tries the create-only fast path first. One difference for maps: `add element M { K : V
+ * }` fails with EEXIST when K exists with another value. An ADD therefore first tries the batch with its own values
+ * (the common case: the key is free, or already ours), and only when the kernel says EEXIST lists the maps and retries
+ * with the value that is there (a hostPort taken over from another pod, or a re-ADD with a new pod IP).
  */
 
 #include <errno.h>
@@ -34,13 +34,13 @@ static void prelude(NftBatch *b) {
 
 	nft_batch_add(b, "add table %s", T);
 	nft_batch_add(b, "add map %s %s { type inet_proto . inet_service : ipv4_addr . inet_service; }", T,
-		  NFT_PM_MAP_DNAT4);
+		      NFT_PM_MAP_DNAT4);
 	nft_batch_add(b, "add map %s %s { type inet_proto . inet_service : ipv6_addr . inet_service; }", T,
-		  NFT_PM_MAP_DNAT6);
+		      NFT_PM_MAP_DNAT6);
 	nft_batch_add(b, "add map %s %s { type ipv4_addr . inet_proto . inet_service : ipv4_addr . inet_service; }", T,
-		  NFT_PM_MAP_HOSTIP4);
+		      NFT_PM_MAP_HOSTIP4);
 	nft_batch_add(b, "add map %s %s { type ipv6_addr . inet_proto . inet_service : ipv6_addr . inet_service; }", T,
-		  NFT_PM_MAP_HOSTIP6);
+		      NFT_PM_MAP_HOSTIP6);
 	nft_batch_add(b, "add set %s %s { type ipv4_addr . ipv4_addr; flags interval; }", T, NFT_PM_SET_MASQ4);
 	nft_batch_add(b, "add set %s %s { type ipv6_addr . ipv6_addr; flags interval; }", T, NFT_PM_SET_MASQ6);
 
@@ -49,36 +49,44 @@ static void prelude(NftBatch *b) {
 
 		/* nft accepts the name "dstnat" only on prerouting; output gets its value. */
 		nft_batch_add(b, "add chain %s %s { type nat hook %s priority %s; policy accept; }", T, C,
-			  i == 0 ? "prerouting" : "output", i == 0 ? NFT_PM_PRIO_DNAT : NFT_PM_PRIO_DNAT_OUTPUT);
+			      i == 0 ? "prerouting" : "output", i == 0 ? NFT_PM_PRIO_DNAT : NFT_PM_PRIO_DNAT_OUTPUT);
 		nft_batch_add(b, "flush chain %s %s", T, C);
 		/* hostIP entries first, as the reference's hostip_hostports chain: a more specific
 		 * mapping wins over a wildcard one for the same port. A missing key ends the rule
 		 * (the lookup "breaks"), so each packet costs at most four hash lookups. */
 		nft_batch_add(b, "add rule %s %s dnat ip to ip daddr . meta l4proto . th dport map @%s", T, C,
-			  NFT_PM_MAP_HOSTIP4);
+			      NFT_PM_MAP_HOSTIP4);
 		nft_batch_add(b, "add rule %s %s dnat ip6 to ip6 daddr . meta l4proto . th dport map @%s", T, C,
-			  NFT_PM_MAP_HOSTIP6);
+			      NFT_PM_MAP_HOSTIP6);
 		/* The reference's `-m addrtype --dst-type LOCAL`: any of the node's own addresses
 		 * (including 127.0.0.1 from the node itself), never traffic passing through. */
 		nft_batch_add(b, "add rule %s %s fib daddr type local dnat ip to meta l4proto . th dport map @%s", T, C,
-			  NFT_PM_MAP_DNAT4);
-		nft_batch_add(b, "add rule %s %s fib daddr type local dnat ip6 to meta l4proto . th dport map @%s", T, C,
-			  NFT_PM_MAP_DNAT6);
+			      NFT_PM_MAP_DNAT4);
+		nft_batch_add(b, "add rule %s %s fib daddr type local dnat ip6 to meta l4proto . th dport map @%s", T,
+			      C, NFT_PM_MAP_DNAT6);
 	}
 
 	/* Before br-postrouting (srcnat): the first NAT binding of a connection wins. `ct status
 	 * dnat` limits it to connections someone DNATed; the set to pods with snat and sources
 	 * whose replies would otherwise bypass the node (same subnet, the pod itself, localhost). */
 	nft_batch_add(b, "add chain %s %s { type nat hook postrouting priority %s; policy accept; }", T,
-		  NFT_PM_CHAIN_POSTROUTING, NFT_PM_PRIO_POSTROUTING);
+		      NFT_PM_CHAIN_POSTROUTING, NFT_PM_PRIO_POSTROUTING);
 	nft_batch_add(b, "flush chain %s %s", T, NFT_PM_CHAIN_POSTROUTING);
-	nft_batch_add(b, "add rule %s %s ct status dnat ip daddr . ip saddr @%s masquerade", T, NFT_PM_CHAIN_POSTROUTING,
-		  NFT_PM_SET_MASQ4);
+	nft_batch_add(b, "add rule %s %s ct status dnat ip daddr . ip saddr @%s masquerade", T,
+		      NFT_PM_CHAIN_POSTROUTING, NFT_PM_SET_MASQ4);
 	nft_batch_add(b, "add rule %s %s ct status dnat ip6 daddr . ip6 saddr @%s masquerade", T,
-		  NFT_PM_CHAIN_POSTROUTING, NFT_PM_SET_MASQ6);
+		      NFT_PM_CHAIN_POSTROUTING, NFT_PM_SET_MASQ6);
 }
 
-enum { DNAT4, DNAT6, HOSTIP4, HOSTIP6, MASQ4, MASQ6, N_OBJS };
+enum {
+	DNAT4,
+	DNAT6,
+	HOSTIP4,
+	HOSTIP6,
+	MASQ4,
+	MASQ6,
+	N_OBJS
+};
 
 static const NftElemObj pm_objs[N_OBJS] = {
 	[DNAT4] = { T, NFT_PM_MAP_DNAT4, true, prelude },     [DNAT6] = { T, NFT_PM_MAP_DNAT6, true, prelude },
@@ -138,8 +146,8 @@ static int masq_text(const NftPortmapMasq *m, const NftElemObj **ret_set, char *
 
 /* Current values of keys in maps, for the EEXIST retry: "map\tkey" -> value. */
 typedef struct Existing {
-	char **names;   /* strv of "map\tkey" */
-	char **vals;    /* parallel strv */
+	char **names; /* strv of "map\tkey" */
+	char **vals;  /* parallel strv */
 } Existing;
 
 static void existing_done(Existing *e) {
@@ -230,9 +238,8 @@ static int build_creates(const char *id, const NftPortmapForward *fwd, size_t n_
 	return nft_elem_apply_creates(c, &b);
 }
 
-int nft_portmap_add(NftCtx *c, const char *net, const char *cid, const char *ifname,
-		    const NftPortmapForward *fwd, size_t n_fwd, const NftPortmapMasq *masq, size_t n_masq,
-		    char **ret_error) {
+int nft_portmap_add(NftCtx *c, const char *net, const char *cid, const char *ifname, const NftPortmapForward *fwd,
+		    size_t n_fwd, const NftPortmapMasq *masq, size_t n_masq, char **ret_error) {
 	char id[NFT_COMMENT_MAX + 1];
 	int r;
 
@@ -308,8 +315,8 @@ int nft_portmap_gc(NftCtx *c, const char *net, NftAttachmentValidFn is_valid, vo
 /* ---- check ---- */
 
 typedef struct Seen {
-	char **keys;    /* "obj\tkey" */
-	char **vals;    /* value or "" for sets */
+	char **keys; /* "obj\tkey" */
+	char **vals; /* value or "" for sets */
 	char **comments;
 } Seen;
 
@@ -341,9 +348,8 @@ static int seen_verify(const Seen *s, const NftElemObj *o, const char *key, cons
 	return -ENOENT;
 }
 
-int nft_portmap_check(NftCtx *c, const char *net, const char *cid, const char *ifname,
-		      const NftPortmapForward *fwd, size_t n_fwd, const NftPortmapMasq *masq, size_t n_masq,
-		      size_t *ret_missing) {
+int nft_portmap_check(NftCtx *c, const char *net, const char *cid, const char *ifname, const NftPortmapForward *fwd,
+		      size_t n_fwd, const NftPortmapMasq *masq, size_t n_masq, size_t *ret_missing) {
 	char id[NFT_COMMENT_MAX + 1], key[2 * IP_ADDR_STRLEN + 32], val[IP_ADDR_STRLEN + 16];
 	Seen s = {};
 	const NftElemObj *obj;

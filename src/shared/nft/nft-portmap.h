@@ -41,7 +41,7 @@
  * address of the node; otherwise its family must be pod's. */
 typedef struct NftPortmapForward {
 	IpAddr host_ip;
-	const char *proto;      /* "tcp", "udp", "sctp" */
+	const char *proto; /* "tcp", "udp", "sctp" */
 	uint16_t host_port;
 	IpAddr pod;
 	uint16_t container_port;
@@ -50,7 +50,7 @@ typedef struct NftPortmapForward {
 /* One snat source: DNATed connections to pod from inside `from` are masqueraded. */
 typedef struct NftPortmapMasq {
 	IpAddr pod;
-	IpPrefix from;          /* host bits are cleared */
+	IpPrefix from; /* host bits are cleared */
 } NftPortmapMasq;
 
 /*
@@ -59,9 +59,8 @@ typedef struct NftPortmapMasq {
  * -EINVAL for a bad id component, protocol, port 0 or family mismatch; else 0 or -errno, with
  * nft's error text in *ret_error (if non-NULL; caller frees) when nft gave one.
  */
-int nft_portmap_add(NftCtx *c, const char *net, const char *cid, const char *ifname,
-		    const NftPortmapForward *fwd, size_t n_fwd, const NftPortmapMasq *masq, size_t n_masq,
-		    char **ret_error);
+int nft_portmap_add(NftCtx *c, const char *net, const char *cid, const char *ifname, const NftPortmapForward *fwd,
+		    size_t n_fwd, const NftPortmapMasq *masq, size_t n_masq, char **ret_error);
 
 /* Removes every pm-* element of this attachment. Missing table/map/element = 0. Cost: one
  * listing per map/set; a batch only if something matched. */
@@ -79,9 +78,8 @@ int nft_portmap_present(const char *net, const char *cid, const char *ifname);
  * owned by another attachment, -ESTALE if it maps elsewhere: *ret_missing (may be NULL) gets its
  * index, forwards first (0..n_fwd-1), then masqs (n_fwd..). Other errors: -errno.
  */
-int nft_portmap_check(NftCtx *c, const char *net, const char *cid, const char *ifname,
-		      const NftPortmapForward *fwd, size_t n_fwd, const NftPortmapMasq *masq, size_t n_masq,
-		      size_t *ret_missing);
+int nft_portmap_check(NftCtx *c, const char *net, const char *cid, const char *ifname, const NftPortmapForward *fwd,
+		      size_t n_fwd, const NftPortmapMasq *masq, size_t n_masq, size_t *ret_missing);
 
 /*
  * GC for network `net`: removes pm-* elements of this network whose attachment is_valid()

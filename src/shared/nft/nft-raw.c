@@ -25,11 +25,11 @@
 #include "basic/macro.h"
 #include "shared/nft/nft-raw.h"
 
-#define UDATA_SET_ELEM_COMMENT 0   /* NFTNL_UDATA_SET_ELEM_COMMENT (libnftnl/udata.h) */
+#define UDATA_SET_ELEM_COMMENT 0 /* NFTNL_UDATA_SET_ELEM_COMMENT (libnftnl/udata.h) */
 
 typedef struct Query {
 	const char *comment;
-	size_t len;             /* strlen(comment) */
+	size_t len; /* strlen(comment) */
 	bool found;
 } Query;
 
@@ -39,7 +39,7 @@ static int split_family_table(const char *ft, uint8_t *ret_family, const char **
 		const char *name;
 		uint8_t family;
 	} families[] = {
-		{ "inet", NFPROTO_INET }, { "ip", NFPROTO_IPV4 }, { "ip6", NFPROTO_IPV6 },
+		{ "inet", NFPROTO_INET },     { "ip", NFPROTO_IPV4 }, { "ip6", NFPROTO_IPV6 },
 		{ "bridge", NFPROTO_BRIDGE }, { "arp", NFPROTO_ARP }, { "netdev", NFPROTO_NETDEV },
 	};
 	const char *sp = strchr(ft, ' ');
@@ -47,7 +47,8 @@ static int split_family_table(const char *ft, uint8_t *ret_family, const char **
 	if (!sp || !sp[1])
 		return -EINVAL;
 	for (size_t i = 0; i < ELEMENTSOF(families); i++)
-		if (strlen(families[i].name) == (size_t) (sp - ft) && strncmp(ft, families[i].name, (size_t) (sp - ft)) == 0) {
+		if (strlen(families[i].name) == (size_t) (sp - ft) &&
+		    strncmp(ft, families[i].name, (size_t) (sp - ft)) == 0) {
 			*ret_family = families[i].family;
 			*ret_table = sp + 1;
 			return 0;
@@ -62,8 +63,8 @@ static bool udata_has_comment(const uint8_t *p, size_t len, const Query *q) {
 		if ((size_t) l + 2 > len)
 			return false;
 		/* value = comment + NUL (older writers: without it) */
-		if (type == UDATA_SET_ELEM_COMMENT && (l == q->len + 1 || l == q->len) && memcmp(p + 2, q->comment, q->len) == 0 &&
-		    (l == q->len || p[2 + q->len] == 0))
+		if (type == UDATA_SET_ELEM_COMMENT && (l == q->len + 1 || l == q->len) &&
+		    memcmp(p + 2, q->comment, q->len) == 0 && (l == q->len || p[2 + q->len] == 0))
 			return true;
 		p += 2 + l;
 		len -= 2 + (size_t) l;

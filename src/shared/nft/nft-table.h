@@ -19,71 +19,71 @@
  *   - Base chains get explicit priorities (below) so the order between br-* and node-* is fixed.
  */
 
-#define NFT_TABLE_NAME          "weft"
-#define NFT_TABLE_INET          "inet weft"     /* use as "add chain " NFT_TABLE_INET " br-x" */
-#define NFT_TABLE_BRIDGE        "bridge weft"
+#define NFT_TABLE_NAME "weft"
+#define NFT_TABLE_INET "inet weft" /* use as "add chain " NFT_TABLE_INET " br-x" */
+#define NFT_TABLE_BRIDGE "bridge weft"
 
-#define NFT_PREFIX_BRIDGE       "br-"
-#define NFT_PREFIX_NODE         "node-"
+#define NFT_PREFIX_BRIDGE "br-"
+#define NFT_PREFIX_NODE "node-"
 
 /* ---- bridge plugin objects, table inet weft ---- */
 /* nat postrouting base chain (priority srcnat = 100): ipMasq for pods. Its `return`s only end
  * this chain: node-postrouting (srcnat + 10) still sees packets br-postrouting did not NAT. */
 #define NFT_BR_CHAIN_POSTROUTING "br-postrouting"
 /* pod_ip . pod_subnet (flags interval): destinations inside the pod's own subnet are not masqueraded */
-#define NFT_BR_SET_LOCAL4       "br-local4"
-#define NFT_BR_SET_LOCAL6       "br-local6"
+#define NFT_BR_SET_LOCAL4 "br-local4"
+#define NFT_BR_SET_LOCAL6 "br-local6"
 /* pod_ip: source addresses to masquerade */
-#define NFT_BR_SET_MASQ4        "br-masq4"
-#define NFT_BR_SET_MASQ6        "br-masq6"
+#define NFT_BR_SET_MASQ4 "br-masq4"
+#define NFT_BR_SET_MASQ6 "br-masq6"
 #define NFT_BR_PRIO_POSTROUTING "srcnat"
 
 /* ---- bridge plugin objects, table bridge weft ---- */
 /* filter prerouting base chain (priority -300, before anything else on the bridge): macspoofchk. */
-#define NFT_BR_CHAIN_MACSPOOF   "br-macspoof"
+#define NFT_BR_CHAIN_MACSPOOF "br-macspoof"
 /* host-side veth names whose ingress frames are checked */
-#define NFT_BR_SET_MAC_PORTS    "br-mac-ports"
+#define NFT_BR_SET_MAC_PORTS "br-mac-ports"
 /* host_veth . allowed source MAC */
-#define NFT_BR_SET_MAC_ALLOW    "br-mac-allow"
-#define NFT_BR_PRIO_MACSPOOF    "-300"
+#define NFT_BR_SET_MAC_ALLOW "br-mac-allow"
+#define NFT_BR_PRIO_MACSPOOF "-300"
 
 /* ---- weftd objects (table inet weft), reserved names; weftd defines the contents ---- */
-#define NFT_NODE_CHAIN_POSTROUTING "node-postrouting"  /* nat, srcnat + 10: after br-postrouting */
-#define NFT_NODE_CHAIN_FORWARD     "node-forward"      /* filter forward */
+#define NFT_NODE_CHAIN_POSTROUTING "node-postrouting" /* nat, srcnat + 10: after br-postrouting */
+#define NFT_NODE_CHAIN_FORWARD "node-forward"         /* filter forward */
 
 /* ---- portmap plugin objects, table inet weft (nft-portmap.h) ---- */
-#define NFT_PREFIX_PORTMAP      "pm-"
+#define NFT_PREFIX_PORTMAP "pm-"
 /* nat prerouting / output base chains (priority dstnat): hostPort DNAT by map lookup */
 #define NFT_PM_CHAIN_PREROUTING "pm-prerouting"
-#define NFT_PM_CHAIN_OUTPUT     "pm-output"
+#define NFT_PM_CHAIN_OUTPUT "pm-output"
 /* nat postrouting base chain (srcnat - 10, before br-postrouting): snat of hairpin/localhost */
 #define NFT_PM_CHAIN_POSTROUTING "pm-postrouting"
 /* l4proto . hostPort : podIP . containerPort (mappings without hostIP, local addresses only) */
-#define NFT_PM_MAP_DNAT4        "pm-dnat4"
-#define NFT_PM_MAP_DNAT6        "pm-dnat6"
+#define NFT_PM_MAP_DNAT4 "pm-dnat4"
+#define NFT_PM_MAP_DNAT6 "pm-dnat6"
 /* hostIP . l4proto . hostPort : podIP . containerPort */
-#define NFT_PM_MAP_HOSTIP4      "pm-hostip4"
-#define NFT_PM_MAP_HOSTIP6      "pm-hostip6"
+#define NFT_PM_MAP_HOSTIP4 "pm-hostip4"
+#define NFT_PM_MAP_HOSTIP6 "pm-hostip6"
 /* podIP . source prefix (interval): DNATed connections to podIP from there are masqueraded */
-#define NFT_PM_SET_MASQ4        "pm-masq4"
-#define NFT_PM_SET_MASQ6        "pm-masq6"
-#define NFT_PM_PRIO_DNAT        "dstnat"
-#define NFT_PM_PRIO_DNAT_OUTPUT "-100"          /* = dstnat; nft takes the name only on prerouting */
+#define NFT_PM_SET_MASQ4 "pm-masq4"
+#define NFT_PM_SET_MASQ6 "pm-masq6"
+#define NFT_PM_PRIO_DNAT "dstnat"
+#define NFT_PM_PRIO_DNAT_OUTPUT "-100" /* = dstnat; nft takes the name only on prerouting */
 #define NFT_PM_PRIO_POSTROUTING "srcnat - 10"
 
 /* ---- firewall plugin objects, table inet weft (nft-firewall.h) ---- */
-#define NFT_PREFIX_FIREWALL     "fw-"
+#define NFT_PREFIX_FIREWALL "fw-"
 /* filter forward base chain (priority filter = 0): accept to/from pod IPs, same-bridge isolation */
-#define NFT_FW_CHAIN_FORWARD    "fw-forward"
+#define NFT_FW_CHAIN_FORWARD "fw-forward"
 /* pod IPs: forwarding from them is accepted, to them when ct state established,related */
-#define NFT_FW_SET_PODS4        "fw-pods4"
-#define NFT_FW_SET_PODS6        "fw-pods6"
+#define NFT_FW_SET_PODS4 "fw-pods4"
+#define NFT_FW_SET_PODS6 "fw-pods6"
 /* ingressPolicy same-bridge: bridge name : jump fw-iso-<bridge> (drops from it to other isolated bridges) */
-#define NFT_FW_MAP_ISOLATION    "fw-isolation"
-#define NFT_FW_SET_ISOLATED     "fw-isolated"
+#define NFT_FW_MAP_ISOLATION "fw-isolation"
+#define NFT_FW_SET_ISOLATED "fw-isolated"
 #define NFT_FW_CHAIN_ISO_PREFIX "fw-iso-"
-#define NFT_FW_PRIO_FORWARD     "filter"
+#define NFT_FW_PRIO_FORWARD "filter"
 
 /* Element comments identify the owner: "<net>/<cid>/<ifname>" for plugin attachments.
  * nftables (1.0.6) accepts at most 128 characters in a comment (buffers: NFT_COMMENT_MAX + 1). */
-#define NFT_COMMENT_MAX         128
+#define NFT_COMMENT_MAX 128

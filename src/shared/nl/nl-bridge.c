@@ -104,8 +104,8 @@ int nl_bridge_port_set_isolated(NlSock *s, int ifindex, bool on) {
 }
 
 /* bridge vlan {add|del} dev IFINDEX vid VID[-VID_END] [pvid] [untagged] [self] */
-int nl_build_bridge_vlan(NlMsgBuf *buf, bool add, int ifindex, uint16_t vid, uint16_t vid_end, bool pvid,
-			 bool untagged, bool self) {
+int nl_build_bridge_vlan(NlMsgBuf *buf, bool add, int ifindex, uint16_t vid, uint16_t vid_end, bool pvid, bool untagged,
+			 bool self) {
 	struct nlmsghdr *nlh;
 	struct ifinfomsg *ifi;
 	struct nlattr *spec;

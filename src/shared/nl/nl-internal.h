@@ -36,7 +36,7 @@ struct NlSock {
 	int fd;
 	uint32_t portid;
 	uint32_t seq;
-	uint8_t *rbuf;          /* receive buffer, grown on demand (MSG_PEEK|MSG_TRUNC) */
+	uint8_t *rbuf; /* receive buffer, grown on demand (MSG_PEEK|MSG_TRUNC) */
 	size_t rbuf_size;
 	char extack[256];
 };
@@ -68,8 +68,8 @@ int nl_handle_error(NlSock *s, const struct nlmsghdr *nlh);
  * checking each known attribute against `policy` (MNL_TYPE_*; MNL_TYPE_UNSPEC = any length;
  * policy may be NULL). Unknown/too-new types are skipped. -EBADMSG if a known one is malformed. */
 typedef struct NlPolicy {
-	uint8_t type;           /* enum mnl_attr_data_type */
-	uint16_t len;           /* for MNL_TYPE_BINARY: minimum length */
+	uint8_t type; /* enum mnl_attr_data_type */
+	uint16_t len; /* for MNL_TYPE_BINARY: minimum length */
 } NlPolicy;
 int nl_parse_attrs(const struct nlmsghdr *nlh, unsigned offset, const NlPolicy *policy, unsigned max,
 		   const struct nlattr **tb);
@@ -96,16 +96,16 @@ int nl_build_link_del(NlMsgBuf *buf, const char *name, int ifindex);
 /* RTM_NEWLINK on an existing link; set exactly one field by passing a non-default value. */
 typedef struct NlLinkChange {
 	int ifindex;
-	int up;                 /* -1 unchanged, 0 down, 1 up */
-	int promisc;            /* -1 unchanged */
-	int allmulti;           /* -1 unchanged */
-	unsigned mtu;           /* 0 unchanged */
+	int up;       /* -1 unchanged, 0 down, 1 up */
+	int promisc;  /* -1 unchanged */
+	int allmulti; /* -1 unchanged */
+	unsigned mtu; /* 0 unchanged */
 	const uint8_t *mac;
-	int master;             /* -1 unchanged, 0 nomaster */
+	int master; /* -1 unchanged, 0 nomaster */
 	const char *name;
-	int netns_fd;           /* -1 unchanged */
+	int netns_fd; /* -1 unchanged */
 } NlLinkChange;
-#define NL_LINK_CHANGE_INIT(idx) \
+#define NL_LINK_CHANGE_INIT(idx)                                                                                       \
 	{ .ifindex = (idx), .up = -1, .promisc = -1, .allmulti = -1, .master = -1, .netns_fd = -1 }
 int nl_build_link_change(NlMsgBuf *buf, const NlLinkChange *c);
 /* A link stacked on a parent (macvlan, ipvlan, vlan):
@@ -121,8 +121,8 @@ int nl_build_veth(NlMsgBuf *buf, const char *name, const char *peer, int peer_ne
 		  const uint8_t *peer_mac);
 int nl_build_bridge(NlMsgBuf *buf, const NlBridgeConfig *c);
 int nl_build_bridge_port(NlMsgBuf *buf, int ifindex, uint16_t brport_attr, uint8_t value);
-int nl_build_bridge_vlan(NlMsgBuf *buf, bool add, int ifindex, uint16_t vid, uint16_t vid_end, bool pvid,
-			 bool untagged, bool self);
+int nl_build_bridge_vlan(NlMsgBuf *buf, bool add, int ifindex, uint16_t vid, uint16_t vid_end, bool pvid, bool untagged,
+			 bool self);
 int nl_build_vxlan(NlMsgBuf *buf, const NlVxlanConfig *c);
 int nl_build_macvlan(NlMsgBuf *buf, const NlMacvlanConfig *c);
 int nl_build_addr(NlMsgBuf *buf, bool add, int ifindex, const IpPrefix *p, uint32_t flags);
@@ -133,34 +133,34 @@ int nl_build_neigh(NlMsgBuf *buf, bool add, int ifindex, const IpAddr *ip, const
 int nl_build_fdb(NlMsgBuf *buf, bool add, int ifindex, const uint8_t mac[6], const IpAddr *dst, bool replace);
 
 /* Checked-put helpers: return -EMSGSIZE from the enclosing function when the buffer is full. */
-#define NL_PUT(nlh, type, len, data)                                                   \
-	do {                                                                           \
-		if (!mnl_attr_put_check((nlh), NL_MSG_BUF, (type), (len), (data)))      \
-			return -EMSGSIZE;                                              \
+#define NL_PUT(nlh, type, len, data)                                                                                   \
+	do {                                                                                                           \
+		if (!mnl_attr_put_check((nlh), NL_MSG_BUF, (type), (len), (data)))                                     \
+			return -EMSGSIZE;                                                                              \
 	} while (0)
-#define NL_PUT_U8(nlh, type, v)                                                        \
-	do {                                                                           \
-		if (!mnl_attr_put_u8_check((nlh), NL_MSG_BUF, (type), (v)))             \
-			return -EMSGSIZE;                                              \
+#define NL_PUT_U8(nlh, type, v)                                                                                        \
+	do {                                                                                                           \
+		if (!mnl_attr_put_u8_check((nlh), NL_MSG_BUF, (type), (v)))                                            \
+			return -EMSGSIZE;                                                                              \
 	} while (0)
-#define NL_PUT_U16(nlh, type, v)                                                       \
-	do {                                                                           \
-		if (!mnl_attr_put_u16_check((nlh), NL_MSG_BUF, (type), (v)))            \
-			return -EMSGSIZE;                                              \
+#define NL_PUT_U16(nlh, type, v)                                                                                       \
+	do {                                                                                                           \
+		if (!mnl_attr_put_u16_check((nlh), NL_MSG_BUF, (type), (v)))                                           \
+			return -EMSGSIZE;                                                                              \
 	} while (0)
-#define NL_PUT_U32(nlh, type, v)                                                       \
-	do {                                                                           \
-		if (!mnl_attr_put_u32_check((nlh), NL_MSG_BUF, (type), (v)))            \
-			return -EMSGSIZE;                                              \
+#define NL_PUT_U32(nlh, type, v)                                                                                       \
+	do {                                                                                                           \
+		if (!mnl_attr_put_u32_check((nlh), NL_MSG_BUF, (type), (v)))                                           \
+			return -EMSGSIZE;                                                                              \
 	} while (0)
-#define NL_PUT_STRZ(nlh, type, s)                                                      \
-	do {                                                                           \
-		if (!mnl_attr_put_strz_check((nlh), NL_MSG_BUF, (type), (s)))           \
-			return -EMSGSIZE;                                              \
+#define NL_PUT_STRZ(nlh, type, s)                                                                                      \
+	do {                                                                                                           \
+		if (!mnl_attr_put_strz_check((nlh), NL_MSG_BUF, (type), (s)))                                          \
+			return -EMSGSIZE;                                                                              \
 	} while (0)
-#define NL_NEST_START(nlh, var, type)                                                  \
-	do {                                                                           \
-		(var) = mnl_attr_nest_start_check((nlh), NL_MSG_BUF, (type));          \
-		if (!(var))                                                            \
-			return -EMSGSIZE;                                              \
+#define NL_NEST_START(nlh, var, type)                                                                                  \
+	do {                                                                                                           \
+		(var) = mnl_attr_nest_start_check((nlh), NL_MSG_BUF, (type));                                          \
+		if (!(var))                                                                                            \
+			return -EMSGSIZE;                                                                              \
 	} while (0)

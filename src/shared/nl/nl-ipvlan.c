@@ -26,14 +26,10 @@ int nl_ipvlan_mode_from_string(const char *mode) {
 
 const char *nl_ipvlan_mode_to_string(int mode) {
 	switch (mode) {
-	case IPVLAN_MODE_L2:
-		return "l2";
-	case IPVLAN_MODE_L3:
-		return "l3";
-	case IPVLAN_MODE_L3S:
-		return "l3s";
-	default:
-		return "unknown";
+	case IPVLAN_MODE_L2: return "l2";
+	case IPVLAN_MODE_L3: return "l3";
+	case IPVLAN_MODE_L3S: return "l3s";
+	default: return "unknown";
 	}
 }
 
@@ -44,8 +40,7 @@ int nl_build_ipvlan(NlMsgBuf *buf, const NlIpvlanConfig *c) {
 
 	if (!c || c->mode >= IPVLAN_MODE_MAX)
 		return -EINVAL;
-	r = nl_build_stacked_link_begin(buf, c->name, c->parent, c->mtu, NULL, c->netns_fd, "ipvlan", &linkinfo,
-					&data);
+	r = nl_build_stacked_link_begin(buf, c->name, c->parent, c->mtu, NULL, c->netns_fd, "ipvlan", &linkinfo, &data);
 	if (r < 0)
 		return r;
 	NL_PUT_U16(&buf->hdr, IFLA_IPVLAN_MODE, c->mode);

@@ -25,10 +25,10 @@ struct nlmsghdr;
 /* ipvlan (kernel module "ipvlan"). */
 typedef struct NlIpvlanConfig {
 	const char *name;
-	int parent;             /* lower device ifindex (required) */
-	uint16_t mode;          /* IPVLAN_MODE_L2 (0), IPVLAN_MODE_L3, IPVLAN_MODE_L3S */
-	int netns_fd;           /* -1 = the socket's namespace */
-	unsigned mtu;           /* 0 = parent's */
+	int parent;    /* lower device ifindex (required) */
+	uint16_t mode; /* IPVLAN_MODE_L2 (0), IPVLAN_MODE_L3, IPVLAN_MODE_L3S */
+	int netns_fd;  /* -1 = the socket's namespace */
+	unsigned mtu;  /* 0 = parent's */
 } NlIpvlanConfig;
 /* ip link add NAME link PARENT [mtu MTU] [netns NS] type ipvlan mode MODE. 0 or -errno. */
 int nl_ipvlan_create(NlSock *s, const NlIpvlanConfig *c);
@@ -41,10 +41,10 @@ int nl_build_ipvlan(union NlMsgBuf *buf, const NlIpvlanConfig *c);
 /* 802.1Q VLAN (kernel module "8021q"). */
 typedef struct NlVlanConfig {
 	const char *name;
-	int parent;             /* lower device ifindex (required) */
-	uint16_t vlan_id;       /* 0..4094 */
-	int netns_fd;           /* -1 = the socket's namespace */
-	unsigned mtu;           /* 0 = parent's */
+	int parent;       /* lower device ifindex (required) */
+	uint16_t vlan_id; /* 0..4094 */
+	int netns_fd;     /* -1 = the socket's namespace */
+	unsigned mtu;     /* 0 = parent's */
 } NlVlanConfig;
 /* ip link add NAME link PARENT [mtu MTU] [netns NS] type vlan id ID. 0 or -errno. */
 int nl_vlan_create(NlSock *s, const NlVlanConfig *c);
@@ -55,12 +55,12 @@ const char *nl_macvlan_mode_to_string(uint32_t mode);
 
 /* What NlLink does not carry. */
 typedef struct NlLinkInfo {
-	char kind[32];          /* IFLA_INFO_KIND, "" if none */
-	char alias[NL_IFALIAS_MAX];   /* IFLA_IFALIAS, "" if none */
+	char kind[32];              /* IFLA_INFO_KIND, "" if none */
+	char alias[NL_IFALIAS_MAX]; /* IFLA_IFALIAS, "" if none */
 	bool has_mode;
-	uint32_t mode;          /* IFLA_MACVLAN_MODE or IFLA_IPVLAN_MODE (when has_mode) */
+	uint32_t mode; /* IFLA_MACVLAN_MODE or IFLA_IPVLAN_MODE (when has_mode) */
 	bool has_vlan_id;
-	uint16_t vlan_id;       /* IFLA_VLAN_ID (when has_vlan_id) */
+	uint16_t vlan_id; /* IFLA_VLAN_ID (when has_vlan_id) */
 } NlLinkInfo;
 /* By name (ifindex 0) or index. 0, -ENODEV when absent, or -errno. */
 int nl_link_get_info(NlSock *s, const char *name, int ifindex, NlLinkInfo *ret);

@@ -17,16 +17,11 @@
 
 const char *nl_macvlan_mode_to_string(uint32_t mode) {
 	switch (mode) {
-	case MACVLAN_MODE_BRIDGE:
-		return "bridge";
-	case MACVLAN_MODE_PRIVATE:
-		return "private";
-	case MACVLAN_MODE_VEPA:
-		return "vepa";
-	case MACVLAN_MODE_PASSTHRU:
-		return "passthru";
-	default:
-		return "unknown";
+	case MACVLAN_MODE_BRIDGE: return "bridge";
+	case MACVLAN_MODE_PRIVATE: return "private";
+	case MACVLAN_MODE_VEPA: return "vepa";
+	case MACVLAN_MODE_PASSTHRU: return "passthru";
+	default: return "unknown";
 	}
 }
 

@@ -16,14 +16,10 @@
 #include "shared/nl/nl-internal.h"
 
 static const NlPolicy link_policy[IFLA_MAX + 1] = {
-	[IFLA_IFNAME] = { MNL_TYPE_NUL_STRING },
-	[IFLA_ADDRESS] = { MNL_TYPE_BINARY, 0 },
-	[IFLA_MTU] = { MNL_TYPE_U32 },
-	[IFLA_MASTER] = { MNL_TYPE_U32 },
-	[IFLA_LINK] = { MNL_TYPE_U32 },
-	[IFLA_LINK_NETNSID] = { MNL_TYPE_U32 },
-	[IFLA_OPERSTATE] = { MNL_TYPE_U8 },
-	[IFLA_LINKINFO] = { MNL_TYPE_NESTED },
+	[IFLA_IFNAME] = { MNL_TYPE_NUL_STRING }, [IFLA_ADDRESS] = { MNL_TYPE_BINARY, 0 },
+	[IFLA_MTU] = { MNL_TYPE_U32 },           [IFLA_MASTER] = { MNL_TYPE_U32 },
+	[IFLA_LINK] = { MNL_TYPE_U32 },          [IFLA_LINK_NETNSID] = { MNL_TYPE_U32 },
+	[IFLA_OPERSTATE] = { MNL_TYPE_U8 },      [IFLA_LINKINFO] = { MNL_TYPE_NESTED },
 };
 
 static const NlPolicy linkinfo_policy[IFLA_INFO_MAX + 1] = {
@@ -36,10 +32,8 @@ static const NlPolicy br_policy[IFLA_BR_MAX + 1] = {
 };
 
 static const NlPolicy vxlan_policy[IFLA_VXLAN_MAX + 1] = {
-	[IFLA_VXLAN_ID] = { MNL_TYPE_U32 },
-	[IFLA_VXLAN_PORT] = { MNL_TYPE_U16 },
-	[IFLA_VXLAN_LOCAL] = { MNL_TYPE_BINARY, 4 },
-	[IFLA_VXLAN_LOCAL6] = { MNL_TYPE_BINARY, 16 },
+	[IFLA_VXLAN_ID] = { MNL_TYPE_U32 },          [IFLA_VXLAN_PORT] = { MNL_TYPE_U16 },
+	[IFLA_VXLAN_LOCAL] = { MNL_TYPE_BINARY, 4 }, [IFLA_VXLAN_LOCAL6] = { MNL_TYPE_BINARY, 16 },
 	[IFLA_VXLAN_LINK] = { MNL_TYPE_U32 },
 };
 
@@ -193,7 +187,8 @@ int nl_build_link_change(NlMsgBuf *buf, const NlLinkChange *c) {
 }
 
 int nl_build_stacked_link_begin(NlMsgBuf *buf, const char *name, int parent, unsigned mtu, const uint8_t *mac,
-				int netns_fd, const char *kind, struct nlattr **ret_linkinfo, struct nlattr **ret_data) {
+				int netns_fd, const char *kind, struct nlattr **ret_linkinfo,
+				struct nlattr **ret_data) {
 	struct nlmsghdr *nlh;
 	struct ifinfomsg *ifi;
 

@@ -12,12 +12,9 @@
 #include "shared/nl/nl-internal.h"
 
 static const NlPolicy route_policy[RTA_MAX + 1] = {
-	[RTA_DST] = { MNL_TYPE_BINARY, 4 },
-	[RTA_GATEWAY] = { MNL_TYPE_BINARY, 4 },
-	[RTA_PREFSRC] = { MNL_TYPE_BINARY, 4 },
-	[RTA_OIF] = { MNL_TYPE_U32 },
-	[RTA_PRIORITY] = { MNL_TYPE_U32 },
-	[RTA_TABLE] = { MNL_TYPE_U32 },
+	[RTA_DST] = { MNL_TYPE_BINARY, 4 },     [RTA_GATEWAY] = { MNL_TYPE_BINARY, 4 },
+	[RTA_PREFSRC] = { MNL_TYPE_BINARY, 4 }, [RTA_OIF] = { MNL_TYPE_U32 },
+	[RTA_PRIORITY] = { MNL_TYPE_U32 },      [RTA_TABLE] = { MNL_TYPE_U32 },
 	[RTA_METRICS] = { MNL_TYPE_NESTED },
 };
 
@@ -27,7 +24,7 @@ static const NlPolicy metrics_policy[RTAX_MAX + 1] = {
 };
 
 void nl_route_init(NlRoute *r) {
-	*r = (NlRoute){};
+	*r = (NlRoute) {};
 }
 
 static uint8_t route_default_scope(const NlRoute *r) {

@@ -15,13 +15,13 @@
 typedef union NlMsgBuf NlMsgBuf;
 
 typedef struct NlRule {
-	int family;             /* AF_INET / AF_INET6 (from src when set) */
-	IpPrefix src;           /* AF_UNSPEC = from all */
-	uint32_t table;         /* lookup table (required on add) */
-	uint32_t priority;      /* "pref"; 0 with has_priority false = kernel picks (as `ip rule add`) */
+	int family;        /* AF_INET / AF_INET6 (from src when set) */
+	IpPrefix src;      /* AF_UNSPEC = from all */
+	uint32_t table;    /* lookup table (required on add) */
+	uint32_t priority; /* "pref"; 0 with has_priority false = kernel picks (as `ip rule add`) */
 	bool has_priority;
-	uint8_t protocol;       /* FRA_PROTOCOL; 0 = unspec (dump: as reported) */
-	uint8_t action;         /* dump: FR_ACT_* as reported */
+	uint8_t protocol; /* FRA_PROTOCOL; 0 = unspec (dump: as reported) */
+	uint8_t action;   /* dump: FR_ACT_* as reported */
 } NlRule;
 
 /* ip rule add [pref P] from SRC lookup TABLE [protocol PROTO] */

@@ -139,7 +139,8 @@ int nl_handle_error(NlSock *s, const struct nlmsghdr *nlh) {
 	if (nlh->nlmsg_flags & NLM_F_ACK_TLVS) {
 		off = sizeof(*e);
 		if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
-			off += e->msg.nlmsg_len >= sizeof(struct nlmsghdr) ? e->msg.nlmsg_len - sizeof(struct nlmsghdr) : 0;
+			off += e->msg.nlmsg_len >= sizeof(struct nlmsghdr) ? e->msg.nlmsg_len - sizeof(struct nlmsghdr)
+									   : 0;
 		if (off < plen)
 			(void) mnl_attr_parse(nlh, MNL_ALIGN(off), extack_cb, s);
 	}
@@ -152,7 +153,8 @@ static int nl_send(NlSock *s, struct nlmsghdr *nlh) {
 	s->extack[0] = 0;
 	for (;;) {
 		ssize_t n = sendto(s->fd, nlh, nlh->nlmsg_len, 0,
-				   (struct sockaddr *) &(struct sockaddr_nl){ .nl_family = AF_NETLINK }, sizeof(struct sockaddr_nl));
+				   (struct sockaddr *) &(struct sockaddr_nl) { .nl_family = AF_NETLINK },
+				   sizeof(struct sockaddr_nl));
 		if (n >= 0)
 			return 0;
 		if (errno != EINTR)
@@ -292,8 +294,8 @@ static int nl_attr_table_cb(const struct nlattr *a, void *data) {
 		return MNL_CB_OK; /* newer kernel, attribute we do not know */
 	if (c->policy && c->policy[type].type != MNL_TYPE_UNSPEC) {
 		int r = c->policy[type].type == MNL_TYPE_BINARY
-			? (mnl_attr_get_payload_len(a) >= c->policy[type].len ? 0 : -1)
-			: mnl_attr_validate(a, c->policy[type].type);
+					? (mnl_attr_get_payload_len(a) >= c->policy[type].len ? 0 : -1)
+					: mnl_attr_validate(a, c->policy[type].type);
 		if (r < 0) {
 			c->error = -EBADMSG;
 			return MNL_CB_ERROR;
@@ -420,8 +422,7 @@ static int nl_monitor_dispatch(const struct nlmsghdr *m, const NlMonitorCallback
 		r = cb->addr(m->nlmsg_type, &a, userdata);
 		return r < 0 ? r : 1;
 	}
-	default:
-		return 0;
+	default: return 0;
 	}
 }
 

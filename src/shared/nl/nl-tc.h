@@ -19,15 +19,15 @@
 typedef union NlMsgBuf NlMsgBuf;
 
 /* tc handles */
-#define NL_TC_HANDLE(maj, min) (((uint32_t) (maj) << 16) | ((uint32_t) (min) & 0xffffu))
-#define NL_TC_ROOT     0xffffffffu  /* TC_H_ROOT */
-#define NL_TC_INGRESS  0xfffffff1u  /* TC_H_INGRESS (also TC_H_CLSACT) */
+#define NL_TC_HANDLE(maj, min) (((uint32_t) (maj) << 16) | ((uint32_t) (min) &0xffffu))
+#define NL_TC_ROOT 0xffffffffu    /* TC_H_ROOT */
+#define NL_TC_INGRESS 0xfffffff1u /* TC_H_INGRESS (also TC_H_CLSACT) */
 
 /* TBF parameters as the kernel takes them. */
 typedef struct NlTbf {
-	uint64_t rate;          /* bytes per second */
-	uint32_t buffer;        /* psched ticks the bucket takes to fill (the burst as time) */
-	uint32_t limit;         /* bytes that may queue */
+	uint64_t rate;   /* bytes per second */
+	uint32_t buffer; /* psched ticks the bucket takes to fill (the burst as time) */
+	uint32_t limit;  /* bytes that may queue */
 } NlTbf;
 
 /* A qdisc as dumped. */
@@ -35,9 +35,9 @@ typedef struct NlQdisc {
 	int ifindex;
 	uint32_t handle;
 	uint32_t parent;
-	char kind[16];          /* "tbf", "ingress", "noqueue", ... */
+	char kind[16]; /* "tbf", "ingress", "noqueue", ... */
 	bool has_tbf;
-	NlTbf tbf;              /* when kind is tbf */
+	NlTbf tbf; /* when kind is tbf */
 } NlQdisc;
 
 /*

@@ -21,8 +21,7 @@ int nl_build_vlan(NlMsgBuf *buf, const NlVlanConfig *c) {
 
 	if (!c || c->vlan_id > 4094)
 		return -EINVAL;
-	r = nl_build_stacked_link_begin(buf, c->name, c->parent, c->mtu, NULL, c->netns_fd, "vlan", &linkinfo,
-					&data);
+	r = nl_build_stacked_link_begin(buf, c->name, c->parent, c->mtu, NULL, c->netns_fd, "vlan", &linkinfo, &data);
 	if (r < 0)
 		return r;
 	NL_PUT_U16(&buf->hdr, IFLA_VLAN_ID, c->vlan_id);

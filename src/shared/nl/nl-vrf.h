@@ -19,10 +19,10 @@ struct nlmsghdr;
 typedef struct NlVrf {
 	int ifindex;
 	char name[IFNAMSIZ];
-	bool is_vrf;            /* IFLA_INFO_KIND == "vrf" */
+	bool is_vrf; /* IFLA_INFO_KIND == "vrf" */
 	bool has_table;
-	uint32_t table;         /* IFLA_VRF_TABLE */
-	unsigned flags;         /* IFF_* */
+	uint32_t table; /* IFLA_VRF_TABLE */
+	unsigned flags; /* IFF_* */
 } NlVrf;
 
 /* ip link add NAME type vrf table TABLE (table > 0). 0 or -errno (-EEXIST if NAME exists). */

@@ -35,14 +35,14 @@ const char *nl_sock_extack(const NlSock *s);
 typedef struct NlLink {
 	int ifindex;
 	char name[IFNAMSIZ];
-	char kind[32];          /* IFLA_INFO_KIND ("veth", "bridge", "vxlan", ...), "" if none */
+	char kind[32]; /* IFLA_INFO_KIND ("veth", "bridge", "vxlan", ...), "" if none */
 	uint8_t mac[6];
 	bool has_mac;
 	unsigned mtu;
-	unsigned flags;         /* IFF_* */
-	int master;             /* ifindex of master (bridge), 0 = none */
-	int link;               /* IFLA_LINK (veth peer index / lower device), 0 = none */
-	int link_netnsid;       /* IFLA_LINK_NETNSID, -1 = none */
+	unsigned flags;   /* IFF_* */
+	int master;       /* ifindex of master (bridge), 0 = none */
+	int link;         /* IFLA_LINK (veth peer index / lower device), 0 = none */
+	int link_netnsid; /* IFLA_LINK_NETNSID, -1 = none */
 	uint8_t operstate;
 	bool promisc;
 	/* bridge kind details (when kind == "bridge") */
@@ -61,7 +61,7 @@ int nl_link_dump(NlSock *s, int (*cb)(const NlLink *l, void *userdata), void *us
 int nl_link_set_up(NlSock *s, int ifindex, bool up);
 int nl_link_set_mtu(NlSock *s, int ifindex, unsigned mtu);
 int nl_link_set_mac(NlSock *s, int ifindex, const uint8_t mac[6]);
-int nl_link_set_master(NlSock *s, int ifindex, int master_ifindex);   /* 0 = nomaster */
+int nl_link_set_master(NlSock *s, int ifindex, int master_ifindex); /* 0 = nomaster */
 int nl_link_set_promisc(NlSock *s, int ifindex, bool on);
 int nl_link_set_allmulti(NlSock *s, int ifindex, bool on);
 int nl_link_set_name(NlSock *s, int ifindex, const char *name);
@@ -78,11 +78,11 @@ int nl_veth_create(NlSock *s, const char *name, const char *peer, int peer_netns
 /* bridge */
 typedef struct NlBridgeConfig {
 	const char *name;
-	unsigned mtu;           /* 0 = default */
+	unsigned mtu; /* 0 = default */
 	bool vlan_filtering;
 	bool has_vlan_default_pvid;
 	uint16_t vlan_default_pvid; /* 0 = none */
-	const uint8_t *mac;     /* NULL = kernel default */
+	const uint8_t *mac;         /* NULL = kernel default */
 } NlBridgeConfig;
 /* Creates, or returns 0 if a bridge of that name already exists (-EEXIST if a non-bridge does). */
 int nl_bridge_create(NlSock *s, const NlBridgeConfig *c);
@@ -98,13 +98,13 @@ int nl_bridge_vlan_del(NlSock *s, int ifindex, uint16_t vid, uint16_t vid_end, b
 typedef struct NlVxlanConfig {
 	const char *name;
 	uint32_t vni;
-	uint16_t port;          /* host order; 0 = 4789 */
-	IpAddr local;           /* AF_UNSPEC = none */
-	int link;               /* underlay ifindex, 0 = none */
+	uint16_t port; /* host order; 0 = 4789 */
+	IpAddr local;  /* AF_UNSPEC = none */
+	int link;      /* underlay ifindex, 0 = none */
 	unsigned mtu;
-	bool learning;          /* false: nolearning (we program FDB ourselves) */
+	bool learning; /* false: nolearning (we program FDB ourselves) */
 	bool gbp;
-	const uint8_t *mac;     /* VTEP MAC; NULL = random (persist it yourself) */
+	const uint8_t *mac; /* VTEP MAC; NULL = random (persist it yourself) */
 } NlVxlanConfig;
 int nl_vxlan_create(NlSock *s, const NlVxlanConfig *c);
 
@@ -114,11 +114,11 @@ int nl_vxlan_create(NlSock *s, const NlVxlanConfig *c);
  * `netns_fd` (-1 = here), like `ip link add NAME link PARENT netns NS type macvlan mode MODE`. */
 typedef struct NlMacvlanConfig {
 	const char *name;
-	int parent;             /* lower device ifindex (required) */
-	uint32_t mode;          /* MACVLAN_MODE_* (linux/if_link.h); 0 = bridge */
-	int netns_fd;           /* -1 = the socket's namespace (set it explicitly: 0 is a valid fd) */
-	unsigned mtu;           /* 0 = parent's */
-	const uint8_t *mac;     /* NULL = random */
+	int parent;         /* lower device ifindex (required) */
+	uint32_t mode;      /* MACVLAN_MODE_* (linux/if_link.h); 0 = bridge */
+	int netns_fd;       /* -1 = the socket's namespace (set it explicitly: 0 is a valid fd) */
+	unsigned mtu;       /* 0 = parent's */
+	const uint8_t *mac; /* NULL = random */
 } NlMacvlanConfig;
 int nl_macvlan_create(NlSock *s, const NlMacvlanConfig *c);
 /* "bridge", "private", "vepa", "passthru" (the CNI macvlan "mode" values) → MACVLAN_MODE_*; -EINVAL. */
@@ -129,7 +129,7 @@ typedef struct NlAddr {
 	int ifindex;
 	IpPrefix prefix;
 	uint8_t scope;
-	uint32_t flags;         /* IFA_F_* */
+	uint32_t flags; /* IFA_F_* */
 } NlAddr;
 /* flags: IFA_F_NODAD etc. Adding an existing address returns -EEXIST. */
 int nl_addr_add(NlSock *s, int ifindex, const IpPrefix *p, uint32_t flags);
@@ -139,17 +139,17 @@ int nl_addr_dump(NlSock *s, int family, int ifindex, int (*cb)(const NlAddr *a, 
 
 /* Routes */
 typedef struct NlRoute {
-	IpPrefix dst;           /* family from dst.addr.family; 0.0.0.0/0 for default */
-	IpAddr gw;              /* AF_UNSPEC = none */
-	IpAddr prefsrc;         /* RTA_PREFSRC ("src" in ip route); AF_UNSPEC = none */
-	int oif;                /* 0 = none */
-	uint32_t table;         /* 0 = main */
-	uint32_t priority;      /* metric */
-	uint32_t mtu, advmss;   /* RTAX_*; 0 = none */
-	uint8_t scope;          /* RT_SCOPE_*; add: 0 means "universe", use nl_route_init() defaults */
-	uint8_t protocol;       /* RTPROT_*; 0 = RTPROT_BOOT on add */
-	uint8_t type;           /* RTN_*; 0 = RTN_UNICAST */
-	bool onlink;            /* RTNH_F_ONLINK */
+	IpPrefix dst;         /* family from dst.addr.family; 0.0.0.0/0 for default */
+	IpAddr gw;            /* AF_UNSPEC = none */
+	IpAddr prefsrc;       /* RTA_PREFSRC ("src" in ip route); AF_UNSPEC = none */
+	int oif;              /* 0 = none */
+	uint32_t table;       /* 0 = main */
+	uint32_t priority;    /* metric */
+	uint32_t mtu, advmss; /* RTAX_*; 0 = none */
+	uint8_t scope;        /* RT_SCOPE_*; add: 0 means "universe", use nl_route_init() defaults */
+	uint8_t protocol;     /* RTPROT_*; 0 = RTPROT_BOOT on add */
+	uint8_t type;         /* RTN_*; 0 = RTN_UNICAST */
+	bool onlink;          /* RTNH_F_ONLINK */
 } NlRoute;
 #define NL_ROUTE_REPLACE 0x1
 int nl_route_add(NlSock *s, const NlRoute *r, int flags);
@@ -182,11 +182,11 @@ int nl_route_get(NlSock *s, const IpAddr *dst, NlRoute *ret);
 /* Neighbours (ARP/NDP) and bridge/vxlan FDB */
 typedef struct NlNeigh {
 	int ifindex;
-	int family;             /* AF_INET/AF_INET6 for neighbours, AF_BRIDGE for FDB */
-	IpAddr dst;             /* neighbour IP, or the remote VTEP for vxlan FDB */
+	int family; /* AF_INET/AF_INET6 for neighbours, AF_BRIDGE for FDB */
+	IpAddr dst; /* neighbour IP, or the remote VTEP for vxlan FDB */
 	uint8_t mac[6];
-	uint16_t state;         /* NUD_* */
-	uint8_t flags;          /* NTF_* */
+	uint16_t state; /* NUD_* */
+	uint8_t flags;  /* NTF_* */
 } NlNeigh;
 int nl_neigh_add(NlSock *s, int ifindex, const IpAddr *ip, const uint8_t mac[6], uint16_t state, bool replace);
 int nl_neigh_del(NlSock *s, int ifindex, const IpAddr *ip);

@@ -30,12 +30,13 @@ int pod_bridge_ensure(NlSock *host, const PodBridgeConfig *c, NlLink *ret, CniEr
 		/* ip link add NAME [mtu MTU] type bridge [vlan_filtering 1] — a concurrent creator
 		 * winning the race is fine (nl_bridge_create() checks it made a bridge) */
 		r = nl_bridge_create(host, &(NlBridgeConfig) {
-			.name = c->name,
-			.mtu = c->mtu,
-			.vlan_filtering = c->vlan_filtering,
-		});
+							   .name = c->name,
+							   .mtu = c->mtu,
+							   .vlan_filtering = c->vlan_filtering,
+					   });
 		if (r == -EEXIST)
-			return cni_error_set(err, r, CNI_ERR_INTERNAL, "%s already exists but is not a bridge", c->name);
+			return cni_error_set(err, r, CNI_ERR_INTERNAL, "%s already exists but is not a bridge",
+					     c->name);
 		if (r < 0)
 			return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to create bridge %s: %s%s", c->name,
 					     strerror(-r), extack_of(host, ea));
@@ -140,8 +141,9 @@ int pod_bridge_port_attach(NlSock *host, int bridge_ifindex, int port_ifindex, c
 		/* bridge vlan add dev PORT vid VLAN pvid untagged */
 		r = nl_bridge_vlan_add(host, port_ifindex, p->vlan, 0, true, true, false);
 		if (r < 0)
-			return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to setup vlan tag %u on interface %s: %s%s",
-					     p->vlan, port_name, strerror(-r), extack_of(host, ea));
+			return cni_error_set(err, r, CNI_ERR_INTERNAL,
+					     "failed to setup vlan tag %u on interface %s: %s%s", p->vlan, port_name,
+					     strerror(-r), extack_of(host, ea));
 	}
 	if (p->n_trunk > 0) {
 		vids = malloc(p->n_trunk * sizeof(uint16_t));

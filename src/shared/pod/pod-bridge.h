@@ -15,16 +15,17 @@
 
 typedef struct PodBridgeConfig {
 	const char *name;
-	unsigned mtu;           /* only applied when the bridge is created; 0 = default */
-	bool promisc;           /* turned on when set (never turned off: others may need it) */
-	bool vlan_filtering;    /* requested when the bridge is created */
+	unsigned mtu;        /* only applied when the bridge is created; 0 = default */
+	bool promisc;        /* turned on when set (never turned off: others may need it) */
+	bool vlan_filtering; /* requested when the bridge is created */
 } PodBridgeConfig;
 
 /*
  * Creates the bridge unless it exists (a concurrent creator winning the race is fine), turns on
  * promisc if asked, sets net.ipv6.conf.<br>.accept_ra=0 (we own the bridge's routes), brings it
- * up and pins its MAC (pod_bridge_pin_mac) so ports coming and going never change it. Returns 0 with the bridge's current state in *ret (may be NULL); -EEXIST when a link of
- * that name exists but is not a bridge. Errors name the bridge in *err (may be NULL).
+ * up and pins its MAC (pod_bridge_pin_mac) so ports coming and going never change it. Returns 0 with the bridge's
+ * current state in *ret (may be NULL); -EEXIST when a link of that name exists but is not a bridge. Errors name the
+ * bridge in *err (may be NULL).
  */
 int pod_bridge_ensure(NlSock *host, const PodBridgeConfig *c, NlLink *ret, CniError *err);
 
@@ -36,10 +37,10 @@ int pod_bridge_ensure(NlSock *host, const PodBridgeConfig *c, NlLink *ret, CniEr
 int pod_bridge_pin_mac(NlSock *host, const NlLink *br, CniError *err);
 
 typedef struct PodBridgePort {
-	bool hairpin;           /* IFLA_BRPORT_MODE */
-	bool isolated;          /* IFLA_BRPORT_ISOLATED */
-	uint16_t vlan;          /* access VLAN: pvid + untagged; 0 = none */
-	const uint16_t *trunk;  /* tagged VLANs (sorted or not, 1..4094) */
+	bool hairpin;          /* IFLA_BRPORT_MODE */
+	bool isolated;         /* IFLA_BRPORT_ISOLATED */
+	uint16_t vlan;         /* access VLAN: pvid + untagged; 0 = none */
+	const uint16_t *trunk; /* tagged VLANs (sorted or not, 1..4094) */
 	size_t n_trunk;
 	bool preserve_default_vlan; /* false: drop the bridge's default pvid from the port first
 				     * (only when vlan or trunk is set, as the reference) */

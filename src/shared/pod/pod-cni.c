@@ -97,8 +97,8 @@ int pod_ipam_add(CniRequest *req, CniResult **ret) {
 	return 0;
 }
 
-const CniInterface *pod_result_find_iface(const CniResult *p, const char *name, bool in_sandbox,
-					  const char *sandbox, int *ret_index) {
+const CniInterface *pod_result_find_iface(const CniResult *p, const char *name, bool in_sandbox, const char *sandbox,
+					  int *ret_index) {
 	for (size_t i = 0; i < p->n_interfaces; i++) {
 		const CniInterface *f = &p->interfaces[i];
 
@@ -122,7 +122,8 @@ int pod_check_prev_iface(CniRequest *req, const CniInterface **ret_iface, int *r
 	ci = pod_result_find_iface(req->prev_result, req->ifname, true, req->netns, &index);
 	if (!ci)
 		return cni_fail(req, -ENOENT, CNI_ERR_INTERNAL,
-				"interface %s with sandbox %s is not in prevResult's interfaces", req->ifname, req->netns);
+				"interface %s with sandbox %s is not in prevResult's interfaces", req->ifname,
+				req->netns);
 	if (ret_iface)
 		*ret_iface = ci;
 	if (ret_index)
@@ -142,7 +143,8 @@ int pod_link_del_in_netns(CniRequest *req) {
 	if (fd == -ENOENT || fd == -EINVAL)
 		return 0;
 	if (fd < 0)
-		return cni_fail(req, fd, CNI_ERR_INTERNAL, "failed to open netns \"%s\": %s", req->netns, strerror(-fd));
+		return cni_fail(req, fd, CNI_ERR_INTERNAL, "failed to open netns \"%s\": %s", req->netns,
+				strerror(-fd));
 	r = nl_sock_open_netns(fd, &cont);
 	if (r >= 0) {
 		/* ip -n POD link del IFNAME */
@@ -167,8 +169,8 @@ int pod_open_netns_socks(CniRequest *req, int *ret_netns_fd, NlSock **ret_host, 
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket: %s", strerror(-r));
 	r = nl_sock_open_netns(*ret_netns_fd, ret_cont);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s", req->netns,
-				strerror(-r));
+		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
+				req->netns, strerror(-r));
 	return 0;
 }
 

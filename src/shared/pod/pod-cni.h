@@ -32,8 +32,8 @@ int pod_ipam_add(CniRequest *req, CniResult **ret);
 void pod_ipam_release(CniRequest *req);
 
 /* The interface of `p` named `name`: inside `sandbox` (in_sandbox) or a host one (no sandbox). */
-const CniInterface *pod_result_find_iface(const CniResult *p, const char *name, bool in_sandbox,
-					  const char *sandbox, int *ret_index);
+const CniInterface *pod_result_find_iface(const CniResult *p, const char *name, bool in_sandbox, const char *sandbox,
+					  int *ret_index);
 
 /*
  * CHECK prologue of the reference plugins: prevResult is required (code 7) and must list

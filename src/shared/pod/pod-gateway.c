@@ -64,13 +64,13 @@ int pod_gateway_ensure(NlSock *host, const NlLink *link, const IpPrefix *gw, boo
 		ip_prefix_to_string(a, as);
 		if (!force_address)
 			return cni_error_set(err, -EEXIST, CNI_ERR_INTERNAL,
-					     "\"%s\" already has an IP address different from %s (%s)", link->name,
-					     gws, as);
+					     "\"%s\" already has an IP address different from %s (%s)", link->name, gws,
+					     as);
 		/* ip addr del A dev BR */
 		r = nl_addr_del(host, link->ifindex, a);
 		if (r < 0 && r != -EADDRNOTAVAIL)
-			return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not remove IP address %s from %s: %s",
-					     as, link->name, strerror(-r));
+			return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not remove IP address %s from %s: %s", as,
+					     link->name, strerror(-r));
 	}
 
 	/* ip addr add GW dev BR [nodad] — EEXIST: a concurrent ADD was faster, which is fine. */

@@ -285,8 +285,8 @@ int pod_iface_check(NlSock *cont, const char *ifname, const CniResult *r, int if
 		const CniRoute *rt = &r->routes[i];
 		RouteFind f = { .want = rt, .dst = ip_prefix_mask(&rt->dst) };
 
-		k = nl_route_dump(cont, rt->dst.addr.family, rt->table > 0 ? (uint32_t) rt->table : 0,
-				  route_find_cb, &f);
+		k = nl_route_dump(cont, rt->dst.addr.family, rt->table > 0 ? (uint32_t) rt->table : 0, route_find_cb,
+				  &f);
 		if (k < 0)
 			return cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to list routes: %s", strerror(-k));
 		if (!f.found)

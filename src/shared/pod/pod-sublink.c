@@ -87,8 +87,8 @@ static int temp_name(char buf[IFNAMSIZ]) {
 
 typedef struct SublinkRollback {
 	CniRequest *req;
-	NlSock *cont;           /* borrowed */
-	int ifindex;            /* > 0: delete the device in the pod */
+	NlSock *cont; /* borrowed */
+	int ifindex;  /* > 0: delete the device in the pod */
 	bool ipam;
 } SublinkRollback;
 
@@ -172,8 +172,8 @@ int pod_sublink_add(CniRequest *req, const PodSublink *c, CniResult **ret) {
 		snprintf(key, sizeof(key), "net/ipv4/conf/%s/proxy_arp", tmp);
 		r = sysctl_write_netns(netns_fd, key, "1");
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set proxy_arp on newly added interface %s: %s",
-					tmp, strerror(-r));
+			return cni_fail(req, r, CNI_ERR_INTERNAL,
+					"failed to set proxy_arp on newly added interface %s: %s", tmp, strerror(-r));
 	}
 
 	/* ip -n POD link set TMP name IFNAME */
@@ -258,8 +258,9 @@ int pod_sublink_check(CniRequest *req, const PodSublink *c) {
 	if (r < 0)
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up %s: %s", req->ifname, strerror(-r));
 	if (!streq(li.kind, c->kind))
-		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Error: Container interface %s not of type %s (is \"%s\")",
-				req->ifname, c->kind, li.kind);
+		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL,
+				"Error: Container interface %s not of type %s (is \"%s\")", req->ifname, c->kind,
+				li.kind);
 	if (c->check && (r = c->check(req, c, &li)) < 0)
 		return r;
 	if (!isempty(ci->mac) && strcasecmp(ci->mac, ether_addr_format(link.mac, ms)) != 0)

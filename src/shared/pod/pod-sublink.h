@@ -18,16 +18,16 @@
 
 typedef struct PodSublink PodSublink;
 struct PodSublink {
-	const char *kind;           /* "macvlan", "ipvlan", "vlan": IFLA_INFO_KIND and messages */
-	const char *master;         /* lower device, in the namespace the plugin runs in; NULL or "":
-	                             * the device of the default route (pod_sublink_default_master()) */
-	unsigned mtu;               /* 0 = the master's */
-	bool mtu_max_master;        /* an "mtu" above the master's is a config error (macvlan) */
-	const uint8_t *mac;         /* NULL = the kernel's choice */
-	bool proxy_arp;             /* net.ipv4.conf.<dev>.proxy_arp=1 in the pod (macvlan) */
-	bool layer3;                /* run IPAM ("ipam" has a type) */
-	const CniResult *chained;   /* no IPAM: take the IPs/routes of this prevResult (ipvlan) */
-	uint32_t param;             /* for create/check: macvlan or ipvlan mode, VLAN id */
+	const char *kind;         /* "macvlan", "ipvlan", "vlan": IFLA_INFO_KIND and messages */
+	const char *master;       /* lower device, in the namespace the plugin runs in; NULL or "":
+				   * the device of the default route (pod_sublink_default_master()) */
+	unsigned mtu;             /* 0 = the master's */
+	bool mtu_max_master;      /* an "mtu" above the master's is a config error (macvlan) */
+	const uint8_t *mac;       /* NULL = the kernel's choice */
+	bool proxy_arp;           /* net.ipv4.conf.<dev>.proxy_arp=1 in the pod (macvlan) */
+	bool layer3;              /* run IPAM ("ipam" has a type) */
+	const CniResult *chained; /* no IPAM: take the IPs/routes of this prevResult (ipvlan) */
+	uint32_t param;           /* for create/check: macvlan or ipvlan mode, VLAN id */
 	/* ip link add NAME link PARENT netns NETNS_FD type KIND ...: 0 or the kernel's -errno. */
 	int (*create)(NlSock *host, const PodSublink *c, const char *name, int parent, int netns_fd);
 	/* CHECK of the kind's own settings (mode, VLAN id); 0 or -errno with req->error set. */

@@ -24,9 +24,8 @@ static const char *extack(NlSock *s) {
 	return isempty(e) ? "" : e;
 }
 
-int pod_veth_create(NlSock *host, NlSock *cont, int netns_fd, const char *ifname, unsigned mtu,
-		    const uint8_t *mac, char ret_host_name[IFNAMSIZ], NlLink *ret_host, NlLink *ret_cont,
-		    CniError *err) {
+int pod_veth_create(NlSock *host, NlSock *cont, int netns_fd, const char *ifname, unsigned mtu, const uint8_t *mac,
+		    char ret_host_name[IFNAMSIZ], NlLink *ret_host, NlLink *ret_cont, CniError *err) {
 	char name[IFNAMSIZ];
 	NlLink h, c;
 	int r;
@@ -55,8 +54,8 @@ int pod_veth_create(NlSock *host, NlSock *cont, int netns_fd, const char *ifname
 			break;
 	}
 	if (r < 0)
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to create veth pair %s/%s: %s%s%s", name,
-				     ifname, strerror(-r), *extack(host) ? ": " : "", extack(host));
+		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to create veth pair %s/%s: %s%s%s", name, ifname,
+				     strerror(-r), *extack(host) ? ": " : "", extack(host));
 
 	r = nl_link_get(host, name, 0, &h);
 	if (r >= 0)
@@ -77,8 +76,7 @@ int pod_veth_create(NlSock *host, NlSock *cont, int netns_fd, const char *ifname
 	return 0;
 }
 
-int pod_veth_check_peer(NlSock *host, const char *host_name, const NlLink *cont, int master_ifindex,
-			CniError *err) {
+int pod_veth_check_peer(NlSock *host, const char *host_name, const NlLink *cont, int master_ifindex, CniError *err) {
 	NlLink h;
 	int r;
 

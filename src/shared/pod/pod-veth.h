@@ -26,14 +26,12 @@
  * On failure nothing is left behind and *err (may be NULL) says what failed.
  * The caller owns the pair afterwards: deleting either end deletes both.
  */
-int pod_veth_create(NlSock *host, NlSock *cont, int netns_fd, const char *ifname, unsigned mtu,
-		    const uint8_t *mac, char ret_host_name[IFNAMSIZ], NlLink *ret_host, NlLink *ret_cont,
-		    CniError *err);
+int pod_veth_create(NlSock *host, NlSock *cont, int netns_fd, const char *ifname, unsigned mtu, const uint8_t *mac,
+		    char ret_host_name[IFNAMSIZ], NlLink *ret_host, NlLink *ret_cont, CniError *err);
 
 /*
  * CHECK helper: verifies that `host_name` (host namespace) is a veth whose peer is the pod
  * interface `cont` (IFLA_LINK both ways) and, when master_ifindex > 0, that it is a port of that
  * master. 0, or -ENODEV / -ENOLINK / -EXDEV with *err naming what does not match.
  */
-int pod_veth_check_peer(NlSock *host, const char *host_name, const NlLink *cont, int master_ifindex,
-			CniError *err);
+int pod_veth_check_peer(NlSock *host, const char *host_name, const NlLink *cont, int master_ifindex, CniError *err);

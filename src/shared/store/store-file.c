@@ -18,8 +18,8 @@ int store_fsync_dir(int dir_fd) {
 	return 0;
 }
 
-int store_file_create_exclusive_at(int dir_fd, const char *name, const char *tmp_name,
-				   const void *data, size_t len, mode_t mode) {
+int store_file_create_exclusive_at(int dir_fd, const char *name, const char *tmp_name, const void *data, size_t len,
+				   mode_t mode) {
 	_cleanup_close_ int fd = -EBADF;
 	int r;
 

@@ -16,8 +16,8 @@
  * the directory fsync()ed. The caller must make `tmp_name` unique among concurrent writers (the
  * stores using this hold a lock). Returns 0, -EEXIST, or negative errno.
  */
-int store_file_create_exclusive_at(int dir_fd, const char *name, const char *tmp_name,
-				   const void *data, size_t len, mode_t mode);
+int store_file_create_exclusive_at(int dir_fd, const char *name, const char *tmp_name, const void *data, size_t len,
+				   mode_t mode);
 
 /* fsync() the directory dir_fd refers to. 0 or negative errno. */
 int store_fsync_dir(int dir_fd);
