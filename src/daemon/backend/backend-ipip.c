@@ -26,43 +26,6 @@
 #define IPIP_OVERHEAD 20
 #define IPIP_DEVICE BACKEND_VTEP_PREFIX "ipip"
 
-typedef struct TunnelAddrs {
-	IpPrefix have[8];
-	size_t n;
-} TunnelAddrs;
-
-static int tunnel_addr_cb(const NlAddr *a, void *userdata) {
-	TunnelAddrs *v = userdata;
-
-	if (a->prefix.addr.family == AF_INET6 && a->scope == RT_SCOPE_LINK)
-		return 0;
-	if (v->n < ELEMENTSOF(v->have))
-		v->have[v->n++] = a->prefix;
-	return 0;
-}
-
-/* ip addr replace 10.244.1.0/32 dev weft.ipip; stale ones removed */
-static int tunnel_sync_address(Backend *b) {
-	IpPrefix want = { .addr = ip_prefix_mask(&b->self.subnet).addr, .len = 32 };
-	bool have_want = ip_addr_is_set(&b->self.subnet.addr);
-	TunnelAddrs v = {};
-	int r;
-
-	r = nl_addr_dump(b->nl, AF_UNSPEC, b->tunnel_ifindex, tunnel_addr_cb, &v);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < v.n; i++)
-		if (!have_want || !ip_prefix_equal(&v.have[i], &want)) {
-			r = nl_addr_del(b->nl, b->tunnel_ifindex, &v.have[i]);
-			if (r < 0 && r != -EADDRNOTAVAIL && r != -ENOENT)
-				return r;
-		}
-	if (!have_want)
-		return 0;
-	r = nl_addr_add(b->nl, b->tunnel_ifindex, &want, 0);
-	return r == -EEXIST ? 0 : r;
-}
-
 static int ipip_ensure(Backend *b) {
 	NlLink l;
 	int r;
@@ -108,7 +71,7 @@ static int ipip_ensure(Backend *b) {
 	}
 	if (!b->have_lease)
 		return 0;
-	r = tunnel_sync_address(b);
+	r = backend_sync_device_addresses(b, b->tunnel_ifindex, false, 0); /* IPv4 only */
 	if (r < 0)
 		return r;
 	if (!(l.flags & IFF_UP)) {

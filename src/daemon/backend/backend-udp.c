@@ -308,56 +308,6 @@ static int udp_open_tun(Backend *b, UdpTunnel *u) {
 	return event_loop_add_io(b->loop, fd, EPOLLIN, on_tun, b, &u->tun_io);
 }
 
-typedef struct TunAddrs {
-	IpPrefix have[8];
-	size_t n;
-} TunAddrs;
-
-static int tun_addr_cb(const NlAddr *a, void *userdata) {
-	TunAddrs *v = userdata;
-
-	if (a->prefix.addr.family == AF_INET6 && a->scope == RT_SCOPE_LINK)
-		return 0;
-	if (v->n < ELEMENTSOF(v->have))
-		v->have[v->n++] = a->prefix;
-	return 0;
-}
-
-/* ip addr replace 10.244.1.0/32 dev weft0 (and the /128 of subnet6); stale ones removed. The
- * node's own traffic to remote pods leaves with this source, which the peers accept as ours. */
-static int udp_sync_addresses(Backend *b, int ifindex) {
-	IpPrefix want[2];
-	size_t n_want = 0;
-	TunAddrs v = {};
-	int r;
-
-	if (ip_addr_is_set(&b->self.subnet.addr))
-		want[n_want++] = (IpPrefix) { .addr = ip_prefix_mask(&b->self.subnet).addr, .len = 32 };
-	if (ip_addr_is_set(&b->self.subnet6.addr))
-		want[n_want++] = (IpPrefix) { .addr = ip_prefix_mask(&b->self.subnet6).addr, .len = 128 };
-
-	r = nl_addr_dump(b->nl, AF_UNSPEC, ifindex, tun_addr_cb, &v);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < v.n; i++) {
-		bool keep = false;
-		for (size_t j = 0; j < n_want; j++)
-			keep = keep || ip_prefix_equal(&v.have[i], &want[j]);
-		if (!keep) {
-			r = nl_addr_del(b->nl, ifindex, &v.have[i]);
-			if (r < 0 && r != -EADDRNOTAVAIL && r != -ENOENT)
-				return r;
-		}
-	}
-	for (size_t j = 0; j < n_want; j++) {
-		/* IFA_F_NODAD: a TUN has no link layer to detect duplicates on */
-		r = nl_addr_add(b->nl, ifindex, &want[j], want[j].addr.family == AF_INET6 ? IFA_F_NODAD : 0);
-		if (r < 0 && r != -EEXIST)
-			return r;
-	}
-	return 0;
-}
-
 static unsigned udp_overhead(const Backend *b) {
 	return b->public_ip.family == AF_INET6 ? 48 : 28; /* UDP 8 + outer IP 20 | 40 */
 }
@@ -410,7 +360,8 @@ static int udp_ensure(Backend *b) {
 	}
 	if (!b->have_lease)
 		return 0;
-	r = udp_sync_addresses(b, l.ifindex);
+	/* IFA_F_NODAD: a TUN has no link layer to detect duplicates on */
+	r = backend_sync_device_addresses(b, l.ifindex, true, IFA_F_NODAD);
 	if (r < 0)
 		return r;
 	if (!(l.flags & IFF_UP)) {

@@ -32,54 +32,6 @@ static bool vtep_matches(const Backend *b, const NlLink *l) {
 	       (l->vxlan_link == 0 || l->vxlan_link == b->underlay_ifindex);
 }
 
-typedef struct VtepAddrs {
-	IpPrefix have[8];
-	size_t n;
-} VtepAddrs;
-
-static int vtep_addr_cb(const NlAddr *a, void *userdata) {
-	VtepAddrs *v = userdata;
-
-	if (a->prefix.addr.family == AF_INET6 && a->scope == RT_SCOPE_LINK)
-		return 0; /* the kernel's own fe80:: */
-	if (v->n < ELEMENTSOF(v->have))
-		v->have[v->n++] = a->prefix;
-	return 0;
-}
-
-/* ip addr replace 10.244.1.0/32 dev weft.1 (and the /128 of subnet6); stale ones removed */
-static int vtep_sync_addresses(Backend *b) {
-	IpPrefix want[2];
-	size_t n_want = 0;
-	VtepAddrs v = {};
-	int r;
-
-	if (ip_addr_is_set(&b->self.subnet.addr))
-		want[n_want++] = (IpPrefix) { .addr = ip_prefix_mask(&b->self.subnet).addr, .len = 32 };
-	if (ip_addr_is_set(&b->self.subnet6.addr))
-		want[n_want++] = (IpPrefix) { .addr = ip_prefix_mask(&b->self.subnet6).addr, .len = 128 };
-
-	r = nl_addr_dump(b->nl, AF_UNSPEC, b->vtep_ifindex, vtep_addr_cb, &v);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < v.n; i++) {
-		bool keep = false;
-		for (size_t j = 0; j < n_want; j++)
-			keep = keep || ip_prefix_equal(&v.have[i], &want[j]);
-		if (!keep) {
-			r = nl_addr_del(b->nl, b->vtep_ifindex, &v.have[i]);
-			if (r < 0 && r != -EADDRNOTAVAIL && r != -ENOENT)
-				return r;
-		}
-	}
-	for (size_t j = 0; j < n_want; j++) {
-		r = nl_addr_add(b->nl, b->vtep_ifindex, &want[j], 0);
-		if (r < 0 && r != -EEXIST)
-			return r;
-	}
-	return 0;
-}
-
 static int vxlan_ensure(Backend *b) {
 	NlLink l;
 	int r;
@@ -138,7 +90,7 @@ static int vxlan_ensure(Backend *b) {
 	if (!b->have_lease)
 		return 0;
 
-	r = vtep_sync_addresses(b);
+	r = backend_sync_device_addresses(b, b->vtep_ifindex, true, 0);
 	if (r < 0)
 		return r;
 	if (!(l.flags & IFF_UP)) {

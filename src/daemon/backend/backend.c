@@ -268,3 +268,51 @@ int backend_uninstall_links(NlSock *nl) {
 	}
 	return r;
 }
+
+typedef struct DeviceAddrs {
+	IpPrefix have[8];
+	size_t n;
+} DeviceAddrs;
+
+static int device_addr_cb(const NlAddr *a, void *userdata) {
+	DeviceAddrs *v = userdata;
+
+	if (a->prefix.addr.family == AF_INET6 && a->scope == RT_SCOPE_LINK)
+		return 0; /* the kernel's own fe80:: */
+	if (v->n < ELEMENTSOF(v->have))
+		v->have[v->n++] = a->prefix;
+	return 0;
+}
+
+/* ip addr replace 10.244.1.0/32 dev weft.1 (and the /128 of subnet6); stale ones removed */
+int backend_sync_device_addresses(Backend *b, int ifindex, bool with_v6, uint32_t v6_flags) {
+	IpPrefix want[2];
+	size_t n_want = 0;
+	DeviceAddrs v = {};
+	int r;
+
+	if (ip_addr_is_set(&b->self.subnet.addr))
+		want[n_want++] = (IpPrefix) { .addr = ip_prefix_mask(&b->self.subnet).addr, .len = 32 };
+	if (with_v6 && ip_addr_is_set(&b->self.subnet6.addr))
+		want[n_want++] = (IpPrefix) { .addr = ip_prefix_mask(&b->self.subnet6).addr, .len = 128 };
+
+	r = nl_addr_dump(b->nl, AF_UNSPEC, ifindex, device_addr_cb, &v);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < v.n; i++) {
+		bool keep = false;
+		for (size_t j = 0; j < n_want; j++)
+			keep = keep || ip_prefix_equal(&v.have[i], &want[j]);
+		if (!keep) {
+			r = nl_addr_del(b->nl, ifindex, &v.have[i]);
+			if (r < 0 && r != -EADDRNOTAVAIL && r != -ENOENT)
+				return r;
+		}
+	}
+	for (size_t j = 0; j < n_want; j++) {
+		r = nl_addr_add(b->nl, ifindex, &want[j], want[j].addr.family == AF_INET6 ? v6_flags : 0);
+		if (r < 0 && r != -EEXIST)
+			return r;
+	}
+	return 0;
+}

@@ -146,6 +146,14 @@ bool backend_is_direct(const Backend *b, const IpAddr *ip);
 /* The host-gw route for a remote (used by host-gw, and by vxlan with DirectRouting). */
 int backend_render_direct_routes(Backend *b, const NodeLease *remote, NodeObjects *ret);
 
+/*
+ * The tunnel device's own addresses: our subnet's network address as a /32 (and, with with_v6,
+ * subnet6's as a /128; v6_flags e.g. IFA_F_NODAD), so the node's own traffic to remote pods leaves
+ * with a source the peers route back. Every other address but the kernel's fe80:: is removed.
+ * Used by vxlan (weft.1), udp (weft0) and ipip (weft.ipip). 0 or a negative errno.
+ */
+int backend_sync_device_addresses(Backend *b, int ifindex, bool with_v6, uint32_t v6_flags);
+
 /* A MAC derived from the node name and VNI: locally administered unicast, stable across restarts
  * and reinstalls, so a restarted node need not republish it and peers' FDB stays valid. */
 void backend_vtep_mac(const char *node_name, uint32_t vni, uint8_t ret[6]);
