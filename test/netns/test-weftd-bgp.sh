@@ -42,7 +42,9 @@ is() { [ "$("${@:2}")" = "$1" ]; }
 CLUSTER_EXTRA_BACKEND='"ASNumber": 64600'
 cluster_init 3 bgp
 on_exit bird_stop_all
-for i in 1 2 3; do weftd_start "$i"; done
+weftd_start 1
+weftd_start 2 --keep-lease # restarted below: its lease and announcements must survive that
+weftd_start 3
 weftd_wait_ready 1 2 3
 for i in 1 2 3; do
 	wait_for 5 test -s "$(node_dir "$i")/run/bird.conf" || fail "node$i: weftd wrote no bird.conf"
@@ -133,6 +135,21 @@ assert_eq "$(routes_bird 1 | grep -c "^${SUBNET[2]} ")" 1 "node1 keeps node2's r
 bird_start 2
 wait_for 30 is 2 established 2 || check_fail "node2: sessions not back after BIRD restart"
 assert_eq "$(metric 2 weft_bird_up)" 1 "node2 weft_bird_up after restart"
+
+# ---- graceful restart: weftd restarted on node2 (BIRD keeps running; weftd must not withdraw or
+# re-render node2's announcements from a partial view while it starts again)
+ip netns exec "$(pod_ns 1)" ping -c 60 -i 0.1 -W 1 "$(pod_ip 2)" >"$T/wr-ping" 2>&1 &
+ping_pid=$!
+weftd_stop 2
+weftd_start 2 --keep-lease
+weftd_wait_ready 2
+wait "$ping_pid" || true
+lost=$(sed -n 's/.* \([0-9]*\)% packet loss.*/\1/p' "$T/wr-ping")
+info "pod1 -> pod2 while node2's weftd restarted: ${lost:-?}% loss over 6 s"
+assert_eq "$lost" 0 "pod traffic keeps flowing while node2's weftd restarts"
+assert_eq "$(node_subnet 2)" "${SUBNET[2]}" "node2 keeps its subnet across the weftd restart"
+assert_eq "$(routes_bird 1 | grep -c "^${SUBNET[2]} ")" 1 "node1 still routes node2's subnet after node2's weftd restart"
+wait_for 10 is 2 established 2 || check_fail "node2: $(established 2) of 2 sessions after its weftd restart"
 
 route_bird_to() { routes_bird "$1" | grep "^$2 " || true; }
 # ---- node3 leaves
