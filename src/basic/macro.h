@@ -80,3 +80,10 @@ static inline int negative_errno(void) {
 			(r) = _k_;                                                                                     \
 		_k_;                                                                                                   \
 	})
+
+/* qsort() with a NULL base is undefined even for 0 elements (UBSan's nonnull check fires on an
+ * empty array that was never allocated): sort only when there is something to sort. */
+static inline void qsort_safe(void *base, size_t nmemb, size_t size, int (*cmp)(const void *, const void *)) {
+	if (nmemb > 1)
+		qsort(base, nmemb, size, cmp);
+}

@@ -75,7 +75,7 @@ static void sv_sort_unique(StrVec *s) {
 
 	if (s->n == 0)
 		return;
-	qsort(s->v, s->n, sizeof(char *), cmp_str);
+	qsort_safe(s->v, s->n, sizeof(char *), cmp_str);
 	for (size_t i = 1; i < s->n; i++) {
 		if (streq(s->v[i], s->v[j]))
 			free(s->v[i]);
@@ -286,7 +286,7 @@ static void rv_render(RangeVec *r, StrVec *out) {
 		out->oom = true;
 	if (r->n == 0)
 		return;
-	qsort(r->v, r->n, sizeof(Range), cmp_range);
+	qsort_safe(r->v, r->n, sizeof(Range), cmp_range);
 	for (size_t i = 1; i < r->n; i++) {
 		if (ip_addr_cmp(&r->v[i].lo, &r->v[j].hi) <= 0) {
 			if (ip_addr_cmp(&r->v[i].hi, &r->v[j].hi) > 0)
@@ -656,7 +656,7 @@ int policy_compile(const PolicyInput *in, PolicyRuleset **ret) {
 		return -ENOMEM;
 	}
 	memcpy(pols, in->policies, in->n_policies * sizeof(*pols));
-	qsort(pols, in->n_policies, sizeof(*pols), cmp_policy);
+	qsort_safe(pols, in->n_policies, sizeof(*pols), cmp_policy);
 	/* namespaceSelector peers look a namespace up per (peer, pod): sorted, that is a bsearch */
 	nss = new0(const KubeNamespace *, in->n_namespaces + 1);
 	if (!nss) {
@@ -664,7 +664,7 @@ int policy_compile(const PolicyInput *in, PolicyRuleset **ret) {
 		return -ENOMEM;
 	}
 	memcpy(nss, in->namespaces, in->n_namespaces * sizeof(*nss));
-	qsort(nss, in->n_namespaces, sizeof(*nss), cmp_ns);
+	qsort_safe(nss, in->n_namespaces, sizeof(*nss), cmp_ns);
 	sorted = *in;
 	sorted.namespaces = nss;
 	sorted.namespaces_sorted = true;
@@ -676,7 +676,7 @@ int policy_compile(const PolicyInput *in, PolicyRuleset **ret) {
 		policy_ruleset_free(rs);
 		return -ENOMEM;
 	}
-	qsort(rs->objs, rs->n, sizeof(PolicyObject), cmp_obj);
+	qsort_safe(rs->objs, rs->n, sizeof(PolicyObject), cmp_obj);
 	*ret = rs;
 	return 0;
 }

@@ -252,7 +252,7 @@ static int sync_full(ServiceAgent *a) {
 		r = list_kernel_objects(a->nft, "set", &kernel_sets);
 	if (r < 0)
 		goto out;
-	qsort(f.v, f.n, sizeof(ServiceUnit *), unit_ptr_cmp);
+	qsort_safe(f.v, f.n, sizeof(ServiceUnit *), unit_ptr_cmp);
 	if (f.n == 0 && strv_length(kernel) == 0 && strv_length(kernel_sets) == 0) {
 		/* no Service and nothing of ours: add nothing, so a cluster without Services keeps
 		 * exactly the datapath it had */

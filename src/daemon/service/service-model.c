@@ -457,9 +457,9 @@ int service_unit_build(const ServiceModelInput *in, ServiceUnit **ret) {
 				build_port(&b, in, &svc->ports[p], fam == 0 ? AF_INET : AF_INET6);
 	if (b.oom)
 		return -ENOMEM;
-	qsort(u->chains, u->n_chains, sizeof(SvcChain), chain_cmp);
-	qsort(u->elems, u->n_elems, sizeof(SvcElem), elem_cmp);
-	qsort(u->sets, u->n_sets, sizeof(SvcSet), set_cmp);
+	qsort_safe(u->chains, u->n_chains, sizeof(SvcChain), chain_cmp);
+	qsort_safe(u->elems, u->n_elems, sizeof(SvcElem), elem_cmp);
+	qsort_safe(u->sets, u->n_sets, sizeof(SvcSet), set_cmp);
 	w = 0;
 	for (size_t i = 0; i < u->n_sets; i++)
 		if (w > 0 && set_cmp(&u->sets[w - 1], &u->sets[i]) == 0) {
