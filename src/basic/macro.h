@@ -87,3 +87,9 @@ static inline void qsort_safe(void *base, size_t nmemb, size_t size, int (*cmp)(
 	if (nmemb > 1)
 		qsort(base, nmemb, size, cmp);
 }
+
+/* The same for bsearch(): an empty, never allocated array has nothing to find. */
+static inline void *bsearch_safe(const void *key, const void *base, size_t nmemb, size_t size,
+				 int (*cmp)(const void *, const void *)) {
+	return nmemb > 0 ? bsearch(key, base, nmemb, size, cmp) : NULL;
+}

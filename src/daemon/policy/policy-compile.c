@@ -162,7 +162,8 @@ static int cmp_ns(const void *a, const void *b) {
 
 LabelSet policy_ns_labels(const PolicyInput *in, const char *ns) {
 	if (in->namespaces_sorted) {
-		const KubeNamespace *const *n = bsearch(ns, in->namespaces, in->n_namespaces, sizeof(*n), cmp_ns_key);
+		const KubeNamespace *const *n =
+				bsearch_safe(ns, in->namespaces, in->n_namespaces, sizeof(*n), cmp_ns_key);
 
 		return n ? kube_object_labels(&(*n)->meta) : (LabelSet) {};
 	}
@@ -701,7 +702,7 @@ const PolicyObject *policy_ruleset_find(const PolicyRuleset *r, const char *name
 
 	if (!r || r->n == 0)
 		return NULL;
-	return bsearch(&key, r->objs, r->n, sizeof(PolicyObject), cmp_obj);
+	return bsearch_safe(&key, r->objs, r->n, sizeof(PolicyObject), cmp_obj);
 }
 
 size_t policy_ruleset_size(const PolicyRuleset *r, size_t *ret_rules, size_t *ret_elements) {
@@ -735,7 +736,7 @@ static void put_key(FILE *f, const char *item) {
 }
 
 static bool has_item(const PolicyObject *o, const char *item) {
-	return o && bsearch(&item, o->items, o->n_items, sizeof(char *), cmp_str);
+	return o && bsearch_safe(&item, o->items, o->n_items, sizeof(char *), cmp_str);
 }
 
 static bool same_items(const PolicyObject *a, const PolicyObject *b) {

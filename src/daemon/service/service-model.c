@@ -532,17 +532,17 @@ bool service_unit_equal(const ServiceUnit *a, const ServiceUnit *b) {
 const SvcChain *service_unit_chain(const ServiceUnit *u, const char *name) {
 	SvcChain key = { .name = (char *) name };
 
-	return u ? bsearch(&key, u->chains, u->n_chains, sizeof(SvcChain), chain_cmp) : NULL;
+	return u ? bsearch_safe(&key, u->chains, u->n_chains, sizeof(SvcChain), chain_cmp) : NULL;
 }
 
 const SvcSet *service_unit_set(const ServiceUnit *u, const char *name) {
 	SvcSet key = { .name = (char *) name };
 
-	return u ? bsearch(&key, u->sets, u->n_sets, sizeof(SvcSet), set_cmp) : NULL;
+	return u ? bsearch_safe(&key, u->sets, u->n_sets, sizeof(SvcSet), set_cmp) : NULL;
 }
 
 static const SvcElem *unit_elem(const ServiceUnit *u, const SvcElem *e) {
-	return u ? bsearch(e, u->elems, u->n_elems, sizeof(SvcElem), elem_cmp) : NULL;
+	return u ? bsearch_safe(e, u->elems, u->n_elems, sizeof(SvcElem), elem_cmp) : NULL;
 }
 
 /* ---- rendering ---- */
