@@ -60,8 +60,10 @@ static void help(void) {
 	       "                            what the watch missed (default 60s, 0 = never)\n"
 	       "  --lease-ttl SECONDS       datastore lease TTL (default 60)\n"
 	       "  --keep-lease              do not release the lease on shutdown\n"
-	       "  --policy-log-drops        log packets NetworkPolicy drops to the kernel log, prefix\n"
-	       "                            \"weft-np NS DIR deny by POLICIES\", 50/s (default off)\n"
+	       "  --policy-log-drops        report packets NetworkPolicy drops (at most 50/s per pod\n"
+	       "                            class): read from nfnetlink_log group 30565, logged at\n"
+	       "                            info and served at /policy/drops (`weft policy drops`);\n"
+	       "                            without nfnetlink_log, to the kernel log (default off)\n"
 	       "  --ipam-data-dir DIR       pod address store written into the conflist\n"
 	       "                            (default: host-local's /var/lib/cni/networks)\n");
 }

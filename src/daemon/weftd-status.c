@@ -99,6 +99,10 @@ int manager_status_handler(const char *method, const char *path, const char *que
 		resp->content_type = "text/plain; charset=utf-8";
 		return policy_agent_explain(m->objects.policy, query, &resp->status, &resp->body);
 	}
+	if (streq(path, "/policy/drops") && m->objects.policy) {
+		resp->content_type = "application/x-ndjson";
+		return policy_agent_drops(m->objects.policy, query, &resp->status, &resp->body);
+	}
 	resp->status = 404;
 	return 0;
 }

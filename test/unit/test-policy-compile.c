@@ -21,8 +21,14 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <libmnl/libmnl.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_log.h>
+
 #include "basic/string-util.h"
 #include "daemon/policy/policy-compile.h"
+#include "daemon/policy/policy-drops.h"
 #include "shared/nft/nft.h"
 
 typedef struct Cluster {
@@ -132,6 +138,12 @@ static const char *obj_of(const PolicyRuleset *r, const char *comment, const cha
 
 #define assert_items(r, name, want) assert_string_equal(items(r, name), want)
 
+/* The counter of rule `rule` of policy chain np-<tag>-{in,out}: np-c-<tag>-{in,out}<rule>. */
+static const char *ctr(const char *chain, int rule, char buf[static 64]) {
+	snprintf(buf, 64, "np-c-%s%d", chain + 3, rule);
+	return buf;
+}
+
 static Cluster *cluster_new(void) {
 	Cluster *c = calloc(1, sizeof(Cluster));
 
@@ -185,9 +197,15 @@ static void test_default_deny_ingress(void **state) {
 	assert_items(r, "np-ingress6", "");
 	assert_items(r, "np-egress4", "");
 	snprintf(want, sizeof(want),
-		 "jump %s comment \"x/deny\" | counter drop comment \"ingress deny, isolated by deny\"",
-		 obj_of(r, "x/deny ingress", "-in"));
+		 "jump %s comment \"x/deny\" | counter name \"np-cc-%s\" drop comment \"ingress deny, isolated by deny\"",
+		 obj_of(r, "x/deny ingress", "-in"), cls + strlen("np-cls-"));
 	assert_items(r, cls, want);
+	/* the class's deny counter names the policies isolating it */
+	snprintf(want, sizeof(want), "np-cc-%s", cls + strlen("np-cls-"));
+	assert_items(r, want, "x/deny");
+	assert_int_equal(policy_ruleset_find(r, want)->kind, POLICY_OBJ_COUNTER);
+	assert_int_equal(policy_ruleset_find(r, want)->rule, -1);
+	assert_true(policy_ruleset_find(r, want)->ingress);
 	/* no rules: everything to them is dropped */
 	assert_items(r, obj_of(r, "x/deny ingress", "-in"), "");
 	assert_items(r, "np-ingress",
@@ -224,7 +242,7 @@ static void test_ingress_peers_and_ports(void **state) {
 	Cluster *c = cluster_new();
 	PolicyRuleset *r;
 	const char *chain;
-	char want[2048], s4[128], ports[128];
+	char want[2048], s4[128], ports[128], c0[64], c1[64];
 
 	/* rule 0: pods b of x, or any pod of namespaces ns in (y), on 80/TCP and 81-83/UDP;
 	 * rule 1: pods a of namespace z (both selectors in ONE peer), every port */
@@ -244,12 +262,16 @@ static void test_ingress_peers_and_ports(void **state) {
 	snprintf(s4, sizeof(s4), "%s1-peers4", chain);
 	assert_items(r, s4, "10.0.2.7");
 	snprintf(want, sizeof(want),
-		 "ip saddr @%s0-peers4 meta l4proto . th dport @%s0-ports counter accept comment \"x/allow ingress rule 0\" | "
-		 "ip6 saddr @%s0-peers6 meta l4proto . th dport @%s0-ports counter accept comment \"x/allow ingress rule 0\" | "
-		 "ip saddr @%s1-peers4 counter accept comment \"x/allow ingress rule 1\" | "
-		 "ip6 saddr @%s1-peers6 counter accept comment \"x/allow ingress rule 1\"",
-		 chain, chain, chain, chain, chain, chain);
+		 "ip saddr @%s0-peers4 meta l4proto . th dport @%s0-ports counter name \"%s\" accept comment \"x/allow ingress rule 0\" | "
+		 "ip6 saddr @%s0-peers6 meta l4proto . th dport @%s0-ports counter name \"%s\" accept comment \"x/allow ingress rule 0\" | "
+		 "ip saddr @%s1-peers4 counter name \"%s\" accept comment \"x/allow ingress rule 1\" | "
+		 "ip6 saddr @%s1-peers6 counter name \"%s\" accept comment \"x/allow ingress rule 1\"",
+		 chain, chain, ctr(chain, 0, c0), chain, chain, c0, chain, ctr(chain, 1, c1), chain, c1);
 	assert_items(r, chain, want);
+	/* one counter per rule, shared by its v4 and v6 rules, naming its policy */
+	assert_items(r, c0, "x/allow");
+	assert_int_equal(policy_ruleset_find(r, c1)->rule, 1);
+	assert_true(policy_ruleset_find(r, c1)->ingress);
 	/* only x/a is selected */
 	assert_null(strstr(items(r, "np-ingress4"), "10.0.1.2"));
 	policy_ruleset_free(r);
@@ -268,6 +290,7 @@ static void test_rules_without_peers_or_ports(void **state) {
 	Cluster *c = cluster_new();
 	PolicyRuleset *r;
 	const char *chain;
+	char want[256], c0[64];
 
 	/* one empty rule: from everywhere on every port; one ports-only rule: from everywhere to SCTP 80 */
 	policy_add(c, "x", "open", "{\"podSelector\":{},\"ingress\":[{}]}");
@@ -275,13 +298,16 @@ static void test_rules_without_peers_or_ports(void **state) {
 		   "{\"podSelector\":{},\"ingress\":[{\"ports\":[{\"protocol\":\"SCTP\",\"port\":80}]}]}");
 	policy_add(c, "x", "tcp-any", "{\"podSelector\":{},\"ingress\":[{\"ports\":[{\"protocol\":\"TCP\"}]}]}");
 	r = compile(c, "n1");
-	assert_items(r, obj_of(r, "x/open ingress", "-in"), "counter accept comment \"x/open ingress rule 0\"");
+	chain = obj_of(r, "x/open ingress", "-in");
+	snprintf(want, sizeof(want), "counter name \"%s\" accept comment \"x/open ingress rule 0\"", ctr(chain, 0, c0));
+	assert_items(r, chain, want);
 	chain = obj_of(r, "x/sctp ingress", "-in");
 	assert_true(strstr(items(r, chain), "meta l4proto . th dport @np-"));
 	assert_items(r, obj_of(r, "x/sctp ingress rule 0 ports", "-ports"), "sctp . 80");
 	assert_items(r, obj_of(r, "x/tcp-any ingress rule 0 ports", "-ports"), "tcp . 0-65535");
 	/* three policies select x/a: one class jumping to all three, in namespace/name order */
-	assert_true(strstr(items(r, obj_of(r, "isolated ingress by open sctp tcp-any", "-in")), "counter drop"));
+	assert_true(strstr(items(r, obj_of(r, "isolated ingress by open sctp tcp-any", "-in")), "\" drop comment"));
+	assert_items(r, obj_of(r, "ingress deny, isolated by open sctp tcp-any", ""), "x/open | x/sctp | x/tcp-any");
 	policy_ruleset_free(r);
 	cluster_free(c);
 }
@@ -290,16 +316,16 @@ static void test_named_ports_rules(void **state) {
 	Cluster *c = cluster_new();
 	PolicyRuleset *r;
 	const char *chain, *named4;
-	char want[1024];
+	char want[1024], c0[64];
 
 	policy_add(c, "x", "named", "{\"podSelector\":{},\"ingress\":[{\"ports\":[{\"port\":\"http\"}]}]}");
 	r = compile(c, "n1");
 	chain = obj_of(r, "x/named ingress", "-in");
 	named4 = obj_of(r, "x/named ingress rule 0 named", "-named4");
 	snprintf(want, sizeof(want),
-		 "ip daddr . meta l4proto . th dport @%s counter accept comment \"x/named ingress rule 0\" | "
-		 "ip6 daddr . meta l4proto . th dport @%.*s6 counter accept comment \"x/named ingress rule 0\"",
-		 named4, (int) strlen(named4) - 1, named4);
+		 "ip daddr . meta l4proto . th dport @%s counter name \"%s\" accept comment \"x/named ingress rule 0\" | "
+		 "ip6 daddr . meta l4proto . th dport @%.*s6 counter name \"%s\" accept comment \"x/named ingress rule 0\"",
+		 named4, ctr(chain, 0, c0), (int) strlen(named4) - 1, named4, c0);
 	assert_items(r, chain, want);
 	policy_ruleset_free(r);
 	cluster_free(c);
@@ -309,7 +335,7 @@ static void test_egress_ip_block(void **state) {
 	Cluster *c = cluster_new();
 	PolicyRuleset *r;
 	const char *chain;
-	char want[1024], peers[128];
+	char want[1024], peers[128], c0[64], c1[64];
 
 	/* to 10.0.0.0/16 except 10.0.1.0/24 and 10.0.2.7/32, plus the pods of y; and to 192.168.0.0/24
 	 * (overlapping the first block's range merges nothing: disjoint) on UDP 53 */
@@ -328,11 +354,11 @@ static void test_egress_ip_block(void **state) {
 	snprintf(peers, sizeof(peers), "%s1-peers4", chain);
 	assert_items(r, peers, "192.168.0.0-192.168.0.255");
 	snprintf(want, sizeof(want),
-		 "ip daddr @%s0-peers4 counter accept comment \"x/out egress rule 0\" | "
-		 "ip6 daddr @%s0-peers6 counter accept comment \"x/out egress rule 0\" | "
-		 "ip daddr @%s1-peers4 meta l4proto . th dport @%s1-ports counter accept comment \"x/out egress rule 1\" | "
-		 "ip6 daddr @%s1-peers6 meta l4proto . th dport @%s1-ports counter accept comment \"x/out egress rule 1\"",
-		 chain, chain, chain, chain, chain, chain);
+		 "ip daddr @%s0-peers4 counter name \"%s\" accept comment \"x/out egress rule 0\" | "
+		 "ip6 daddr @%s0-peers6 counter name \"%s\" accept comment \"x/out egress rule 0\" | "
+		 "ip daddr @%s1-peers4 meta l4proto . th dport @%s1-ports counter name \"%s\" accept comment \"x/out egress rule 1\" | "
+		 "ip6 daddr @%s1-peers6 meta l4proto . th dport @%s1-ports counter name \"%s\" accept comment \"x/out egress rule 1\"",
+		 chain, ctr(chain, 0, c0), chain, c0, chain, chain, ctr(chain, 1, c1), chain, chain, c1);
 	assert_items(r, chain, want);
 	assert_true(strstr(items(r, "np-egress4"), "10.0.1.1 comment \"x/a\""));
 	assert_items(r, "np-ingress4", "");
@@ -439,6 +465,109 @@ static void test_diff(void **state) {
 	cluster_free(c);
 }
 
+/* Counters come and go with their policy in its batch: added before the rules naming them, deleted
+ * after the chains that named them are emptied. */
+static void test_counter_diff(void **state) {
+	Cluster *c = cluster_new();
+	PolicyRuleset *a, *b;
+	const char *add_ctr, *add_rule, *del_ctr, *flush;
+	char *batch, name[64];
+
+	policy_add(c, "x", "deny", "{\"podSelector\":{}}");
+	a = compile(c, "n1");
+	policy_add(c, "x", "web", "{\"podSelector\":{},\"ingress\":[{\"ports\":[{\"port\":80}]}]}");
+	b = compile(c, "n1");
+	assert_int_equal(policy_ruleset_render_diff(a, b, NULL, NULL, &batch), 0);
+	ctr(obj_of(b, "x/web ingress", "-in"), 0, name);
+	add_ctr = strstr(batch, "add counter inet weft np-c-");
+	add_rule = strstr(batch, name);
+	assert_non_null(add_ctr);
+	assert_non_null(strstr(add_ctr, "{ comment \"x/web ingress rule 0\"; }"));
+	assert_non_null(add_rule);
+	assert_true(add_ctr < add_rule);
+	/* the class changed (deny, web): a new deny counter, the old one goes */
+	assert_non_null(strstr(batch, "add counter inet weft np-cc-"));
+	assert_non_null(strstr(batch, "delete counter inet weft np-cc-"));
+	free(batch);
+
+	assert_int_equal(policy_ruleset_render_diff(b, a, NULL, NULL, &batch), 0);
+	snprintf(name, sizeof(name), "delete counter inet weft np-c-%s0\n", obj_of(b, "x/web ingress", "-in") + 3);
+	del_ctr = strstr(batch, name);
+	flush = strstr(batch, "flush chain inet weft np-cls-");
+	assert_non_null(del_ctr);
+	assert_non_null(flush);
+	assert_true(flush < del_ctr);
+	free(batch);
+	policy_ruleset_free(a);
+	policy_ruleset_free(b);
+	cluster_free(c);
+}
+
+/* An NFULNL_MSG_PACKET as the kernel sends it for the drop log. */
+static size_t nflog_msg(char *buf, const char *prefix, const uint8_t *payload, size_t len) {
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct nfgenmsg *g;
+	struct nfulnl_msg_packet_hdr ph = { .hw_protocol = htons(0x0800), .hook = 2 };
+
+	nlh->nlmsg_type = (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_PACKET;
+	g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
+	g->nfgen_family = AF_INET;
+	g->res_id = htons(30565);
+	mnl_attr_put(nlh, NFULA_PACKET_HDR, sizeof(ph), &ph);
+	if (prefix)
+		mnl_attr_put_strz(nlh, NFULA_PREFIX, prefix);
+	mnl_attr_put(nlh, NFULA_PAYLOAD, len, payload);
+	return nlh->nlmsg_len;
+}
+
+static void test_drop_parse(void **state) {
+	/* 10.244.1.5:40112 -> 10.244.2.7:80, TCP SYN (IPv4 header of 20 bytes, then the ports) */
+	static const uint8_t v4[] = { 0x45, 0, 0,  60,  0, 0, 0x40, 0,    64, 6,  0, 0, 10, 244,
+				      1,    5, 10, 244, 2, 7, 0x9c, 0xb0, 0,  80, 0, 0, 0,  0 };
+	static const uint8_t v6[48] = {
+		0x60, 0,        0,           0,        0,           8,           17,       64,
+		0xfd, [23] = 1, [24] = 0xfd, [39] = 2, [40] = 0x30, [41] = 0x39, [42] = 0, [43] = 53
+	};
+	char buf[512], *flow = NULL;
+	PolicyDrop d;
+	size_t n;
+
+	n = nflog_msg(buf, "weft-np y ingress deny by deny-all: #0123456789ab-in", v4, sizeof(v4));
+	assert_int_equal(policy_drop_parse(buf, n, &d), 0);
+	assert_string_equal(d.tag, "0123456789ab-in");
+	assert_true(d.ingress);
+	assert_int_equal(d.proto, 6);
+	assert_int_equal(policy_drop_format_flow(&d, &flow), 0);
+	assert_string_equal(flow, "ingress 10.244.1.5:40112 -> 10.244.2.7:80/TCP");
+	free(flow);
+
+	n = nflog_msg(buf, "weft-np y egress deny by a b ...: #0123456789ab-out", v6, sizeof(v6));
+	assert_int_equal(policy_drop_parse(buf, n, &d), 0);
+	assert_false(d.ingress);
+	assert_int_equal(policy_drop_format_flow(&d, &flow), 0);
+	assert_string_equal(flow, "egress [fd00::1]:12345 -> [fd00::2]:53/UDP");
+	free(flow);
+
+	/* not ours, no tag, a short tag, no prefix, a truncated header: refused */
+	n = nflog_msg(buf, "other: #0123456789ab-in", v4, sizeof(v4));
+	assert_int_equal(policy_drop_parse(buf, n, &d), -EBADMSG);
+	n = nflog_msg(buf, "weft-np y ingress deny by x: ", v4, sizeof(v4));
+	assert_int_equal(policy_drop_parse(buf, n, &d), -EBADMSG);
+	n = nflog_msg(buf, "weft-np y ingress deny by x: #0123-in", v4, sizeof(v4));
+	assert_int_equal(policy_drop_parse(buf, n, &d), -EBADMSG);
+	n = nflog_msg(buf, NULL, v4, sizeof(v4));
+	assert_int_equal(policy_drop_parse(buf, n, &d), -EBADMSG);
+	n = nflog_msg(buf, "weft-np y ingress deny by x: #0123456789ab-in", v4, 12);
+	assert_int_equal(policy_drop_parse(buf, n, &d), -EBADMSG);
+	/* headers without the ports (a short copy): the addresses still */
+	n = nflog_msg(buf, "weft-np y ingress deny by x: #0123456789ab-in", v4, 20);
+	assert_int_equal(policy_drop_parse(buf, n, &d), 0);
+	assert_false(d.has_ports);
+	/* a message cut short */
+	n = nflog_msg(buf, "weft-np y ingress deny by x: #0123456789ab-in", v4, sizeof(v4));
+	assert_int_equal(policy_drop_parse(buf, n - 8, &d), -EBADMSG);
+}
+
 /* Objects grow with pods + policies, not their product: 100 namespaces x 10 pods, 1 to 10 policies
  * per namespace each selecting every pod of its namespace. */
 static void test_linear(void **state) {
@@ -508,11 +637,18 @@ static int count_in_kernel(NftCtx *nft, const char *what, const char *name) {
 static void expect_kernel(NftCtx *nft, const PolicyRuleset *r) {
 	for (size_t i = 0; i < r->n; i++) {
 		const PolicyObject *o = &r->objs[i];
-		int n = count_in_kernel(nft,
-					o->kind == POLICY_OBJ_SET   ? "set"
-					: o->kind == POLICY_OBJ_MAP ? "map"
-								    : "chain",
-					o->name);
+		int n;
+
+		if (o->kind == POLICY_OBJ_COUNTER) {
+			if (count_in_kernel(nft, "counter", o->name) < 0)
+				fail_msg("%s: not in the kernel", o->name);
+			continue;
+		}
+		n = count_in_kernel(nft,
+				    o->kind == POLICY_OBJ_SET   ? "set"
+				    : o->kind == POLICY_OBJ_MAP ? "map"
+								: "chain",
+				    o->name);
 
 		if (n != (int) o->n_items)
 			fail_msg("%s: %d in the kernel, %zu compiled", o->name, n, o->n_items);
@@ -594,10 +730,28 @@ static void test_kernel(void **state) {
 		assert_non_null(strstr(
 				items(l, obj_of(l, "isolated ingress by allow deny", "-in")),
 				"limit rate 50/second burst 20 packets log prefix \"weft-np x ingress deny by allow deny: \" | "
-				"counter drop"));
+				"counter name \"np-cc-"));
 		assert_null(strstr(items(a, obj_of(a, "isolated ingress by allow deny", "-in")), "log"));
 		apply(nft, NULL, l, NULL, NULL); /* start-up: one batch; the kernel takes the log rule */
 		apply(nft, l, a, NULL, NULL);    /* and a change of that option is a diff like any other */
+		policy_ruleset_free(l);
+
+		/* to nfnetlink_log: the prefix ends in the class's tag, weftd's key to its policies */
+		in.log_nflog = true;
+		in.log_group = 30565;
+		assert_int_equal(policy_compile(&in, &l), 0);
+		{
+			const char *cls = obj_of(l, "isolated ingress by allow deny", "-in");
+			char want[256];
+
+			snprintf(want, sizeof(want),
+				 "limit rate 50/second burst 20 packets log prefix \"weft-np x ingress deny by allow "
+				 "deny: #%s\" group 30565 | counter name \"np-cc-%s\" drop",
+				 cls + strlen("np-cls-"), cls + strlen("np-cls-"));
+			assert_non_null(strstr(items(l, cls), want));
+		}
+		apply(nft, a, l, NULL, NULL); /* the kernel takes it (log group) */
+		apply(nft, l, a, NULL, NULL);
 		policy_ruleset_free(l);
 	}
 
@@ -634,11 +788,22 @@ static void test_kernel(void **state) {
 		policy_add(c, "y", "deny", "{\"podSelector\":{}}");
 		d = compile(c, "n1");
 		apply(nft, NULL, d, chains, sets);
-		/* nothing of x/allow left */
+		/* nothing of x/allow left, its counters neither */
 		assert_int_equal(count_in_kernel(nft, "chain", obj_of(b, "x/allow ingress", "-in")), -1);
+		assert_int_equal(count_in_kernel(nft, "counter", obj_of(b, "x/allow ingress rule 0", "-in0")), -1);
 		/* and everything goes */
 		apply(nft, d, e, NULL, NULL);
 		assert_int_equal(count_in_kernel(nft, "map", "np-ingress4"), -1);
+		{
+			json_t *j = NULL, *it;
+			size_t i, n = 0;
+
+			assert_int_equal(nft_list_json(nft, "list counters table inet weft", &j), 0);
+			json_array_foreach(json_object_get(j, "nftables"), i, it)
+				n += json_object_get(it, "counter") != NULL;
+			json_decref(j);
+			assert_int_equal(n, 0);
+		}
 		policy_ruleset_free(d);
 	}
 	policy_ruleset_free(a);
@@ -743,6 +908,8 @@ int main(void) {
 		cmocka_unit_test(test_egress_named_ports),
 		cmocka_unit_test(test_inactive_and_ip_reuse),
 		cmocka_unit_test(test_diff),
+		cmocka_unit_test(test_counter_diff),
+		cmocka_unit_test(test_drop_parse),
 		cmocka_unit_test(test_linear),
 		cmocka_unit_test(test_kernel),
 		cmocka_unit_test(test_scale_kernel),

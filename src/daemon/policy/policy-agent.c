@@ -11,6 +11,7 @@
 #include "basic/string-util.h"
 #include "daemon/policy/policy-agent.h"
 #include "daemon/policy/policy-compile.h"
+#include "daemon/policy/policy-drops.h"
 #include "daemon/policy/policy-explain.h"
 #include "shared/netns/netns.h"
 #include "shared/nft/nft.h"
@@ -24,6 +25,7 @@ struct PolicyAgent {
 	NftCtx *nft;
 	const char *node;
 	bool log_drops;
+	PolicyDrops *drops; /* log_drops and nfnetlink_log bound: the log rules go to its group */
 	bool scheduled;
 	bool programmed_once; /* else: list the kernel's np-* objects as stale first */
 	bool bridge_nf_set;
@@ -76,7 +78,10 @@ static int list_stale(NftCtx *nft, const char *what, char ***ret) {
 	if (r < 0)
 		return r == -ENOENT ? 0 : r;
 	json_array_foreach(json_object_get(j, "nftables"), i, it) {
-		json_t *o = json_object_get(it, streq(what, "chains") ? "chain" : streq(what, "sets") ? "set" : "map");
+		json_t *o = json_object_get(it, streq(what, "chains")     ? "chain"
+						: streq(what, "sets")     ? "set"
+						: streq(what, "counters") ? "counter"
+									  : "map");
 		const char *table = json_string_value(json_object_get(o, "table"));
 		const char *name = json_string_value(json_object_get(o, "name"));
 		char **nl;
@@ -101,9 +106,24 @@ static int list_stale(NftCtx *nft, const char *what, char ***ret) {
 	return 0;
 }
 
-/* Every np-* chain (*ret_chains) and set and map (*ret_sets: the renderer tells maps by name). */
+static int strv_move_all(char ***to, char **from) {
+	for (size_t i = 0; from && from[i]; i++) {
+		size_t n = strv_length(*to);
+		char **l = reallocarray(*to, n + 2, sizeof(char *));
+
+		if (!l)
+			return -ENOMEM;
+		l[n] = TAKE_PTR(from[i]);
+		l[n + 1] = NULL;
+		*to = l;
+	}
+	return 0;
+}
+
+/* Every np-* chain (*ret_chains) and set, map and counter (*ret_sets: the renderer tells maps and
+ * counters by name). */
 static int list_all_stale(NftCtx *nft, char ***ret_chains, char ***ret_sets) {
-	_cleanup_strv_free_ char **chains = NULL, **sets = NULL, **maps = NULL;
+	_cleanup_strv_free_ char **chains = NULL, **sets = NULL, **maps = NULL, **counters = NULL;
 	int r;
 
 	r = list_stale(nft, "chains", &chains);
@@ -111,18 +131,14 @@ static int list_all_stale(NftCtx *nft, char ***ret_chains, char ***ret_sets) {
 		r = list_stale(nft, "sets", &sets);
 	if (r >= 0)
 		r = list_stale(nft, "maps", &maps);
+	if (r >= 0)
+		r = list_stale(nft, "counters", &counters);
+	if (r >= 0)
+		r = strv_move_all(&sets, maps);
+	if (r >= 0)
+		r = strv_move_all(&sets, counters);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; maps && maps[i]; i++) {
-		size_t n = strv_length(sets);
-		char **l = reallocarray(sets, n + 2, sizeof(char *));
-
-		if (!l)
-			return -ENOMEM;
-		l[n] = TAKE_PTR(maps[i]);
-		l[n + 1] = NULL;
-		sets = l;
-	}
 	*ret_chains = TAKE_PTR(chains);
 	*ret_sets = TAKE_PTR(sets);
 	return 0;
@@ -180,7 +196,9 @@ static int agent_sync(PolicyAgent *a) {
 					    .n_namespaces = nss.n,
 					    .policies = (const KubeNetworkPolicy *const *) pols.v,
 					    .n_policies = pols.n,
-					    .log_drops = a->log_drops },
+					    .log_drops = a->log_drops,
+					    .log_nflog = a->drops != NULL,
+					    .log_group = POLICY_DROPS_NFLOG_GROUP },
 			   &next);
 	if (r < 0)
 		goto out;
@@ -273,6 +291,32 @@ const ObjectCacheHandlers policy_agent_handlers = {
 	.synced = on_synced,
 };
 
+/* Names what dropped a packet: the class's policies (its deny counter's items) and the pods. */
+static void describe_drop(const PolicyDrop *d, json_t *line, void *userdata) {
+	PolicyAgent *a = userdata;
+	const PolicyObject *o;
+	const KubePod *p;
+	char name[64];
+	json_t *pols;
+
+	snprintf(name, sizeof(name), POLICY_DENY_COUNTER_PREFIX "%s", d->tag);
+	o = policy_ruleset_find(a->cur, name);
+	pols = json_array();
+	for (size_t i = 0; pols && o && i < o->n_items; i++)
+		json_array_append_new(pols, json_string(o->items[i]));
+	if (pols)
+		json_object_set_new(line, "policies", pols);
+	for (int end = 0; end < 2; end++) {
+		_cleanup_free_ char *s = NULL;
+
+		p = object_cache_pod_by_ip(a->cache, end ? &d->dst : &d->src);
+		if (p && asprintf(&s, "%s/%s", p->meta.namespace, p->meta.name) >= 0)
+			json_object_set_new(line, end ? "to" : "from", json_string(s));
+		else
+			s = NULL;
+	}
+}
+
 int policy_agent_new(ObjectCache *cache, EventLoop *loop, const char *node, bool log_drops, PolicyAgent **ret) {
 	PolicyAgent *a = calloc(1, sizeof(PolicyAgent));
 	int r;
@@ -287,6 +331,23 @@ int policy_agent_new(ObjectCache *cache, EventLoop *loop, const char *node, bool
 		policy_agent_free(a);
 		return r;
 	}
+	if (log_drops) {
+		r = policy_drops_new(loop, POLICY_DROPS_NFLOG_GROUP, describe_drop, a, &a->drops);
+		if (r == -ENOMEM) {
+			policy_agent_free(a);
+			return r;
+		}
+		if (r < 0)
+			log_warning_errno(r,
+					  "Policy: cannot bind nfnetlink_log group %u (%m): dropped packets go to the "
+					  "kernel log instead, prefix \"weft-np\" (from a network namespace other than "
+					  "the host's, only with net.netfilter.nf_log_all_netns)",
+					  POLICY_DROPS_NFLOG_GROUP);
+		else
+			log_info("Policy: dropped packets are read from nfnetlink_log group %u (GET /policy/drops, "
+				 "`weft policy drops`)",
+				 POLICY_DROPS_NFLOG_GROUP);
+	}
 	*ret = a;
 	return 0;
 }
@@ -295,67 +356,129 @@ PolicyAgent *policy_agent_free(PolicyAgent *a) {
 	if (!a)
 		return NULL;
 	event_source_free(a->timer);
+	policy_drops_free(a->drops);
 	nft_ctx_free(a->nft);
 	policy_ruleset_free(a->cur);
 	free(a);
 	return NULL;
 }
 
-/* Per-policy accepted packets: the counters of the rules of np-<tag>-{in,out}, named by the rule
- * comment "ns/name direction rule N". */
+typedef struct PolicyDeny {
+	const char *policy; /* "ns/name", borrowed from a->cur */
+	bool ingress;
+	uint64_t packets;
+} PolicyDeny;
+
+static int cmp_deny(const void *x, const void *y) {
+	const PolicyDeny *a = x, *b = y;
+	int c = strcmp(a->policy, b->policy);
+
+	return c ? c : (int) a->ingress - (int) b->ingress;
+}
+
+static void put_ns_name(FILE *f, const char *policy) {
+	const char *slash = strchr(policy, '/');
+
+	if (slash)
+		fprintf(f, "namespace=\"%.*s\",policy=\"%s\"", (int) (slash - policy), policy, slash + 1);
+	else
+		fprintf(f, "namespace=\"\",policy=\"%s\"", policy);
+}
+
+/*
+ * The named counters, read with ONE listing of the table's counters; their labels come from the
+ * compiled objects (a counter's items: the policies it counts):
+ *   allowed{namespace,policy,direction,rule}   np-c-*: packets a policy's rule accepted
+ *   denied{chain,direction,policies}           np-cc-*: packets a class's default deny dropped
+ *   denied_by_policy{namespace,policy,direction}: per policy, the sum of the denies of every class
+ *     it isolates; a packet dropped for a pod isolated by P1 and P2 counts for both, so these
+ *     series overlap and do not add up to the total (that is the sum of the per-class series)
+ */
 static void render_counters(PolicyAgent *a, FILE *f) {
-	for (size_t i = 0; a->cur && i < a->cur->n; i++) {
-		const PolicyObject *o = &a->cur->objs[i];
-		json_t *j = NULL, *it;
-		char cmd[300];
-		size_t k;
+	_cleanup_free_ PolicyDeny *deny = NULL;
+	_cleanup_free_ char *allowed = NULL, *denied = NULL;
+	size_t n_deny = 0, cap = 0, i, sa = 0, sd = 0;
+	json_t *j = NULL, *it;
+	FILE *fa = NULL, *fd = NULL;
 
-		if (o->kind != POLICY_OBJ_CHAIN || o->n_items == 0)
+	fputs("# HELP weft_policy_allowed_packets_total Packets a NetworkPolicy rule allowed (new connections).\n"
+	      "# TYPE weft_policy_allowed_packets_total counter\n",
+	      f);
+	if (!a->cur || a->cur->n == 0 || nft_list_json(a->nft, "list counters table inet weft", &j) < 0)
+		return;
+	/* a metric's lines are one group: allowed, then denied */
+	fa = open_memstream(&allowed, &sa);
+	fd = open_memstream(&denied, &sd);
+	if (!fa || !fd)
+		goto out;
+	json_array_foreach(json_object_get(j, "nftables"), i, it) {
+		json_t *c = json_object_get(it, "counter");
+		const char *name = json_string_value(json_object_get(c, "name"));
+		const PolicyObject *o;
+		uint64_t packets;
+
+		if (!c || !name || !(o = policy_ruleset_find(a->cur, name)) || o->kind != POLICY_OBJ_COUNTER)
 			continue;
-		snprintf(cmd, sizeof(cmd), "list chain inet weft %s", o->name);
-		if (nft_list_json(a->nft, cmd, &j) < 0)
+		packets = (uint64_t) json_integer_value(json_object_get(c, "packets"));
+		if (o->rule >= 0) {
+			if (o->n_items < 1)
+				continue;
+			fputs("weft_policy_allowed_packets_total{", fa);
+			put_ns_name(fa, o->items[0]);
+			fprintf(fa, ",direction=\"%s\",rule=\"%d\"} %" PRIu64 "\n", o->ingress ? "ingress" : "egress",
+				o->rule, packets);
 			continue;
-		json_array_foreach(json_object_get(j, "nftables"), k, it) {
-			json_t *rule = json_object_get(it, "rule"), *e;
-			const char *comment = json_string_value(json_object_get(rule, "comment"));
-			uint64_t packets = 0;
-			bool counted = false;
-			size_t x;
-			char ns[256], name[256], dir[16], verdict[16];
-			int rule_no = -1;
-
-			if (!rule || !comment)
-				continue;
-			json_array_foreach(json_object_get(rule, "expr"), x, e) {
-				json_t *ctr = json_object_get(e, "counter");
-
-				if (ctr) {
-					packets = (uint64_t) json_integer_value(json_object_get(ctr, "packets"));
-					counted = true;
-				}
-			}
-			if (!counted)
-				continue;
-			if (sscanf(comment, "%255[^/]/%255s %15s rule %d", ns, name, dir, &rule_no) == 4)
-				snprintf(verdict, sizeof(verdict), "allow");
-			else if (sscanf(comment, "%15s deny", dir) == 1 && startswith(comment, dir)) {
-				/* a class's default deny: every policy isolating the pod shares it */
-				fprintf(f,
-					"weft_policy_denied_packets_total{chain=\"%s\",direction=\"%s\",policies=\"%s\"} %" PRIu64
-					"\n",
-					o->name, dir,
-					strstr(comment, "isolated by ") ? strstr(comment, "isolated by ") + 12 : "",
-					packets);
-				continue;
-			} else
-				continue;
-			fprintf(f,
-				"weft_policy_allowed_packets_total{namespace=\"%s\",policy=\"%s\",direction=\"%s\",rule=\"%d\"} %" PRIu64
-				"\n",
-				ns, name, dir, rule_no, packets);
 		}
-		json_decref(j);
+		/* the class chain's name: np-cc-<h>-in -> np-cls-<h>-in */
+		fprintf(fd, "weft_policy_denied_packets_total{chain=\"np-cls-%s\",direction=\"%s\",policies=\"",
+			name + strlen(POLICY_DENY_COUNTER_PREFIX), o->ingress ? "ingress" : "egress");
+		for (size_t k = 0; k < o->n_items; k++) {
+			const char *slash = strchr(o->items[k], '/');
+
+			fprintf(fd, "%s%s", k ? " " : "", slash ? slash + 1 : o->items[k]);
+		}
+		fprintf(fd, "\"} %" PRIu64 "\n", packets);
+		for (size_t k = 0; k < o->n_items; k++) {
+			if (n_deny == cap) {
+				PolicyDeny *v = reallocarray(deny, cap = cap ? cap * 2 : 32, sizeof(PolicyDeny));
+
+				if (!v)
+					goto out;
+				deny = v;
+			}
+			deny[n_deny++] = (PolicyDeny) { o->items[k], o->ingress, packets };
+		}
 	}
+	if (fclose(TAKE_PTR(fa)) != 0 || fclose(TAKE_PTR(fd)) != 0)
+		goto out;
+	fputs(allowed ?: "", f);
+	fputs("# HELP weft_policy_denied_packets_total Packets dropped as a pod's default deny, by the policies "
+	      "isolating it.\n"
+	      "# TYPE weft_policy_denied_packets_total counter\n",
+	      f);
+	fputs(denied ?: "", f);
+	fputs("# HELP weft_policy_denied_by_policy_packets_total Packets dropped as the default deny of pods a policy "
+	      "isolates (a drop counts for each policy isolating the pod).\n"
+	      "# TYPE weft_policy_denied_by_policy_packets_total counter\n",
+	      f);
+	qsort_safe(deny, n_deny, sizeof(PolicyDeny), cmp_deny);
+	for (size_t k = 0; k < n_deny;) {
+		size_t e = k;
+		uint64_t sum = 0;
+
+		for (; e < n_deny && cmp_deny(&deny[k], &deny[e]) == 0; e++)
+			sum += deny[e].packets;
+		fputs("weft_policy_denied_by_policy_packets_total{", f);
+		put_ns_name(f, deny[k].policy);
+		fprintf(f, ",direction=\"%s\"} %" PRIu64 "\n", deny[k].ingress ? "ingress" : "egress", sum);
+		k = e;
+	}
+out:
+	if (fa)
+		fclose(fa);
+	if (fd)
+		fclose(fd);
+	json_decref(j);
 }
 
 static char *query_get(const char *query, const char *key) {
@@ -452,11 +575,38 @@ int policy_agent_render_metrics(PolicyAgent *a, FILE *f) {
 		"weft_policy_nft_objects{what=\"objects\"} %zu\nweft_policy_nft_objects{what=\"rules\"} %zu\n"
 		"weft_policy_nft_objects{what=\"elements\"} %zu\n",
 		a->last_objects, a->last_rules, a->last_elements);
-	fputs("# HELP weft_policy_allowed_packets_total Packets a NetworkPolicy rule allowed (new connections).\n"
-	      "# TYPE weft_policy_allowed_packets_total counter\n"
-	      "# HELP weft_policy_denied_packets_total Packets dropped as a pod's default deny, by the policies isolating it.\n"
-	      "# TYPE weft_policy_denied_packets_total counter\n",
-	      f);
 	render_counters(a, f);
+	if (a->drops) {
+		uint64_t seen, lost;
+
+		policy_drops_stats(a->drops, &seen, &lost);
+		fprintf(f,
+			"# HELP weft_policy_drop_log_total Dropped packets read from nfnetlink_log (rate limited), and "
+			"copies lost to a full socket.\n"
+			"# TYPE weft_policy_drop_log_total counter\n"
+			"weft_policy_drop_log_total{what=\"read\"} %" PRIu64
+			"\nweft_policy_drop_log_total{what=\"lost\"} %" PRIu64 "\n",
+			seen, lost);
+	}
 	return 0;
+}
+
+int policy_agent_drops(PolicyAgent *a, const char *query, int *ret_status, char **ret_body) {
+	_cleanup_free_ char *since_s = query_get(query, "since");
+	unsigned long long since = 0;
+
+	if (!a->drops) {
+		*ret_status = 404;
+		*ret_body = strdup(
+				a->log_drops ? "the drop log goes to the kernel log (nfnetlink_log is not available)\n"
+					     : "the drop log is off (weftd --policy-log-drops)\n");
+		return *ret_body ? 0 : -ENOMEM;
+	}
+	if (since_s && sscanf(since_s, "%llu", &since) != 1) {
+		*ret_status = 400;
+		*ret_body = strdup("usage: /policy/drops[?since=SEQ]\n");
+		return *ret_body ? 0 : -ENOMEM;
+	}
+	*ret_status = 200;
+	return policy_drops_render(a->drops, since, ret_body);
 }

@@ -40,6 +40,11 @@ extern const ObjectCacheHandlers policy_agent_handlers;
 /* /debug/policy/explain?from=&to=&port=&proto=: policy_explain() on the cache's objects. 0 with
  * *ret_status (200, 400 bad query, 404 unknown endpoint) and *ret_body (text), or -ENOMEM. */
 int policy_agent_explain(PolicyAgent *a, const char *query, int *ret_status, char **ret_body);
-/* weft_policy_* lines for /metrics: syncs, failures, objects, last sync duration, and per policy
- * and direction the packets its rules accepted (named counters, from the kernel). */
+/* weft_policy_* lines for /metrics: syncs, failures, objects, last sync duration, and the named
+ * counters (policy-compile.h) read with one `list counters`: per policy, direction and rule the
+ * packets accepted; per isolation class and per isolating policy the packets denied. */
 int policy_agent_render_metrics(PolicyAgent *a, FILE *f);
+/* GET /policy/drops?since=SEQ: the drops read from nfnetlink_log (--policy-log-drops) after SEQ,
+ * as JSON lines (policy-drops.h); 404 when the drop log is off or went to the kernel log. 0 with
+ * *ret_status and *ret_body, or -ENOMEM. */
+int policy_agent_drops(PolicyAgent *a, const char *query, int *ret_status, char **ret_body);

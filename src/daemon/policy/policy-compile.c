@@ -124,7 +124,7 @@ static void b_add(Builder *b, PolicyObjectKind kind, StrVec *items, const char *
 		sv_done(items);
 		return;
 	}
-	if (kind != POLICY_OBJ_CHAIN)
+	if (kind == POLICY_OBJ_SET || kind == POLICY_OBJ_MAP)
 		sv_sort_unique(items);
 	va_start(ap, fmt);
 	if (vasprintf(&o.name, fmt, ap) < 0)
@@ -144,6 +144,32 @@ static void b_add(Builder *b, PolicyObjectKind kind, StrVec *items, const char *
 	o.n_items = items->n;
 	*items = (StrVec) {};
 	b->objs[b->n++] = o;
+}
+
+/* A named counter: `items` the policies ("ns/name") whose packets it counts; rule -1 a class's
+ * default deny. */
+static void b_add_counter(Builder *b, StrVec *items, bool ingress, int rule, const char *comment, const char *fmt, ...)
+		_printf_(6, 7);
+static void b_add_counter(Builder *b, StrVec *items, bool ingress, int rule, const char *comment, const char *fmt,
+			  ...) {
+	_cleanup_free_ char *name = NULL, *decl = NULL;
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&name, fmt, ap);
+	va_end(ap);
+	if (r < 0 || asprintf(&decl, "{ comment \"%s\"; }", comment) < 0) {
+		name = decl = NULL;
+		sv_done(items);
+		b->oom = true;
+		return;
+	}
+	b_add(b, POLICY_OBJ_COUNTER, items, decl, "%s", name);
+	if (!b->oom) {
+		b->objs[b->n - 1].ingress = ingress;
+		b->objs[b->n - 1].rule = rule;
+	}
 }
 
 /* ---- model helpers ---- */
@@ -415,6 +441,12 @@ static void compile_policy_dir(Builder *b, const PolicyInput *in, const KubeNetw
 		char cmt[NFT_COMMENT_MAX + 1];
 
 		snprintf(cmt, sizeof(cmt), "%s/%s %s rule %zu", pol->meta.namespace, pol->meta.name, dirname, r);
+		{
+			StrVec who = {};
+
+			sv_add(&who, "%s/%s", pol->meta.namespace, pol->meta.name);
+			b_add_counter(b, &who, ingress, (int) r, cmt, POLICY_COUNTER_PREFIX "%s-%s%zu", tag, d, r);
+		}
 		if (numbered) {
 			StrVec ports = {};
 			char decl[256];
@@ -458,11 +490,14 @@ static void compile_policy_dir(Builder *b, const PolicyInput *in, const KubeNetw
 			}
 			/* Without peers, the rules that do not name an address serve both families at once. */
 			if (rule->n_ports == 0 && (rule->n_peers > 0 || f == 0))
-				sv_add(&chain, "%scounter accept comment \"%s\"", peer, cmt);
+				sv_add(&chain,
+				       "%scounter name \"" POLICY_COUNTER_PREFIX "%s-%s%zu\" accept comment \"%s\"",
+				       peer, tag, d, r, cmt);
 			if (numbered && (rule->n_peers > 0 || f == 0))
 				sv_add(&chain,
-				       "%smeta l4proto . th dport @np-%s-%s%zu-ports counter accept comment \"%s\"",
-				       peer, tag, d, r, cmt);
+				       "%smeta l4proto . th dport @np-%s-%s%zu-ports counter name \"" POLICY_COUNTER_PREFIX
+				       "%s-%s%zu\" accept comment \"%s\"",
+				       peer, tag, d, r, tag, d, r, cmt);
 			if (named) {
 				StrVec els = {};
 
@@ -482,8 +517,9 @@ static void compile_policy_dir(Builder *b, const PolicyInput *in, const KubeNetw
 					 fam_type[f], cmt);
 				b_add(b, POLICY_OBJ_SET, &els, decl, "np-%s-%s%zu-named%c", tag, d, r, f ? '6' : '4');
 				sv_add(&chain,
-				       "%s%s daddr . meta l4proto . th dport @np-%s-%s%zu-named%c counter accept comment \"%s\"",
-				       peer, fam_kw[f], tag, d, r, f ? '6' : '4', cmt);
+				       "%s%s daddr . meta l4proto . th dport @np-%s-%s%zu-named%c counter name "
+				       "\"" POLICY_COUNTER_PREFIX "%s-%s%zu\" accept comment \"%s\"",
+				       peer, fam_kw[f], tag, d, r, f ? '6' : '4', tag, d, r, cmt);
 			}
 		}
 	}
@@ -500,6 +536,7 @@ static void compile_policy_dir(Builder *b, const PolicyInput *in, const KubeNetw
 typedef struct Class {
 	char *key; /* tags of the policies, in input order */
 	StrVec jumps;
+	StrVec pols; /* "ns/name" of the policies isolating its pods */
 	char names[NFT_COMMENT_MAX + 1];
 	const char *ns; /* of its pods (a policy selects pods of its own namespace) */
 } Class;
@@ -575,6 +612,7 @@ static void compile_direction(Builder *b, const PolicyInput *in, const KubeNetwo
 				policy_tag(pols[k], tag);
 				sv_add(&classes[c].jumps, "jump np-%s-%s comment \"%s/%s\"", tag, d,
 				       pols[k]->meta.namespace, pols[k]->meta.name);
+				sv_add(&classes[c].pols, "%s/%s", pols[k]->meta.namespace, pols[k]->meta.name);
 			}
 		}
 		for (size_t a = 0; a < p->n_ips; a++) {
@@ -587,17 +625,29 @@ static void compile_direction(Builder *b, const PolicyInput *in, const KubeNetwo
 		}
 	}
 	for (size_t c = 0; c < n_classes; c++) {
-		char decl[256];
+		char decl[256], cmt[NFT_COMMENT_MAX + 1];
 		unsigned long long h = fnv64(classes[c].key, d) >> 16;
 
-		if (in->log_drops)
-			/* kernel log (nf_log): "weft-np x ingress deny by a-from-y deny: IN=... SRC=..."; rate
-			 * limited so a flood costs nothing more than the drop */
+		/* rate limited so a flood costs nothing more than the drop */
+		if (in->log_drops && in->log_nflog)
+			/* nfnetlink_log: weftd reads the group; the prefix ends in "#<class>-<dir>", which
+			 * weftd maps back to the class's policies (policy-drops.h); at most 124 characters */
+			sv_add(&classes[c].jumps,
+			       "limit rate 50/second burst 20 packets log prefix \"weft-np %.20s %s deny by %.60s: "
+			       "#%012llx-%s\" group %u",
+			       classes[c].ns, ingress ? "ingress" : "egress", classes[c].names, h, d,
+			       (unsigned) in->log_group);
+		else if (in->log_drops)
+			/* kernel log (nf_log): "weft-np x ingress deny by a-from-y deny: IN=... SRC=..." */
 			sv_add(&classes[c].jumps,
 			       "limit rate 50/second burst 20 packets log prefix \"weft-np %.20s %s deny by %.60s: \"",
 			       classes[c].ns, ingress ? "ingress" : "egress", classes[c].names);
-		sv_add(&classes[c].jumps, "counter drop comment \"%s deny, isolated by %s\"",
-		       ingress ? "ingress" : "egress", classes[c].names);
+		sv_add(&classes[c].jumps,
+		       "counter name \"" POLICY_DENY_COUNTER_PREFIX
+		       "%012llx-%s\" drop comment \"%s deny, isolated by %s\"",
+		       h, d, ingress ? "ingress" : "egress", classes[c].names);
+		snprintf(cmt, sizeof(cmt), "%s deny, isolated by %s", ingress ? "ingress" : "egress", classes[c].names);
+		b_add_counter(b, &classes[c].pols, ingress, -1, cmt, POLICY_DENY_COUNTER_PREFIX "%012llx-%s", h, d);
 		snprintf(decl, sizeof(decl), "{ comment \"isolated %s by %s\"; }", ingress ? "ingress" : "egress",
 			 classes[c].names);
 		b_add(b, POLICY_OBJ_CHAIN, &classes[c].jumps, decl, "np-cls-%012llx-%s", h, d);
@@ -624,6 +674,7 @@ out:
 	for (size_t c = 0; c < n_classes; c++) {
 		free(classes[c].key);
 		sv_done(&classes[c].jumps);
+		sv_done(&classes[c].pols);
 	}
 	free(classes);
 	sv_done(&vmap[0]);
@@ -711,7 +762,7 @@ size_t policy_ruleset_size(const PolicyRuleset *r, size_t *ret_rules, size_t *re
 	for (size_t i = 0; r && i < r->n; i++) {
 		if (r->objs[i].kind == POLICY_OBJ_CHAIN)
 			rules += r->objs[i].n_items;
-		else
+		else if (r->objs[i].kind != POLICY_OBJ_COUNTER)
 			els += r->objs[i].n_items;
 	}
 	if (ret_rules)
@@ -724,7 +775,10 @@ size_t policy_ruleset_size(const PolicyRuleset *r, size_t *ret_rules, size_t *re
 /* ---- rendering ---- */
 
 static const char *kind_kw(PolicyObjectKind k) {
-	return k == POLICY_OBJ_SET ? "set" : k == POLICY_OBJ_MAP ? "map" : "chain";
+	return k == POLICY_OBJ_SET       ? "set"
+	       : k == POLICY_OBJ_MAP     ? "map"
+	       : k == POLICY_OBJ_COUNTER ? "counter"
+					 : "chain";
 }
 
 /* The key of a set/map element: up to " comment " or " : ". */
@@ -758,6 +812,25 @@ static bool in_strv(char *const *l, const char *s) {
 static bool is_map_name(const char *s) {
 	return streq(s, POLICY_MAP_INGRESS4) || streq(s, POLICY_MAP_INGRESS6) || streq(s, POLICY_MAP_EGRESS4) ||
 	       streq(s, POLICY_MAP_EGRESS6);
+}
+
+static bool is_counter_name(const char *s) {
+	return startswith(s, POLICY_COUNTER_PREFIX) || startswith(s, POLICY_DENY_COUNTER_PREFIX);
+}
+
+/* Counters: added when new (a stale one keeps its value: `add` of an existing counter is a no-op). */
+static bool emit_counters(FILE *f, const PolicyRuleset *old, const PolicyRuleset *new) {
+	bool any = false;
+
+	for (size_t i = 0; new &&i < new->n; i++) {
+		const PolicyObject *n = &new->objs[i];
+
+		if (n->kind != POLICY_OBJ_COUNTER || policy_ruleset_find(old, n->name))
+			continue;
+		fprintf(f, "add counter " T " %s %s\n", n->name, n->decl);
+		any = true;
+	}
+	return any;
 }
 
 /* Sets or maps: new ones whole, known ones by element. Deletes before adds: a map key whose
@@ -841,7 +914,8 @@ int policy_ruleset_render_diff(const PolicyRuleset *old, const PolicyRuleset *ne
 			any = true;
 		}
 	}
-	/* 3. Sets (rules refer to them). */
+	/* 3. Counters and sets (rules refer to them). */
+	any |= emit_counters(f, old, new);
 	any |= emit_elements(f, old, new, POLICY_OBJ_SET, stale_sets);
 	/* 4. Chains: declared (all of them first, since jumps refer to each other), then filled. */
 	for (size_t i = 0; new &&i < new->n; i++) {
@@ -866,9 +940,10 @@ int policy_ruleset_render_diff(const PolicyRuleset *old, const PolicyRuleset *ne
 			fprintf(f, "add rule " T " %s %s\n", n->name, n->items[k]);
 	}
 	/* 6. What vanished: verdict maps first (their elements jump to chains), then the chains (now
-	 * empty and unreferenced), then the sets their rules used. */
-	for (PolicyObjectKind pass = POLICY_OBJ_MAP;;
-	     pass = pass == POLICY_OBJ_MAP ? POLICY_OBJ_CHAIN : POLICY_OBJ_SET) {
+	 * empty and unreferenced), then the sets and counters their rules used. */
+	for (PolicyObjectKind pass = POLICY_OBJ_MAP;; pass = pass == POLICY_OBJ_MAP     ? POLICY_OBJ_CHAIN
+							     : pass == POLICY_OBJ_CHAIN ? POLICY_OBJ_SET
+											: POLICY_OBJ_COUNTER) {
 		for (size_t i = 0; old && i < old->n; i++) {
 			const PolicyObject *o = &old->objs[i];
 
@@ -880,6 +955,7 @@ int policy_ruleset_render_diff(const PolicyRuleset *old, const PolicyRuleset *ne
 		for (char *const *s = pass == POLICY_OBJ_CHAIN ? stale_chains : stale_sets; s && *s; s++) {
 			PolicyObjectKind k = pass == POLICY_OBJ_CHAIN ? POLICY_OBJ_CHAIN
 					     : is_map_name(*s)        ? POLICY_OBJ_MAP
+					     : is_counter_name(*s)    ? POLICY_OBJ_COUNTER
 								      : POLICY_OBJ_SET;
 
 			if (k != pass || policy_ruleset_find(new, *s) || policy_ruleset_find(old, *s))
@@ -887,7 +963,7 @@ int policy_ruleset_render_diff(const PolicyRuleset *old, const PolicyRuleset *ne
 			fprintf(f, "delete %s " T " %s\n", kind_kw(k), *s);
 			any = true;
 		}
-		if (pass == POLICY_OBJ_SET)
+		if (pass == POLICY_OBJ_COUNTER)
 			break;
 	}
 	if (fclose(f) != 0 || !buf)

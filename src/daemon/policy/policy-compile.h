@@ -24,10 +24,19 @@
  * destination pod). Pods absent from the vmaps are not isolated and pass.
  *
  * Rule and object comments name the policy (namespace/name) and rule they came from.
+ *
+ * Counting: named counter objects, created and deleted with their policy in the same batch, so
+ * /metrics reads them all with one `list counters`:
+ *   np-c-<tag>-{in,out}<N>  packets a policy's rule N accepted (every nft rule of that rule, v4/v6)
+ *   np-cc-<h>-{in,out}      packets a class's default deny dropped (its items: the policies)
+ * With log_drops, a rate-limited log rule (50/s, burst 20) precedes each class's drop: to an
+ * nfnetlink_log group weftd reads (log_nflog; prefix "weft-np NS DIR deny by NAMES: #<h>-<dir>") or
+ * else to the kernel log.
  */
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "daemon/cache/kube-objects.h"
 #include "shared/nft/nft.h"
@@ -39,6 +48,8 @@
 #define POLICY_MAP_EGRESS4 "np-egress4"
 #define POLICY_MAP_EGRESS6 "np-egress6"
 #define POLICY_PREFIX "np-"
+#define POLICY_COUNTER_PREFIX "np-c-"       /* + <policy tag>-{in,out}<rule> */
+#define POLICY_DENY_COUNTER_PREFIX "np-cc-" /* + <class hash>-{in,out} */
 
 /* What the compiler reads: every Pod, Namespace and NetworkPolicy of the cluster (borrowed). */
 typedef struct PolicyInput {
@@ -49,7 +60,9 @@ typedef struct PolicyInput {
 	size_t n_namespaces;
 	const KubeNetworkPolicy *const *policies;
 	size_t n_policies;
-	bool log_drops;         /* drops are logged with a prefix naming the class's policies */
+	bool log_drops; /* drops are logged with a prefix naming the class's policies */
+	bool log_nflog; /* ... to nfnetlink_log group log_group (else the kernel log) */
+	uint16_t log_group;
 	bool namespaces_sorted; /* by name (policy_compile() sorts a copy itself) */
 } PolicyInput;
 
@@ -57,14 +70,18 @@ typedef enum PolicyObjectKind {
 	POLICY_OBJ_SET,
 	POLICY_OBJ_MAP,
 	POLICY_OBJ_CHAIN,
+	POLICY_OBJ_COUNTER,
 } PolicyObjectKind;
 
 typedef struct PolicyObject {
 	PolicyObjectKind kind;
 	char *name;
 	char *decl;   /* "{ type ipv4_addr; flags interval; comment \"...\"; }" */
-	char **items; /* set/map elements (sorted, unique) or chain rules (in order) */
+	char **items; /* set/map elements (sorted, unique), chain rules (in order), or a counter's
+		       * policies ("ns/name", in namespace/name order) */
 	size_t n_items;
+	bool ingress; /* counters: direction, and rule number (-1: a class's default deny) */
+	int rule;
 } PolicyObject;
 
 /* Sorted by name. */
@@ -95,7 +112,9 @@ size_t policy_ruleset_size(const PolicyRuleset *r, size_t *ret_rules, size_t *re
  * touching only objects whose text differs: elements added/deleted one by one, a changed chain
  * flushed and refilled, vanished objects deleted after whatever referenced them. `stale` names
  * np-* chains, sets and maps found in the kernel that `old` does not know (start-up after a
- * restart): they are flushed, then deleted unless `new` has them. *ret is "" when nothing
+ * restart; stale_sets also carries np-* maps and counters, told apart by name): they are flushed,
+ * then deleted unless `new` has them. Counters are added before the rules that name them and
+ * deleted after. *ret is "" when nothing
  * changes. 0 or -ENOMEM.
  */
 int policy_ruleset_render_diff(const PolicyRuleset *old, const PolicyRuleset *new, char *const *stale_chains,
