@@ -59,6 +59,7 @@ static void usage(FILE *f) {
 		"         --label K=V... (WEFT_POD_LABELS=K=V,K=V)\n"
 		"       weft apply|delete|get ...: see weft get --help\n"
 		"       weft policy explain FROM TO PORT[/PROTO] [--weftd URL]\n"
+		"       weft policy drops [--follow] [--json] [--weftd URL]\n"
 		"Environment: CNI_PATH, CNI_IFNAME, CNI_ARGS, CAP_ARGS, as cnitool.\n");
 }
 
