@@ -41,7 +41,8 @@ static int route_key_cmp(const void *x, const void *y) {
 
 static bool route_same(const NlRoute *want, const NlRoute *have) {
 	return ip_addr_equal(&want->gw, &have->gw) && (want->oif == 0 || want->oif == have->oif) &&
-	       want->onlink == have->onlink && have->type == RTN_UNICAST;
+	       want->onlink == have->onlink && have->type == RTN_UNICAST &&
+	       (!ip_addr_is_set(&want->prefsrc) || ip_addr_equal(&want->prefsrc, &have->prefsrc));
 }
 
 static int neigh_key_cmp(const void *x, const void *y) {
@@ -640,7 +641,17 @@ typedef struct ApplyCounts {
 static void kernel_conflict(Reconciler *r, DesiredNode *d, const NlRoute *rt) {
 	char buf[2 * IP_PREFIX_STRLEN + 8];
 
-	if (!d || d->kernel_conflict)
+	if (!d) { /* a local route (render_local) */
+		bool *seen = &r->local_conflict[rt->dst.addr.family == AF_INET6];
+
+		if (!*seen)
+			log_warning("The kernel has a route to %s that weft did not install: leaving it alone, "
+				    "not adding ours",
+				    route_str(rt, buf));
+		*seen = true;
+		return;
+	}
+	if (d->kernel_conflict)
 		return;
 	log_warning("Refusing lease %s of node \"%s\": the kernel has a route to %s that weft did not install; "
 		    "leaving it alone [%s]",
@@ -716,6 +727,9 @@ static int apply_node(Reconciler *r, const NodeObjects *o, DesiredNode *d, Apply
 		log_info("Lease %s of node %s: the conflicting route is gone, installed now", d->key,
 			 d->lease.node_name ?: "");
 		d->kernel_conflict = false;
+	} else if (!d && o->n_routes > 0 && r->local_conflict[o->routes[0].dst.addr.family == AF_INET6]) {
+		log_info("The conflicting route is gone: %s installed now", route_str(&o->routes[0], buf));
+		r->local_conflict[o->routes[0].dst.addr.family == AF_INET6] = false;
 	}
 	return 0;
 
@@ -746,8 +760,8 @@ static int render_all(Reconciler *r, NodeObjects **ret, DesiredNode ***ret_from,
 	char a[IP_ADDR_STRLEN];
 	size_t n = 0;
 
-	objs = calloc(r->n_nodes + 1, sizeof(NodeObjects));
-	from = calloc(r->n_nodes + 1, sizeof(DesiredNode *));
+	objs = calloc(r->n_nodes + RECONCILE_MAX_LOCAL, sizeof(NodeObjects));
+	from = calloc(r->n_nodes + RECONCILE_MAX_LOCAL, sizeof(DesiredNode *));
 	if (!objs || !from)
 		return -ENOMEM;
 	for (size_t i = 0; i < r->n_nodes; i++) {
@@ -784,6 +798,14 @@ static int render_all(Reconciler *r, NodeObjects **ret, DesiredNode ***ret_from,
 	}
 	if (r->backend->ops->commit)
 		r->backend->ops->commit(r->backend);
+	if (r->render_local) {
+		/* from[] stays NULL for them: not leases. Failing here fails the pass: planning
+		 * without them would remove them. */
+		int k = r->render_local(r->local_userdata, &objs[n], RECONCILE_MAX_LOCAL);
+		if (k < 0)
+			return k;
+		n += (size_t) MIN(k, RECONCILE_MAX_LOCAL);
+	}
 	*ret = TAKE_PTR(objs);
 	*ret_from = TAKE_PTR(from);
 	*ret_n = n;

@@ -76,6 +76,8 @@ typedef struct DesiredNode {
 	bool kernel_conflict; /* a foreign route holds its destination: logged and counted once */
 } DesiredNode;
 
+#define RECONCILE_MAX_LOCAL 2
+
 typedef struct Reconciler {
 	Backend *backend;             /* not owned */
 	NlSock *nl;                   /* not owned */
@@ -85,6 +87,14 @@ typedef struct Reconciler {
 	DesiredNode *nodes;           /* sorted by key; never contains our own lease */
 	size_t n_nodes, n_alloc;
 	bool synced; /* a full lease list has arrived: pruning is safe from now on */
+	/* Routes this node needs for itself rather than for a remote node (service-route.c: the
+	 * Service ranges): rendered on every pass (NULL = none) into at most RECONCILE_MAX_LOCAL
+	 * NodeObjects, each reconciled as one more node (so a foreign route holding one keeps out
+	 * only that one), owned, repaired and pruned like the others. Returns how many, or -errno
+	 * (the pass then fails rather than removing them). */
+	int (*render_local)(void *userdata, NodeObjects *ret, size_t max);
+	void *local_userdata;
+	bool local_conflict[2]; /* a foreign route holds a local route's destination (IPv4, IPv6): logged once */
 } Reconciler;
 
 void reconciler_init(Reconciler *r, Backend *b, NlSock *nl, Metrics *m, const char *self_name);

@@ -8,6 +8,7 @@
 
 #include "basic/log.h"
 #include "basic/string-util.h"
+#include "daemon/service-route.h"
 #include "daemon/weftd.h"
 
 /* "10", "10s", "500ms", "2m" -> microseconds */
@@ -65,7 +66,10 @@ static void help(void) {
 	       "                            info and served at /policy/drops (`weft policy drops`);\n"
 	       "                            without nfnetlink_log, to the kernel log (default off)\n"
 	       "  --ipam-data-dir DIR       pod address store written into the conflist\n"
-	       "                            (default: host-local's /var/lib/cni/networks)\n");
+	       "                            (default: host-local's /var/lib/cni/networks)\n"
+	       "  --service-cluster-ip-range CIDR[,CIDR6]  the Service ranges (as kube-apiserver's):\n"
+	       "                            routes of ours so the node reaches ClusterIPs itself, from\n"
+	       "                            its pod-network gateway address (default: none)\n");
 }
 
 enum {
@@ -90,33 +94,36 @@ enum {
 	ARG_KUBECONFIG,
 	ARG_OBJECTS_DATASTORE,
 	ARG_POLICY_LOG_DROPS,
+	ARG_SERVICE_CLUSTER_IP_RANGE,
 };
 
 int weftd_parse_args(int argc, char *argv[], Args *a) {
-	static const struct option options[] = { { "help", no_argument, NULL, 'h' },
-						 { "node-name", required_argument, NULL, ARG_NODE_NAME },
-						 { "public-ip", required_argument, NULL, ARG_PUBLIC_IP },
-						 { "iface", required_argument, NULL, ARG_IFACE },
-						 { "etcd-endpoints", required_argument, NULL, ARG_ETCD_ENDPOINTS },
-						 { "etcd-prefix", required_argument, NULL, ARG_ETCD_PREFIX },
-						 { "etcd-timeout", required_argument, NULL, ARG_ETCD_TIMEOUT },
-						 { "net-config", required_argument, NULL, ARG_NET_CONFIG },
-						 { "cni-conf-dir", required_argument, NULL, ARG_CNI_CONF_DIR },
-						 { "cni-bin-dir", required_argument, NULL, ARG_CNI_BIN_DIR },
-						 { "run-dir", required_argument, NULL, ARG_RUN_DIR },
-						 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
-						 { "listen", required_argument, NULL, ARG_LISTEN },
-						 { "resync-interval", required_argument, NULL, ARG_RESYNC },
-						 { "relist-interval", required_argument, NULL, ARG_RELIST },
-						 { "lease-ttl", required_argument, NULL, ARG_LEASE_TTL },
-						 { "keep-lease", no_argument, NULL, ARG_KEEP_LEASE },
-						 { "ipam-data-dir", required_argument, NULL, ARG_IPAM_DATA_DIR },
-						 { "datastore", required_argument, NULL, ARG_DATASTORE },
-						 { "kubeconfig", required_argument, NULL, ARG_KUBECONFIG },
-						 { "objects-datastore", required_argument, NULL,
-						   ARG_OBJECTS_DATASTORE },
-						 { "policy-log-drops", no_argument, NULL, ARG_POLICY_LOG_DROPS },
-						 {} };
+	static const struct option options[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "node-name", required_argument, NULL, ARG_NODE_NAME },
+		{ "public-ip", required_argument, NULL, ARG_PUBLIC_IP },
+		{ "iface", required_argument, NULL, ARG_IFACE },
+		{ "etcd-endpoints", required_argument, NULL, ARG_ETCD_ENDPOINTS },
+		{ "etcd-prefix", required_argument, NULL, ARG_ETCD_PREFIX },
+		{ "etcd-timeout", required_argument, NULL, ARG_ETCD_TIMEOUT },
+		{ "net-config", required_argument, NULL, ARG_NET_CONFIG },
+		{ "cni-conf-dir", required_argument, NULL, ARG_CNI_CONF_DIR },
+		{ "cni-bin-dir", required_argument, NULL, ARG_CNI_BIN_DIR },
+		{ "run-dir", required_argument, NULL, ARG_RUN_DIR },
+		{ "state-dir", required_argument, NULL, ARG_STATE_DIR },
+		{ "listen", required_argument, NULL, ARG_LISTEN },
+		{ "resync-interval", required_argument, NULL, ARG_RESYNC },
+		{ "relist-interval", required_argument, NULL, ARG_RELIST },
+		{ "lease-ttl", required_argument, NULL, ARG_LEASE_TTL },
+		{ "keep-lease", no_argument, NULL, ARG_KEEP_LEASE },
+		{ "ipam-data-dir", required_argument, NULL, ARG_IPAM_DATA_DIR },
+		{ "datastore", required_argument, NULL, ARG_DATASTORE },
+		{ "kubeconfig", required_argument, NULL, ARG_KUBECONFIG },
+		{ "objects-datastore", required_argument, NULL, ARG_OBJECTS_DATASTORE },
+		{ "policy-log-drops", no_argument, NULL, ARG_POLICY_LOG_DROPS },
+		{ "service-cluster-ip-range", required_argument, NULL, ARG_SERVICE_CLUSTER_IP_RANGE },
+		{}
+	};
 	int c;
 
 	*a = (Args) {
@@ -161,6 +168,13 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 						       "Invalid --objects-datastore '%s' (none, etcd or kubernetes)",
 						       optarg);
 			a->objects_datastore = optarg;
+			break;
+		case ARG_SERVICE_CLUSTER_IP_RANGE:
+			if (service_ranges_parse(optarg, a->service_ranges, &a->n_service_ranges) < 0)
+				return log_error_errno(EINVAL,
+						       "Invalid --service-cluster-ip-range '%s' (CIDR or CIDR,CIDR6: "
+						       "networks, at most one per family)",
+						       optarg);
 			break;
 		case ARG_ETCD_TIMEOUT:
 			if (parse_duration(optarg, &a->etcd_timeout_usec) < 0)

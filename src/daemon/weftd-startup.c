@@ -16,6 +16,7 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
+#include "daemon/service-route.h"
 #include "daemon/weftd.h"
 
 /* Our IPv6 subnet is derived from the IPv4 one (same index into Network6), so the store's
@@ -119,6 +120,13 @@ static int startup_connect(Manager *m) {
 	if (r < 0)
 		return startup_fail_config(m, err ?: "parse error");
 	return manager_validate_config(m);
+}
+
+/* The reconciler's local routes: the node's own route to the Services (service-route.h). */
+static int render_service_routes(void *userdata, NodeObjects *ret, size_t max) {
+	Manager *m = userdata;
+
+	return service_routes_render(&m->backend, m->args.service_ranges, m->args.n_service_ranges, ret, max);
 }
 
 static int startup_acquire(Manager *m) {
@@ -230,6 +238,9 @@ static int startup_acquire(Manager *m) {
 	}
 
 	m->rec.network = m->config;
+	/* Always, also without ranges: a route a previous run with the option left is then removed. */
+	m->rec.render_local = render_service_routes;
+	m->rec.local_userdata = m;
 	r = m->ds_ops->watch(m->ds, manager_on_ds_event, m);
 	if (r < 0) {
 		log_warning_errno(r, "Failed to start watching leases: %m");
