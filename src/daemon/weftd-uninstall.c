@@ -9,6 +9,7 @@
 #include "basic/macro.h"
 #include "daemon/cni-conf.h"
 #include "daemon/policy/policy-agent.h"
+#include "daemon/service/service-agent.h"
 #include "daemon/weftd.h"
 
 typedef struct RouteList {
@@ -62,6 +63,14 @@ int manager_uninstall(Manager *m) {
 						err ?: ""));
 	else
 		log_info("Removed %zu nftables policy objects np-*", n_policy);
+
+	err = mfree(err);
+	r = service_uninstall(m->nft, &n_policy, &err);
+	if (r < 0)
+		RET_GATHER(ret, log_error_errno(r, "Failed to remove the svc-* Service objects: %m%s%s",
+						err ? ": " : "", err ?: ""));
+	else
+		log_info("Removed %zu nftables Service objects svc-*", n_policy);
 
 	r = backend_uninstall_links(m->nl);
 	if (r < 0)

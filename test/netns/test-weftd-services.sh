@@ -205,12 +205,18 @@ s=$(spread 20 in_pod 3 tcp 10.96.0.16 80)
 info "  p3 -> 10.96.0.16:80 x20 without affinity: $s"
 [[ $s =~ ^p1\ [0-9]+,\ p2\ [0-9]+$ ]] || check_fail "no affinity: one client did not reach both endpoints: $s"
 
+# chosen_lacks NODE CHAIN ADDR: a shell test that the Service chain chooses some endpoint, not ADDR
+# (service/chosen.py reads the choice from the kernel's table, whatever shape it has)
+chosen_lacks() {
+	printf '%s' "out=\$(ip netns exec $(node_ns "$1") nft -j list table inet weft | python3 $TOP/test/netns/service/chosen.py $2) && [ -n \"\$out\" ] && ! printf '%s\\n' \"\$out\" | grep -q '^$3 '"
+}
+
 case_ "endpoint churn under a running client"
 in_pod 3 loop 10.96.0.10 80 6 >"$T/loop" &
 LOOP=$!
 sleep 2
 slice web-2 web "" "$WEB_PORTS"
-wait_for 5 sh -c "! ip netns exec $(node_ns 3) nft list chains inet | grep -q 'svc-shop/web/tcp/80/ip4/ep/$P2/'" ||
+wait_for 5 sh -c "$(chosen_lacks 3 svc-shop/web/tcp/80/ip4 "$P2")" ||
 	fail "node3 did not drop the removed endpoint"
 synced=$(python3 -c 'import time; print(f"{time.monotonic():.4f}")')
 wait "$LOOP"
@@ -228,7 +234,7 @@ in_pod 3 uloop 10.96.0.15 53 5 >"$T/uloop" &
 LOOP=$!
 sleep 1.5
 slice dns-1 dns "$(endpoint "$P2" node2)" '{"port":5353,"protocol":"UDP"}'
-wait_for 5 sh -c "! ip netns exec $(node_ns 3) nft list chains inet | grep -q 'svc-shop/dns/udp/53/ip4/ep/$P1/'" ||
+wait_for 5 sh -c "$(chosen_lacks 3 svc-shop/dns/udp/53/ip4 "$P1")" ||
 	fail "node3 did not drop the removed UDP endpoint"
 synced=$(python3 -c 'import time; print(f"{time.monotonic():.4f}")')
 wait "$LOOP"
@@ -250,7 +256,17 @@ wait_for 10 sh -c "! ip netns exec $(node_ns 3) nft list chains inet | grep -q '
 r=$(in_pod 3 tcp 10.96.0.10 80)
 [[ $r =~ ^p1\  ]] || check_fail "after restart: $r"
 
+case_ "weftd uninstall removes every svc-* chain, map and set"
+weftd_stop 3
+n=$(ip netns exec "$(node_ns 3)" nft -j list table inet weft | jq '[.nftables[] | (.chain // .map // .set) | select(. != null and (.name | startswith("svc-")))] | length')
+weftd_cmd 3 uninstall >"$T/uninstall.log" 2>&1 || check_fail "weftd uninstall failed: $(cat "$T/uninstall.log")"
+m=$(ip netns exec "$(node_ns 3)" nft -j list table inet weft 2>/dev/null | jq '[.nftables[] | (.chain // .map // .set) | select(. != null and (.name | startswith("svc-")))] | length')
+info "  svc-* objects: $n before, ${m:-0} after"
+[ "$n" -gt 0 ] || check_fail "no svc-* objects before uninstall"
+[ "${m:-0}" = 0 ] || check_fail "weftd uninstall left ${m} svc-* objects"
+
 for i in 1 2 3; do
+	[ "$i" = 3 ] && continue # uninstalled
 	http_get "$i" /metrics >/dev/null
 	info "node $i: $(grep -E '^weft_service(s|_syncs_total|_sync_failures_total|_last_full_sync_seconds|_max_sync_seconds) ' <<<"$HTTP_BODY" | tr '\n' ' ')"
 	[ "$(awk '$1 == "weft_service_sync_failures_total" { print $2 }' <<<"$HTTP_BODY")" = 0 ] || check_fail "node $i: failed Service syncs"

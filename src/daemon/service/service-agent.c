@@ -27,6 +27,8 @@ struct ServiceAgent {
 	bool programmed_once; /* else: the next sync is a full one */
 	bool base;            /* the fixed svc-* objects are in place */
 	ServiceHealth *health;
+	SvcSlotPool *slots;  /* the endpoint-map ranges of the units' chains */
+	SvcRefs *refs;       /* the shared sets' elements, counted over the units */
 	ServiceUnit **units; /* sorted by key */
 	size_t n_units, cap_units;
 	char **dirty; /* "ns/name" */
@@ -124,8 +126,9 @@ static int collect_slice(const KubeObject *o, void *userdata) {
 	return 0;
 }
 
-/* The unit the cache's Service ns/name should have now (NULL if the Service is gone). */
-static int build(ServiceAgent *a, const KubeService *svc, ServiceUnit **ret) {
+/* The unit the cache's Service ns/name should have now (NULL if the Service is gone); old: the
+ * unit programmed now, whose chains keep their slots. */
+static int build(ServiceAgent *a, const KubeService *svc, const ServiceUnit *old, ServiceUnit **ret) {
 	const NetworkConfig *cfg = a->config ? *a->config : NULL;
 	IpPrefix nets[2];
 	size_t n_nets = 0;
@@ -146,14 +149,16 @@ static int build(ServiceAgent *a, const KubeService *svc, ServiceUnit **ret) {
 						      .slices = (const KubeEndpointSlice *const *) s.v,
 						      .n_slices = s.n,
 						      .pod_networks = nets,
-						      .n_pod_networks = n_nets },
+						      .n_pod_networks = n_nets,
+						      .slots = a->slots,
+						      .old = old },
 			       ret);
 	free(s.v);
 	return r;
 }
 
-/* svc-* chains ("chain") or sets ("set") of table inet weft; the per-Service ones all hold a '/',
- * the fixed ones do not. */
+/* svc-* chains ("chain"), sets ("set") or maps ("map") of table inet weft; the per-Service ones all
+ * hold a '/', the fixed ones do not. */
 static int list_kernel_objects(NftCtx *nft, const char *kind, char ***ret) {
 	_cleanup_free_ char *cmd = strdup_printf("list %ss inet", kind);
 	json_t *j = NULL, *it;
@@ -194,6 +199,40 @@ static int list_kernel_objects(NftCtx *nft, const char *kind, char ***ret) {
 	return 0;
 }
 
+int service_uninstall(NftCtx *nft, size_t *ret_n, char **ret_error) {
+	_cleanup_strv_free_ char **chains = NULL, **sets = NULL, **maps = NULL;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	FILE *out;
+	int r;
+
+	*ret_n = 0;
+	r = list_kernel_objects(nft, "chain", &chains);
+	if (r >= 0)
+		r = list_kernel_objects(nft, "set", &sets);
+	if (r >= 0)
+		r = list_kernel_objects(nft, "map", &maps);
+	if (r < 0)
+		return r;
+	out = open_memstream(&buf, &len);
+	if (!out)
+		return -ENOMEM;
+	/* rules first (they name chains, maps and sets), then the maps (their verdicts name chains),
+	 * then the rest */
+	for (size_t i = 0; chains && chains[i]; i++)
+		fprintf(out, "flush chain " NFT_TABLE_INET " %s\n", chains[i]);
+	for (size_t i = 0; maps && maps[i]; i++)
+		fprintf(out, "delete map " NFT_TABLE_INET " %s\n", maps[i]);
+	for (size_t i = 0; chains && chains[i]; i++)
+		fprintf(out, "delete chain " NFT_TABLE_INET " %s\n", chains[i]);
+	for (size_t i = 0; sets && sets[i]; i++)
+		fprintf(out, "delete set " NFT_TABLE_INET " %s\n", sets[i]);
+	if (fclose(out) != 0)
+		return -ENOMEM;
+	*ret_n = strv_length(chains) + strv_length(maps) + strv_length(sets);
+	return len > 0 ? nft_apply(nft, buf, ret_error) : 0;
+}
+
 typedef struct Full {
 	ServiceAgent *a;
 	ServiceUnit **v;
@@ -207,7 +246,7 @@ static int collect_unit(const KubeObject *o, void *userdata) {
 
 	if (!KUBE_SERVICE(o))
 		return 0;
-	f->r = build(f->a, KUBE_SERVICE(o), &u);
+	f->r = build(f->a, KUBE_SERVICE(o), NULL, &u);
 	if (f->r < 0)
 		return f->r;
 	if (f->n == f->cap) {
@@ -244,6 +283,9 @@ static int sync_full(ServiceAgent *a) {
 	FILE *out;
 	int r;
 
+	/* everything is rendered anew: new slots, counts from zero */
+	svc_slot_pool_reset(a->slots);
+	svc_refs_reset(a->refs);
 	object_cache_foreach(a->cache, KUBE_KIND_SERVICE, collect_unit, &f);
 	r = f.r;
 	if (r >= 0)
@@ -272,8 +314,7 @@ static int sync_full(ServiceAgent *a) {
 	for (size_t i = 0; kernel && kernel[i]; i++)
 		if (strchr(kernel[i], '/')) /* per-Service chains; the fixed ones are flushed above */
 			fprintf(out, "flush chain " NFT_TABLE_INET " %s\n", kernel[i]);
-	for (size_t i = 0; i < f.n; i++)
-		service_render_unit_diff(out, NULL, f.v[i], true);
+	r = service_render_full(out, f.v, f.n, a->refs);
 	for (size_t i = 0; kernel && kernel[i]; i++) {
 		bool wanted = false;
 		SvcChain key = { .name = kernel[i] };
@@ -292,7 +333,7 @@ static int sync_full(ServiceAgent *a) {
 		if (!wanted && strchr(kernel_sets[i], '/'))
 			fprintf(out, "delete set " NFT_TABLE_INET " %s\n", kernel_sets[i]);
 	}
-	if (fclose(out) != 0) {
+	if (fclose(out) != 0 || r < 0) {
 		free(buf);
 		buf = NULL;
 		r = -ENOMEM;
@@ -372,13 +413,15 @@ static int sync_dirty(ServiceAgent *a) {
 		*slash = '\0';
 		svc = KUBE_SERVICE(object_cache_get(a->cache, KUBE_KIND_SERVICE, a->dirty[i], slash + 1));
 		*slash = '/';
+		at = unit_find(a, a->dirty[i], &found);
 		if (svc)
-			r = build(a, svc, &next[i]);
+			r = build(a, svc, found ? a->units[at] : NULL, &next[i]);
 		if (r < 0)
 			break;
-		at = unit_find(a, a->dirty[i], &found);
-		if (!service_unit_equal(found ? a->units[at] : NULL, next[i]))
+		if (!service_unit_equal(found ? a->units[at] : NULL, next[i])) {
 			service_render_unit_diff(out, found ? a->units[at] : NULL, next[i], false);
+			r = svc_refs_update(a->refs, found ? a->units[at] : NULL, next[i], out);
+		}
 	}
 	if (fclose(out) != 0) {
 		free(buf);
@@ -402,6 +445,12 @@ static int sync_dirty(ServiceAgent *a) {
 			if (dup)
 				continue;
 			clear_conntrack(a, a->dirty[i], next[i]);
+			{
+				bool found;
+				size_t at = unit_find(a, a->dirty[i], &found);
+
+				svc_slot_pool_release(a->slots, found ? a->units[at] : NULL, next[i]);
+			}
 			if (unit_replace(a, a->dirty[i], next[i]) < 0) {
 				r = -ENOMEM; /* the next (full) sync repairs it */
 				continue;
@@ -577,6 +626,10 @@ int service_agent_new(ObjectCache *cache, EventLoop *loop, const char *node, Net
 	*a = (ServiceAgent) { .cache = cache, .loop = loop, .node = node, .config = config };
 	r = nft_ctx_open(&a->nft);
 	if (r >= 0)
+		r = svc_slot_pool_new(&a->slots);
+	if (r >= 0)
+		r = svc_refs_new(&a->refs);
+	if (r >= 0)
 		r = service_health_new(loop, &a->health);
 	if (r >= 0)
 		r = event_loop_add_timer(loop, on_timer, a, &a->timer);
@@ -593,6 +646,8 @@ ServiceAgent *service_agent_free(ServiceAgent *a) {
 		return NULL;
 	event_source_free(a->timer);
 	service_health_free(a->health);
+	svc_slot_pool_free(a->slots);
+	svc_refs_free(a->refs);
 	nft_ctx_free(a->nft);
 	for (size_t i = 0; i < a->n_units; i++)
 		service_unit_free(a->units[i]);

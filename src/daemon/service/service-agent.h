@@ -16,6 +16,7 @@
 #include "daemon/cache/object-cache.h"
 #include "daemon/network-config.h"
 #include "shared/event/event-loop.h"
+#include "shared/nft/nft.h"
 
 #define SERVICE_AGENT_DEBOUNCE_USEC 2000
 
@@ -29,3 +30,6 @@ ServiceAgent *service_agent_free(ServiceAgent *a);
 extern const ObjectCacheHandlers service_agent_handlers;
 /* weft_service_* lines for /metrics. */
 int service_agent_render_metrics(ServiceAgent *a, FILE *f);
+/* `weftd uninstall`: every svc-* chain, map and set of table inet weft, in one batch; *ret_n: how
+ * many objects. */
+int service_uninstall(NftCtx *nft, size_t *ret_n, char **ret_error);

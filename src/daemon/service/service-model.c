@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -17,7 +18,8 @@ typedef struct Ep {
 	IpAddr addr;
 	uint16_t port;
 	bool local;
-	uint8_t cls; /* 0 ready, 1 serving and terminating (fallback only) */
+	bool nodeless; /* no nodeName: may be on this node */
+	uint8_t cls;   /* 0 ready, 1 serving and terminating (fallback only) */
 } Ep;
 
 static int ep_cmp(const void *a, const void *b) {
@@ -80,6 +82,7 @@ static int gather(const ServiceModelInput *in, const KubeServicePort *sp, int fa
 			v[n++] = (Ep) { .addr = ep->addresses[0],
 					.port = port,
 					.local = ep->node_name && in->node && streq(ep->node_name, in->node),
+					.nodeless = !ep->node_name,
 					.cls = cls };
 		}
 	}
@@ -88,8 +91,10 @@ static int gather(const ServiceModelInput *in, const KubeServicePort *sp, int fa
 	for (size_t i = 0; i < n; i++)
 		if (w == 0 || ip_addr_cmp(&v[w - 1].addr, &v[i].addr) != 0 || v[w - 1].port != v[i].port)
 			v[w++] = v[i];
-		else if (v[i].local)
-			v[w - 1].local = true;
+		else {
+			v[w - 1].local |= v[i].local;
+			v[w - 1].nodeless |= v[i].nodeless;
+		}
 	*ret = v;
 	*ret_n = w;
 	return 0;
@@ -107,13 +112,269 @@ static size_t select_eps(const Ep *v, size_t n, bool local_only, size_t *idx) {
 	return k;
 }
 
+/* ---- endpoint-map slots ---- */
+
+struct SvcSlotPool {
+	uint64_t used[SVC_SLOTS / 64];
+	uint32_t cursor;
+	size_t n_used;
+};
+
+int svc_slot_pool_new(SvcSlotPool **ret) {
+	SvcSlotPool *p = calloc(1, sizeof(SvcSlotPool));
+
+	if (!p)
+		return -ENOMEM;
+	svc_slot_pool_reset(p);
+	*ret = p;
+	return 0;
+}
+
+SvcSlotPool *svc_slot_pool_free(SvcSlotPool *p) {
+	free(p);
+	return NULL;
+}
+
+void svc_slot_pool_reset(SvcSlotPool *p) {
+	memset(p->used, 0, sizeof(p->used));
+	p->used[0] = 1; /* slot 0 means "none" */
+	p->cursor = 1;
+	p->n_used = 0;
+}
+
+size_t svc_slot_pool_used(const SvcSlotPool *p) {
+	return p->n_used;
+}
+
+static int slot_alloc(SvcSlotPool *p, uint32_t *ret) {
+	for (size_t n = 0; n <= SVC_SLOTS / 64; n++) {
+		size_t w = (p->cursor / 64 + n) % (SVC_SLOTS / 64);
+
+		if (p->used[w] == UINT64_MAX)
+			continue;
+		uint32_t s = (uint32_t) (w * 64 + (size_t) __builtin_ctzll(~p->used[w]));
+
+		p->used[w] |= UINT64_C(1) << (s % 64);
+		p->n_used++;
+		p->cursor = s;
+		*ret = s;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+void svc_slot_pool_release(SvcSlotPool *p, const ServiceUnit *old, const ServiceUnit *new) {
+	for (size_t i = 0; old && i < old->n_chains; i++) {
+		const SvcChain *c = &old->chains[i], *n = service_unit_chain(new, c->name);
+		uint64_t bit = UINT64_C(1) << (c->slot % 64);
+
+		if (c->slot == 0 || c->slot >= SVC_SLOTS || (n && n->slot == c->slot))
+			continue;
+		if (p->used[c->slot / 64] & bit) {
+			p->used[c->slot / 64] &= ~bit;
+			p->n_used--;
+		}
+	}
+}
+
+/*
+ * "svc-eps4-tcp-07": the map of a slot. One per protocol: a map declared `typeof ... th dport`
+ * cannot be named by a later rule that matches `meta l4proto tcp` (libnftables 1.0.6 reads the
+ * kernel's typeof back and finds the protocols conflicting), while `tcp dport` in a map used by TCP
+ * rules only is accepted.
+ */
+static const char *const eps_protos[] = { "tcp", "udp", "sctp" };
+
+static const char *eps_map(int family, const char *lproto, uint32_t slot) {
+	static char names[2][ELEMENTSOF(eps_protos)][SVC_EPS_BUCKETS][24];
+	size_t p = 0;
+	char *n;
+
+	while (p + 1 < ELEMENTSOF(eps_protos) && !streq(eps_protos[p], lproto))
+		p++;
+	n = names[family == AF_INET6][p][slot % SVC_EPS_BUCKETS];
+	if (!n[0])
+		snprintf(n, sizeof(names[0][0][0]), "svc-eps%c-%s-%03u", family == AF_INET6 ? '6' : '4', eps_protos[p],
+			 (unsigned) (slot % SVC_EPS_BUCKETS));
+	return n;
+}
+
+/* ---- counted elements of the shared sets ---- */
+
+typedef struct RefEntry {
+	char *key; /* "<set>\n<element>"; NULL: empty; REF_TOMB: deleted */
+	size_t count;
+	SvcElem elem; /* the element, for rendering (pointing into key) */
+} RefEntry;
+
+#define REF_TOMB ((char *) 1)
+
+struct SvcRefs {
+	RefEntry *v;
+	size_t cap, n, used; /* used: live + tombstones */
+};
+
+int svc_refs_new(SvcRefs **ret) {
+	SvcRefs *r = calloc(1, sizeof(SvcRefs));
+
+	if (!r)
+		return -ENOMEM;
+	*ret = r;
+	return 0;
+}
+
+void svc_refs_reset(SvcRefs *r) {
+	for (size_t i = 0; i < r->cap; i++)
+		if (r->v[i].key != REF_TOMB)
+			free(r->v[i].key);
+	free(r->v);
+	*r = (SvcRefs) {};
+}
+
+SvcRefs *svc_refs_free(SvcRefs *r) {
+	if (r)
+		svc_refs_reset(r);
+	free(r);
+	return NULL;
+}
+
+size_t svc_refs_size(const SvcRefs *r) {
+	return r->n;
+}
+
+static size_t ref_hash(const char *s) {
+	size_t h = 14695981039346656037ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char) *s) * 1099511628211ULL;
+	return h;
+}
+
+static int refs_grow(SvcRefs *r) {
+	/* mostly tombstones: rehash at the same size */
+	size_t cap = r->cap == 0 ? 256 : r->n * 4 < r->cap ? r->cap : r->cap * 2;
+	RefEntry *v = calloc(cap, sizeof(RefEntry)), *old = r->v;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->cap; i++) {
+		size_t h;
+
+		if (!old[i].key || old[i].key == REF_TOMB)
+			continue;
+		for (h = ref_hash(old[i].key) & (cap - 1); v[h].key; h = (h + 1) & (cap - 1))
+			;
+		v[h] = old[i];
+	}
+	free(old);
+	r->v = v;
+	r->cap = cap;
+	r->used = r->n;
+	return 0;
+}
+
+/* The entry of key, created with count 0 when create is set (NULL: absent, or -ENOMEM). */
+static RefEntry *refs_find(SvcRefs *r, const char *key, bool create) {
+	size_t h, tomb = SIZE_MAX;
+
+	if (create && (r->used + 1) * 4 >= r->cap * 3 && refs_grow(r) < 0)
+		return NULL;
+	if (r->cap == 0)
+		return NULL;
+	for (h = ref_hash(key) & (r->cap - 1); r->v[h].key; h = (h + 1) & (r->cap - 1)) {
+		if (r->v[h].key == REF_TOMB) {
+			if (tomb == SIZE_MAX)
+				tomb = h;
+		} else if (streq(r->v[h].key, key))
+			return &r->v[h];
+	}
+	if (!create)
+		return NULL;
+	if (tomb != SIZE_MAX)
+		h = tomb;
+	else
+		r->used++;
+	r->v[h] = (RefEntry) { .key = strdup(key) };
+	if (!r->v[h].key) {
+		r->v[h].key = tomb != SIZE_MAX ? REF_TOMB : NULL;
+		return NULL;
+	}
+	r->n++;
+	return &r->v[h];
+}
+
+static bool is_shared_set(const char *map) {
+	return startswith(map, "svc-hairpin");
+}
+
+int svc_refs_update(SvcRefs *r, const ServiceUnit *old, const ServiceUnit *new, FILE *f) {
+	/* additions first: an element both units hold never drops to 0 on the way */
+	for (size_t i = 0; new &&i < new->n_elems; i++) {
+		const SvcElem *e = &new->elems[i];
+		_cleanup_free_ char *k = NULL;
+		RefEntry *x;
+
+		if (!is_shared_set(e->map))
+			continue;
+		k = strdup_printf("%s\n%s", e->map, e->key);
+		if (!k || !(x = refs_find(r, k, true)))
+			return -ENOMEM;
+		if (x->count == 0)
+			x->elem = (SvcElem) { .map = e->map, .key = strchr(x->key, '\n') + 1, .value = (char *) "" };
+		if (x->count++ == 0 && f)
+			fprintf(f, "add element " T " %s { %s }\n", e->map, e->key);
+	}
+	for (size_t i = 0; old && i < old->n_elems; i++) {
+		const SvcElem *e = &old->elems[i];
+		_cleanup_free_ char *k = NULL;
+		RefEntry *x;
+
+		if (!is_shared_set(e->map))
+			continue;
+		k = strdup_printf("%s\n%s", e->map, e->key);
+		if (!k)
+			return -ENOMEM;
+		x = refs_find(r, k, false);
+		if (!x || x->count == 0)
+			continue;
+		if (--x->count == 0) {
+			if (f)
+				fprintf(f, "delete element " T " %s { %s }\n", e->map, e->key);
+			free(x->key);
+			x->key = REF_TOMB;
+			r->n--;
+		}
+	}
+	return 0;
+}
+
 /* ---- unit building ---- */
 
 typedef struct Builder {
 	ServiceUnit *u;
-	size_t cap_chains, cap_elems, cap_sets;
+	size_t cap_chains, cap_elems, cap_sets, cap_targets;
 	bool oom;
 } Builder;
+
+static void add_target(Builder *b, char *t) {
+	if (!t) {
+		b->oom = true;
+		return;
+	}
+	if (b->u->n_targets == b->cap_targets) {
+		size_t cap = b->cap_targets ? b->cap_targets * 2 : 8;
+		char **v = reallocarray(b->u->targets, cap, sizeof(char *));
+
+		if (!v) {
+			free(t);
+			b->oom = true;
+			return;
+		}
+		b->u->targets = v;
+		b->cap_targets = cap;
+	}
+	b->u->targets[b->u->n_targets++] = t;
+}
 
 static void add_set(Builder *b, char *name, char *decl) {
 	if (!name || !decl) {
@@ -240,6 +501,47 @@ static char *numgen_rule(const char *base, const Ep *v, const size_t *idx, size_
 	return buf;
 }
 
+/*
+ * The rules of choosing chain c over the endpoints idx[0..k): one dnat through the chain's range
+ * of an svc-eps map (service-model.h), or the numgen cascade to endpoint chains (per_ep).
+ */
+static char *choose_rules(Builder *b, const ServiceModelInput *in, SvcChain *c, const char *base, const Ep *v,
+			  const size_t *idx, size_t k, const char *comment, uint32_t affinity, bool per_ep,
+			  const char *lproto) {
+	int family = v[idx[0]].addr.family;
+	const char *ipkw = family == AF_INET ? "ip" : "ip6", *map;
+	const SvcChain *o;
+	char a[IP_ADDR_STRLEN];
+	uint32_t slot, first;
+
+	if (!c)
+		return NULL;
+	if (per_ep)
+		return numgen_rule(base, v, idx, k, comment, affinity);
+	if (k == 1) {
+		ip_addr_to_string(&v[idx[0]].addr, a);
+		return strdup_printf("meta l4proto %s dnat %s to %s%s%s:%u comment \"%s\"\n", lproto, ipkw,
+				     family == AF_INET6 ? "[" : "", a, family == AF_INET6 ? "]" : "", v[idx[0]].port,
+				     comment);
+	}
+	o = service_unit_chain(in->old, c->name);
+	if (o && o->slot != 0)
+		slot = o->slot;
+	else if (!in->slots || slot_alloc(in->slots, &slot) < 0)
+		return NULL;
+	c->slot = slot;
+	first = slot << SVC_SLOT_BITS;
+	map = eps_map(family, lproto, slot);
+	for (size_t i = 0; i < k; i++) {
+		ip_addr_to_string(&v[idx[i]].addr, a);
+		add_elem(b, map, strdup_printf("%" PRIu32, first + (uint32_t) i),
+			 strdup_printf("%s . %u", a, v[idx[i]].port));
+	}
+	return strdup_printf("meta l4proto %s dnat %s to numgen random mod %zu offset %" PRIu32
+			     " map @%s comment \"%s\"\n",
+			     lproto, ipkw, k, first, map, comment);
+}
+
 static int ip_comment(char *buf, size_t size, const KubeObject *o, const KubeServicePort *sp, const char *what) {
 	return snprintf(buf, size, "%.40s/%.40s %s/%u%s", o->namespace, o->name, kube_protocol_to_string(sp->protocol),
 			sp->port, what);
@@ -286,6 +588,7 @@ static void build_port(Builder *b, const ServiceModelInput *in, const KubeServic
 	size_t n = 0, n_all, n_loc, n_cluster;
 	const size_t *cluster;
 	uint32_t aff = svc->session_affinity_client_ip ? svc->session_affinity_timeout : 0;
+	bool per_ep;
 	char comment[NFT_COMMENT_MAX + 1], cip[IP_ADDR_STRLEN];
 	const IpAddr *cips = NULL;
 
@@ -319,14 +622,24 @@ static void build_port(Builder *b, const ServiceModelInput *in, const KubeServic
 	n_loc = select_eps(v, n, true, loc);
 	cluster = itp_local ? loc : all;
 	n_cluster = itp_local ? n_loc : n_all;
+	/* endpoint chains for affinity, and for more endpoints than a slot maps */
+	per_ep = aff > 0 || n >= (1u << SVC_SLOT_BITS);
 
-	/* endpoint chains: every endpoint some chain may choose */
+	/* every endpoint some chain may choose: its target, its hairpin element, or its chain */
 	for (size_t i = 0; i < n; i++) {
 		char ai[IP_ADDR_STRLEN];
 
 		if (!in_set(cluster, n_cluster, i) && !(has_ext && in_set(all, n_all, i)) &&
 		    !(has_ext && etp_local && in_set(loc, n_loc, i)))
 			continue;
+		ip_addr_to_string(&v[i].addr, ai);
+		add_target(b, strdup_printf("%s/%s/%u", lproto, ai, v[i].port));
+		if (!per_ep) {
+			if (v[i].local || v[i].nodeless)
+				add_elem(b, family == AF_INET ? SVC_HAIRPIN4 : SVC_HAIRPIN6,
+					 strdup_printf("%s . %s", ai, ai), strdup(""));
+			continue;
+		}
 		_cleanup_free_ char *ep = strdup_printf("%s/ep/%s/%u", base, addr_ident(&v[i].addr, ai), v[i].port);
 		_cleanup_free_ char *set = ep && aff > 0 ? strdup_printf("%s/aff%u", ep, aff) : NULL;
 
@@ -345,7 +658,9 @@ static void build_port(Builder *b, const ServiceModelInput *in, const KubeServic
 	ip_comment(comment, sizeof(comment), &svc->meta, sp, "");
 	ip_addr_to_string(cips, cip);
 	if (n_cluster > 0) {
-		chain_rules(b, add_chain(b, strdup(base)), numgen_rule(base, v, cluster, n_cluster, comment, aff));
+		SvcChain *c = add_chain(b, strdup(base));
+
+		chain_rules(b, c, choose_rules(b, in, c, base, v, cluster, n_cluster, comment, aff, per_ep, lproto));
 		add_elem(b, m_ips, strdup_printf("%s . %s . %u", cip, lproto, sp->port),
 			 strdup_printf("goto %s", base));
 	} else /* no endpoints at all: reject; endpoints, but none usable here (Local): drop */
@@ -394,11 +709,16 @@ static void build_port(Builder *b, const ServiceModelInput *in, const KubeServic
 			return;
 		}
 		chain_rules(b, add_chain(b, TAKE_PTR(ext)), buf);
-		if (itp_local)
-			chain_rules(b, add_chain(b, strdup(all_chain)), numgen_rule(base, v, all, n_all, comment, aff));
-		if (etp_local && n_loc > 0)
-			chain_rules(b, add_chain(b, strdup_printf("%s/local", base)),
-				    numgen_rule(base, v, loc, n_loc, comment, aff));
+		if (itp_local) {
+			SvcChain *c = add_chain(b, strdup(all_chain));
+
+			chain_rules(b, c, choose_rules(b, in, c, base, v, all, n_all, comment, aff, per_ep, lproto));
+		}
+		if (etp_local && n_loc > 0) {
+			SvcChain *c = add_chain(b, strdup_printf("%s/local", base));
+
+			chain_rules(b, c, choose_rules(b, in, c, base, v, loc, n_loc, comment, aff, per_ep, lproto));
+		}
 	}
 	{
 		_cleanup_free_ char *go = n_all > 0 ? strdup_printf("goto %s/ext", base) : strdup("goto svc-reject");
@@ -431,6 +751,10 @@ static int chain_cmp(const void *a, const void *b) {
 
 static int set_cmp(const void *a, const void *b) {
 	return strcmp(((const SvcSet *) a)->name, ((const SvcSet *) b)->name);
+}
+
+static int str_ptr_cmp(const void *a, const void *b) {
+	return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
 static int elem_cmp(const void *a, const void *b) {
@@ -485,6 +809,14 @@ int service_unit_build(const ServiceModelInput *in, ServiceUnit **ret) {
 		} else
 			u->chains[w++] = u->chains[i];
 	u->n_chains = w;
+	qsort_safe(u->targets, u->n_targets, sizeof(char *), str_ptr_cmp);
+	w = 0;
+	for (size_t i = 0; i < u->n_targets; i++)
+		if (w > 0 && streq(u->targets[w - 1], u->targets[i]))
+			free(u->targets[i]);
+		else
+			u->targets[w++] = u->targets[i];
+	u->n_targets = w;
 	*ret = TAKE_PTR(u);
 	return 0;
 }
@@ -504,6 +836,9 @@ ServiceUnit *service_unit_free(ServiceUnit *u) {
 		free(u->sets[i].name);
 		free(u->sets[i].decl);
 	}
+	for (size_t i = 0; i < u->n_targets; i++)
+		free(u->targets[i]);
+	free(u->targets);
 	free(u->sets);
 	free(u->chains);
 	free(u->elems);
@@ -515,8 +850,12 @@ ServiceUnit *service_unit_free(ServiceUnit *u) {
 bool service_unit_equal(const ServiceUnit *a, const ServiceUnit *b) {
 	if (!a || !b)
 		return a == b;
-	if (a->n_chains != b->n_chains || a->n_elems != b->n_elems || a->n_sets != b->n_sets)
+	if (a->n_chains != b->n_chains || a->n_elems != b->n_elems || a->n_sets != b->n_sets ||
+	    a->n_targets != b->n_targets)
 		return false;
+	for (size_t i = 0; i < a->n_targets; i++)
+		if (!streq(a->targets[i], b->targets[i]))
+			return false;
 	for (size_t i = 0; i < a->n_sets; i++)
 		if (!streq(a->sets[i].name, b->sets[i].name) || !streq(a->sets[i].decl, b->sets[i].decl))
 			return false;
@@ -562,6 +901,16 @@ void service_render_base(FILE *f) {
 	fputs("add table " T "\n", f);
 	for (size_t i = 0; i < ELEMENTSOF(svc_maps); i++)
 		fprintf(f, "add map " T " %s { type %s; }\n", svc_maps[i][0], svc_maps[i][1]);
+	for (size_t p = 0; p < ELEMENTSOF(eps_protos); p++)
+		for (uint32_t i = 0; i < SVC_EPS_BUCKETS; i++)
+			fprintf(f,
+				"add map " T " %s { typeof numgen random mod 1 : ip daddr . %s dport; }\n"
+				"add map " T " %s { typeof numgen random mod 1 : ip6 daddr . %s dport; }\n",
+				eps_map(AF_INET, eps_protos[p], i), eps_protos[p], eps_map(AF_INET6, eps_protos[p], i),
+				eps_protos[p]);
+	fputs("add set " T " " SVC_HAIRPIN4 " { type ipv4_addr . ipv4_addr; }\n"
+	      "add set " T " " SVC_HAIRPIN6 " { type ipv6_addr . ipv6_addr; }\n",
+	      f);
 	fputs("add chain " T " svc-reject\nflush chain " T " svc-reject\n"
 	      "add rule " T " svc-reject meta l4proto tcp reject with tcp reset comment \"Service without endpoints\"\n"
 	      "add rule " T " svc-reject reject comment \"Service without endpoints\"\n"
@@ -590,6 +939,10 @@ void service_render_base(FILE *f) {
 	      /* srcnat - 5: between pm-postrouting (srcnat - 10) and br-postrouting (srcnat) */
 	      "add chain " T " svc-postrouting { type nat hook postrouting priority srcnat - 5; policy accept; }\n"
 	      "flush chain " T " svc-postrouting\n"
+	      "add rule " T " svc-postrouting ct status dnat ip saddr . ip daddr @" SVC_HAIRPIN4
+	      " masquerade fully-random comment \"Service hairpin\"\n"
+	      "add rule " T " svc-postrouting ct status dnat ip6 saddr . ip6 daddr @" SVC_HAIRPIN6
+	      " masquerade fully-random comment \"Service hairpin\"\n"
 	      "add rule " T " svc-postrouting meta mark & " SVC_MASQ_MARK " == 0 return\n"
 	      "add rule " T " svc-postrouting meta mark set meta mark xor " SVC_MASQ_MARK
 	      " masquerade fully-random comment \"Service hairpin and external traffic\"\n",
@@ -607,6 +960,11 @@ void service_render_base(FILE *f) {
 void service_render_flush_maps(FILE *f) {
 	for (size_t i = 0; i < ELEMENTSOF(svc_maps); i++)
 		fprintf(f, "flush map " T " %s\n", svc_maps[i][0]);
+	for (size_t p = 0; p < ELEMENTSOF(eps_protos); p++)
+		for (uint32_t i = 0; i < SVC_EPS_BUCKETS; i++)
+			fprintf(f, "flush map " T " %s\nflush map " T " %s\n", eps_map(AF_INET, eps_protos[p], i),
+				eps_map(AF_INET6, eps_protos[p], i));
+	fputs("flush set " T " " SVC_HAIRPIN4 "\nflush set " T " " SVC_HAIRPIN6 "\n", f);
 }
 
 static void render_rules(FILE *f, const SvcChain *c) {
@@ -622,12 +980,12 @@ static void render_rules(FILE *f, const SvcChain *c) {
 	}
 }
 
-void service_render_unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit *new, bool full) {
+static void unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit *new, bool full, bool elements) {
 	/* 1. elements gone or changed */
 	for (size_t i = 0; old && i < old->n_elems; i++) {
 		const SvcElem *e = &old->elems[i], *n = unit_elem(new, e);
 
-		if (!n || !streq(n->value, e->value))
+		if (!is_shared_set(e->map) && (!n || !streq(n->value, e->value)))
 			fprintf(f, "delete element " T " %s { %s }\n", e->map, e->key);
 	}
 	/* 2. sets new (affinity), then chains new or changed: declared first, since rules may jump
@@ -649,10 +1007,14 @@ void service_render_unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit
 		if (!o || full || !streq_ptr(o->rules, c->rules))
 			render_rules(f, c);
 	}
-	/* 3. elements new or changed */
-	for (size_t i = 0; new &&i < new->n_elems; i++) {
+	/* 3. elements new or changed (the chains they jump to exist now; an element of an endpoint
+	 * map is checked against each rule bound to the map, a rule binding it walks all of its
+	 * elements: after the rules is the cheaper order when many come at once) */
+	for (size_t i = 0; new &&elements &&i < new->n_elems; i++) {
 		const SvcElem *e = &new->elems[i], *o = unit_elem(old, e);
 
+		if (is_shared_set(e->map))
+			continue;
 		if (!o || !streq(o->value, e->value) || full)
 			fprintf(f, "add element " T " %s { %s : %s }\n", e->map, e->key, e->value);
 	}
@@ -667,6 +1029,77 @@ void service_render_unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit
 	for (size_t i = 0; old && i < old->n_sets; i++)
 		if (!service_unit_set(new, old->sets[i].name))
 			fprintf(f, "delete set " T " %s\n", old->sets[i].name);
+}
+
+void service_render_unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit *new, bool full) {
+	unit_diff(f, old, new, full, true);
+}
+
+static int elem_ptr_cmp(const void *a, const void *b) {
+	return elem_cmp(*(const SvcElem *const *) a, *(const SvcElem *const *) b);
+}
+
+/* "add element" of one set or map, its elements in one command */
+static void render_elements(FILE *f, const char *map, const SvcElem *const *v, size_t n) {
+	fprintf(f, "add element " T " %s { ", map);
+	for (size_t i = 0; i < n; i++)
+		if (v[i]->value[0])
+			fprintf(f, "%s%s : %s", i ? ", " : "", v[i]->key, v[i]->value);
+		else
+			fprintf(f, "%s%s", i ? ", " : "", v[i]->key);
+	fputs(" }\n", f);
+}
+
+int service_render_full(FILE *f, ServiceUnit *const *units, size_t n, SvcRefs *refs) {
+	_cleanup_free_ const SvcElem **v = NULL;
+	size_t n_v = 0, cap = 0;
+	int r;
+
+	for (size_t i = 0; i < n; i++)
+		unit_diff(f, NULL, units[i], true, false);
+	/* elements: one command per map, the shared sets' from the counts */
+	for (size_t i = 0; i < n; i++) {
+		r = svc_refs_update(refs, NULL, units[i], NULL);
+		if (r < 0)
+			return r;
+		for (size_t k = 0; k < units[i]->n_elems; k++) {
+			if (is_shared_set(units[i]->elems[k].map))
+				continue;
+			if (n_v == cap) {
+				const SvcElem **nv;
+
+				cap = cap ? cap * 2 : 1024;
+				nv = reallocarray(v, cap, sizeof(SvcElem *));
+				if (!nv)
+					return -ENOMEM;
+				v = nv;
+			}
+			v[n_v++] = &units[i]->elems[k];
+		}
+	}
+	for (size_t i = 0; i < refs->cap; i++) {
+		const char *k = refs->v[i].key;
+
+		if (!k || k == REF_TOMB)
+			continue;
+		if (n_v == cap) {
+			const SvcElem **nv;
+
+			cap = cap ? cap * 2 : 1024;
+			nv = reallocarray(v, cap, sizeof(SvcElem *));
+			if (!nv)
+				return -ENOMEM;
+			v = nv;
+		}
+		v[n_v++] = &refs->v[i].elem;
+	}
+	qsort_safe(v, n_v, sizeof(SvcElem *), elem_ptr_cmp);
+	for (size_t i = 0, j; i < n_v; i = j) {
+		for (j = i + 1; j < n_v && streq(v[j]->map, v[i]->map); j++)
+			;
+		render_elements(f, v[i]->map, v + i, j - i);
+	}
+	return 0;
 }
 
 static int push_filter(ServiceCtFilter **v, size_t *n, const ServiceCtFilter *f) {
@@ -703,20 +1136,17 @@ int service_unit_stale_udp(const ServiceUnit *old, const ServiceUnit *new, Servi
 		if (push_filter(&v, &n, &f) < 0)
 			return -ENOMEM;
 	}
-	for (size_t i = 0; old && i < old->n_chains; i++) {
-		const char *name = old->chains[i].name, *ep = strstr(name, "/ep/");
+	/* endpoints no longer chosen: entries DNATed to them */
+	for (size_t i = 0; old && i < old->n_targets; i++) {
+		const char *t = old->targets[i];
 		char ip[IP_ADDR_STRLEN + 1];
 		unsigned port;
 		ServiceCtFilter f = { .nat_only = true };
 
-		if (!ep || !strstr(name, "/udp/") || service_unit_chain(new, name))
+		if (!startswith(t, "udp/") ||
+		    bsearch_safe(&t, new ? new->targets : NULL, new ? new->n_targets : 0, sizeof(char *), str_ptr_cmp))
 			continue;
-		if (sscanf(ep + 4, "%46[^/]/%u", ip, &port) != 2)
-			continue;
-		for (char *p = ip; *p; p++)
-			if (*p == '_')
-				*p = ':';
-		if (ip_addr_parse(ip, &f.reply_src) < 0)
+		if (sscanf(t + 4, "%46[^/]/%u", ip, &port) != 2 || ip_addr_parse(ip, &f.reply_src) < 0)
 			continue;
 		f.family = f.reply_src.family;
 		f.reply_sport = (uint16_t) port;

@@ -18,14 +18,29 @@
  *
  * Per Service (one ServiceUnit: its chains and map elements), per port and family:
  *
- *   svc-<ns>/<name>/<proto>/<port>/ip4         rule i: numgen random mod (N-i) == 0 goto <endpoint i>
+ *   svc-<ns>/<name>/<proto>/<port>/ip4         the endpoint choice (below)
  *   svc-<ns>/<name>/<proto>/<port>/ip4/ext     NodePort / external IP / LB IP entry: mark for
  *                                              masquerade + goto the service chain (Cluster), or
  *                                              local endpoints only (Local; none: drop)
- *   svc-<ns>/<name>/<proto>/<port>/ip4/local   numgen over this node's endpoints (Local)
- *   svc-<ns>/<name>/<proto>/<port>/ip4/ep/<addr>/<port>   hairpin mark + DNAT
+ *   svc-<ns>/<name>/<proto>/<port>/ip4/local   the choice among this node's endpoints (Local)
  *
- * sessionAffinity ClientIP (kube-proxy's nftables mode): per endpoint a set
+ * Endpoint choice: one rule, `dnat ip to numgen random mod N offset B map @svc-eps4-tcp-<bucket>`,
+ * and N elements B+i : <addr> . <port> in that shared map (one per family, protocol and bucket). Each choosing chain
+ * owns a slot (B = slot << SVC_SLOT_BITS, from an SvcSlotPool, kept across rebuilds of the Service so a change touches
+ * only its own elements); the map is one of SVC_EPS_BUCKETS by slot, because the kernel checks each new element of a
+ * map against every rule bound to it. One endpoint: a plain dnat. No chain per endpoint: every chain is one more entry
+ * in the dump libnftables reads before each batch, which the kernel serves in time quadratic in the number of chains.
+ *
+ * Hairpin (a pod reaching itself through its Service): svc-postrouting masquerades DNATed
+ * packets whose saddr . daddr is in svc-hairpin4/6, which holds A . A for every endpoint A on
+ * this node (or of no node). Several Services share an endpoint, so these elements are counted
+ * over all units (SvcRefs) rather than rendered by the unit diff.
+ *
+ * sessionAffinity ClientIP (kube-proxy's nftables mode), and more endpoints than a slot holds:
+ * the endpoint chains instead,
+ *   svc-<ns>/<name>/<proto>/<port>/ip4/ep/<addr>/<port>   hairpin mark + DNAT
+ * chosen by `numgen random mod (N-i) == 0 goto <endpoint i>` rules; with affinity, per endpoint
+ * a set
  *   svc-<ns>/<name>/<proto>/<port>/ip4/ep/<addr>/<port>/aff<timeout>   dynamic, timeout
  * that the endpoint chain refreshes (update @set { ip saddr }) and that every choosing chain
  * consults before its numgen (ip saddr @set goto <endpoint>). The timeout is in the name: a
@@ -36,6 +51,7 @@
  */
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "daemon/cache/kube-objects.h"
@@ -44,15 +60,22 @@
 #define SVC_PREFIX "svc-"
 #define SVC_MASQ_MARK "0x4000"
 
+#define SVC_SLOT_BITS 14 /* endpoints one choosing chain can map: 16384 */
+#define SVC_SLOTS (1u << (32 - SVC_SLOT_BITS))
+#define SVC_EPS_BUCKETS 128 /* endpoint maps per family and protocol */
+#define SVC_HAIRPIN4 "svc-hairpin4"
+#define SVC_HAIRPIN6 "svc-hairpin6"
+
 typedef struct SvcChain {
 	char *name;
-	char *rules; /* "add rule" bodies, one per line, without the "add rule inet weft <chain> " */
+	char *rules;   /* "add rule" bodies, one per line, without the "add rule inet weft <chain> " */
+	uint32_t slot; /* its range in an svc-eps map (0: none) */
 } SvcChain;
 
 typedef struct SvcElem {
 	const char *map; /* static: "svc-ips4" ... */
 	char *key;       /* "10.96.0.10 . tcp . 80" */
-	char *value;     /* "goto svc-..." | "goto svc-reject" | "drop" */
+	char *value;     /* "goto svc-..." | "goto svc-reject" | "drop" | "10.244.1.5 . 8080" | "" (a set) */
 } SvcElem;
 
 typedef struct SvcSet {
@@ -66,7 +89,18 @@ typedef struct ServiceUnit {
 	SvcChain *chains; /* sorted by name */
 	SvcSet *sets;     /* sorted by name */
 	SvcElem *elems;   /* sorted by map, key */
+	char **targets;   /* "<proto>/<addr>/<port>" of every endpoint some chain may choose, sorted */
+	size_t n_targets;
 } ServiceUnit;
+
+/* Slots of the endpoint maps (a bitmap: 32 KiB). */
+typedef struct SvcSlotPool SvcSlotPool;
+int svc_slot_pool_new(SvcSlotPool **ret);
+SvcSlotPool *svc_slot_pool_free(SvcSlotPool *p);
+void svc_slot_pool_reset(SvcSlotPool *p);
+size_t svc_slot_pool_used(const SvcSlotPool *p);
+/* After old -> new is programmed: old's slots that new does not keep are free again. */
+void svc_slot_pool_release(SvcSlotPool *p, const ServiceUnit *old, const ServiceUnit *new);
 
 typedef struct ServiceModelInput {
 	const char *node; /* this node's name (Local traffic policies) */
@@ -77,6 +111,8 @@ typedef struct ServiceModelInput {
 	 * every endpoint, as kube-proxy's "short-circuit" does */
 	const IpPrefix *pod_networks;
 	size_t n_pod_networks;
+	SvcSlotPool *slots;     /* where new choosing chains take their slot */
+	const ServiceUnit *old; /* optional: its chains keep their slots */
 } ServiceModelInput;
 
 /* Builds the unit of one Service (empty for headless and ExternalName Services). 0 or -ENOMEM. */
@@ -87,14 +123,33 @@ bool service_unit_equal(const ServiceUnit *a, const ServiceUnit *b);
 const SvcChain *service_unit_chain(const ServiceUnit *u, const char *name);
 const SvcSet *service_unit_set(const ServiceUnit *u, const char *name);
 
+/*
+ * Elements of the shared sets (svc-hairpin4/6), counted over every unit. svc_refs_update() counts
+ * old -> new of one Service and renders the elements that appear (0 -> 1) or vanish (1 -> 0) into f
+ * (NULL: count only). -ENOMEM leaves the counts unknown: reset and render all (a full sync).
+ */
+typedef struct SvcRefs SvcRefs;
+int svc_refs_new(SvcRefs **ret);
+SvcRefs *svc_refs_free(SvcRefs *r);
+void svc_refs_reset(SvcRefs *r);
+int svc_refs_update(SvcRefs *r, const ServiceUnit *old, const ServiceUnit *new, FILE *f);
+size_t svc_refs_size(const SvcRefs *r);
+
 /* The fixed objects (idempotent: add, flush, rules). */
 void service_render_base(FILE *f);
-/* The fixed maps' elements removed (start-up full sync: the units then add theirs again). */
+/* The fixed maps' and sets' elements removed (start-up full sync: the units then add theirs again). */
 void service_render_flush_maps(FILE *f);
 /*
+ * Every unit anew (a full sync, after service_render_base() and service_render_flush_maps()): all
+ * chains and rules, then each map's elements in one command; counts the shared sets' elements in
+ * refs (reset it first). 0 or -ENOMEM.
+ */
+int service_render_full(FILE *f, ServiceUnit *const *units, size_t n, SvcRefs *refs);
+/*
  * old -> new of one Service (either may be NULL): element deletes, chain adds/flushes and rules,
- * element adds, then removed chains flushed and deleted. With `full`, every chain of `new` is
- * flushed before its rules (the kernel may hold it from an earlier run).
+ * element adds, then removed chains flushed and deleted. With
+ * `full`, every chain of `new` is flushed before its rules (the kernel may hold it from an earlier
+ * run). The shared sets' elements are not rendered here (SvcRefs).
  */
 void service_render_unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit *new, bool full);
 
