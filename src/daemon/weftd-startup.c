@@ -56,6 +56,26 @@ int manager_validate_config(Manager *m) {
 		if (network_config_check_overlap(m->config, &m->backend.connected[i], what, &err) < 0)
 			return startup_fail_config(m, err ?: "overlaps the underlay");
 	}
+	for (size_t i = 0; i < m->args.n_service_ranges; i++) {
+		/* A Service range is routed to the underlay: covering the pod network or a network the
+		 * node is on would take that traffic away. */
+		const IpPrefix *range = &m->args.service_ranges[i];
+		_cleanup_free_ char *err = NULL;
+
+		if (network_config_check_overlap(m->config, range, "--service-cluster-ip-range", &err) < 0)
+			return startup_fail_config(m, err ?: "overlaps the Service range");
+		for (size_t j = 0; j < m->backend.n_connected; j++)
+			if (ip_prefix_overlaps(range, &m->backend.connected[j])) {
+				char a[IP_PREFIX_STRLEN], b[IP_PREFIX_STRLEN];
+
+				log_error("--service-cluster-ip-range %s overlaps the underlay network %s of %s",
+					  ip_prefix_to_string(range, a),
+					  ip_prefix_to_string(&m->backend.connected[j], b), m->backend.underlay_name);
+				if (m->loop)
+					event_loop_exit(m->loop, EXIT_CONFIG);
+				return -EINVAL;
+			}
+	}
 	m->masq = (MasqueradeParams) {
 		.network = m->config->network,
 		.network6 = m->config->network6,

@@ -15,14 +15,15 @@
 # from outside, masqueraded; a SingleStack IPv6 Service; a Service without IPv6 endpoints
 # rejecting over IPv6 (TCP reset / ICMPv6 port unreachable, not a timeout) while its IPv4
 # ClusterIP answers; a foreign route to a Service range left alone; `weftd uninstall` removing
-# the routes.
+# the routes; a range overlapping the underlay refused. (The ranges are not kube-apiserver's
+# default 10.96.0.0/12: that one covers this underlay, 10.99.0.0/24.)
 #   SERVICES_BACKEND=vxlan|udp (default vxlan; IPv6 pods need an overlay on this IPv4 underlay)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/weft-cluster-lib.sh"
 
 cluster_require
 BACKEND=${SERVICES_BACKEND:-vxlan}
-RANGE4=10.96.0.0/12 RANGE6=fd00:10:96::/112
+RANGE4=10.96.0.0/16 RANGE6=fd00:10:96::/112
 
 CLUSTER_NETWORK6=fd00:10:244::/56
 cluster_init 3 "$BACKEND"
@@ -258,6 +259,15 @@ weftd_stop 3
 assert_eq "$(svc_routes 3)" 2 "Service routes on node3 after weftd stopped (they stay until uninstall)"
 weftd_cmd 3 uninstall >"$T/uninstall.log" 2>&1 || check_fail "weftd uninstall failed: $(cat "$T/uninstall.log")"
 assert_eq "$(svc_routes 3)" 0 "Service routes on node3 after weftd uninstall"
+
+case_ "a Service range overlapping the underlay is refused"
+rc=0
+timeout 10 ip netns exec "$(node_ns 3)" "$WEFTD" --node-name node3 --iface eth0 --etcd-endpoints "$ETCD_URL" \
+	--etcd-prefix "$ETCD_PREFIX" --listen 127.0.0.1:9877 --run-dir "$T/n3-overlap" --state-dir "$T/n3-overlap" \
+	--cni-conf-dir "$T/n3-overlap" --service-cluster-ip-range 10.96.0.0/12 >"$T/overlap.log" 2>&1 || rc=$?
+info "  weftd --service-cluster-ip-range 10.96.0.0/12: exit $rc, $(grep -o 'overlaps the underlay.*' "$T/overlap.log")"
+assert_eq "$rc" 2 "weftd's exit code with a range overlapping the underlay"
+assert_eq "$(svc_routes 3)" 0 "Service routes on node3 after the refused start"
 
 info "$N_CASES cases, backend $BACKEND"
 finish
