@@ -197,6 +197,11 @@ s=$(spread 6 in_node 1 udp fd00:10:96::10 53)
 info "  node1 -> [fd00:10:96::10]:53/udp x6: $s"
 [[ $s =~ ^p[12]\  ]] || check_fail "node1 -> IPv6 ClusterIP UDP: $s"
 
+case_ "a Service route deleted by hand is put back"
+ip -n "$(node_ns 1)" -6 route del "$RANGE6" proto 252
+wait_for 5 sh -c "ip -n $(node_ns 1) -6 route show proto 252 $RANGE6 | grep -q 'src $(gw6 1)'" ||
+	check_fail "node1 did not put its route to $RANGE6 back"
+
 case_ "a foreign route to a Service range is left alone"
 r=$(ip -n "$(node_ns 2)" -4 -j route show "$RANGE4" | jq -r '.[] | "\(.protocol // "boot") \(.dev) \(.prefsrc // "-")"')
 info "  node2: $RANGE4 -> $r"
