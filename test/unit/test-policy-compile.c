@@ -27,6 +27,7 @@
 #include <linux/netfilter/nfnetlink_log.h>
 
 #include "basic/string-util.h"
+#include "daemon/policy/policy-agent.h"
 #include "daemon/policy/policy-compile.h"
 #include "daemon/policy/policy-drops.h"
 #include "shared/nft/nft.h"
@@ -655,6 +656,10 @@ static void expect_kernel(NftCtx *nft, const PolicyRuleset *r) {
 	}
 }
 
+static void count_counter(const char *name, uint64_t packets, void *userdata) {
+	(*(size_t *) userdata)++;
+}
+
 static bool check_each_object = true; /* one listing per object: too slow for the scale test */
 
 static void apply(NftCtx *nft, const PolicyRuleset *old, const PolicyRuleset *new, char *const *stale_c,
@@ -890,6 +895,45 @@ static void test_scale_kernel(void **state) {
 	printf("# bench: one more pod: compile %.1f ms, diff + apply %.1f ms\n", t1 - t0, t2 - t1);
 	policy_ruleset_size(b, &rules, NULL);
 	assert_int_equal(kernel_rules(nft), rules);
+	{
+		/* what /metrics costs: weftd's one netlink dump of the counter objects, against one
+		 * libnftables listing of them, and one listing per chain (before the named counters;
+		 * timed over 100 chains and scaled) */
+		size_t n_ctr = 0, n_chains = 0, timed = 0, n_dumped = 0, i;
+		double t_dump, t_list;
+		json_t *j = NULL, *it;
+		char cmd[128];
+
+		for (size_t k = 0; k < b->n; k++) {
+			n_ctr += b->objs[k].kind == POLICY_OBJ_COUNTER;
+			n_chains += b->objs[k].kind == POLICY_OBJ_CHAIN;
+		}
+		t0 = now_ms();
+		assert_int_equal(policy_counters_dump(count_counter, &n_dumped), 0);
+		t1 = now_ms();
+		t_dump = t1 - t0;
+		assert_int_equal(n_dumped, n_ctr); /* the kernel holds every compiled counter, and no other */
+		assert_int_equal(nft_list_json(nft, "list counters table inet weft", &j), 0);
+		t2 = now_ms();
+		t_list = t2 - t1;
+		json_array_foreach(json_object_get(j, "nftables"), i, it)
+			n_dumped -= json_object_get(it, "counter") != NULL;
+		json_decref(j);
+		assert_int_equal(n_dumped, 0);
+		t0 = now_ms();
+		for (size_t k = 0; k < b->n && timed < 100; k++) {
+			if (b->objs[k].kind != POLICY_OBJ_CHAIN)
+				continue;
+			snprintf(cmd, sizeof(cmd), "list chain inet weft %s", b->objs[k].name);
+			assert_int_equal(nft_list_json(nft, cmd, &j), 0);
+			json_decref(j);
+			timed++;
+		}
+		t1 = now_ms();
+		printf("# bench: /metrics, %zu counters: one netlink dump %.1f ms; one libnftables listing %.1f ms; "
+		       "one listing per chain ~%.0f ms (%zu chains)\n",
+		       n_ctr, t_dump, t_list, (t1 - t0) / (double) timed * (double) n_chains, n_chains);
+	}
 	policy_ruleset_free(a);
 	policy_ruleset_free(b);
 	cluster_free(c);

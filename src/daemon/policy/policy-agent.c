@@ -6,6 +6,13 @@
 #include <strings.h>
 #include <time.h>
 
+#include <arpa/inet.h>
+#include <endian.h>
+#include <libmnl/libmnl.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
@@ -17,6 +24,7 @@
 #include "shared/nft/nft.h"
 
 #define RETRY_USEC (1000 * 1000)
+#define RAW_DUMP_BUF (64 * 1024) /* a dump message is at most 32 KiB */
 
 struct PolicyAgent {
 	ObjectCache *cache;
@@ -394,62 +402,219 @@ static void put_ns_name(FILE *f, const char *policy) {
  *     it isolates; a packet dropped for a pod isolated by P1 and P2 counts for both, so these
  *     series overlap and do not add up to the total (that is the sum of the per-class series)
  */
-static void render_counters(PolicyAgent *a, FILE *f) {
-	_cleanup_free_ PolicyDeny *deny = NULL;
-	_cleanup_free_ char *allowed = NULL, *denied = NULL;
-	size_t n_deny = 0, cap = 0, i, sa = 0, sd = 0;
+typedef struct CounterRender {
+	PolicyAgent *a;
+	FILE *fa, *fd; /* the allowed and the denied lines: a metric's lines are one group */
+	PolicyDeny *deny;
+	size_t n_deny, cap;
+	size_t seen;
+	bool oom;
+} CounterRender;
+
+static void on_counter(const char *name, uint64_t packets, void *userdata) {
+	CounterRender *cr = userdata;
+	const PolicyObject *o = policy_ruleset_find(cr->a->cur, name);
+
+	if (!o || o->kind != POLICY_OBJ_COUNTER)
+		return; /* not ours, or from a program newer than a->cur */
+	cr->seen++;
+	if (o->rule >= 0) {
+		if (o->n_items < 1)
+			return;
+		fputs("weft_policy_allowed_packets_total{", cr->fa);
+		put_ns_name(cr->fa, o->items[0]);
+		fprintf(cr->fa, ",direction=\"%s\",rule=\"%d\"} %" PRIu64 "\n", o->ingress ? "ingress" : "egress",
+			o->rule, packets);
+		return;
+	}
+	/* the class chain's name: np-cc-<h>-in -> np-cls-<h>-in */
+	fprintf(cr->fd, "weft_policy_denied_packets_total{chain=\"np-cls-%s\",direction=\"%s\",policies=\"",
+		name + strlen(POLICY_DENY_COUNTER_PREFIX), o->ingress ? "ingress" : "egress");
+	for (size_t k = 0; k < o->n_items; k++) {
+		const char *slash = strchr(o->items[k], '/');
+
+		fprintf(cr->fd, "%s%s", k ? " " : "", slash ? slash + 1 : o->items[k]);
+	}
+	fprintf(cr->fd, "\"} %" PRIu64 "\n", packets);
+	for (size_t k = 0; k < o->n_items; k++) {
+		if (cr->n_deny == cr->cap) {
+			size_t cap = cr->cap ? cr->cap * 2 : 32;
+			PolicyDeny *v = reallocarray(cr->deny, cap, sizeof(PolicyDeny));
+
+			if (!v) {
+				cr->oom = true;
+				return;
+			}
+			cr->deny = v;
+			cr->cap = cap;
+		}
+		cr->deny[cr->n_deny++] = (PolicyDeny) { o->items[k], o->ingress, packets };
+	}
+}
+
+static int counter_attr_cb(const struct nlattr *attr, void *data) {
+	const struct nlattr **tb = data;
+	int type = mnl_attr_get_type(attr);
+
+	if (mnl_attr_type_valid(attr, NFTA_COUNTER_MAX) < 0)
+		return MNL_CB_OK;
+	if ((type == NFTA_COUNTER_PACKETS || type == NFTA_COUNTER_BYTES) && mnl_attr_validate(attr, MNL_TYPE_U64) < 0)
+		return MNL_CB_ERROR;
+	tb[type] = attr;
+	return MNL_CB_OK;
+}
+
+static int obj_attr_cb(const struct nlattr *attr, void *data) {
+	const struct nlattr **tb = data;
+	int type = mnl_attr_get_type(attr);
+
+	if (mnl_attr_type_valid(attr, NFTA_OBJ_MAX) < 0)
+		return MNL_CB_OK;
+	if ((type == NFTA_OBJ_NAME && mnl_attr_validate(attr, MNL_TYPE_NUL_STRING) < 0) ||
+	    (type == NFTA_OBJ_DATA && mnl_attr_validate(attr, MNL_TYPE_NESTED) < 0))
+		return MNL_CB_ERROR;
+	tb[type] = attr;
+	return MNL_CB_OK;
+}
+
+typedef struct DumpCb {
+	PolicyCounterFn fn;
+	void *userdata;
+} DumpCb;
+
+static int obj_msg_cb(const struct nlmsghdr *nlh, void *data) {
+	const struct nlattr *tb[NFTA_OBJ_MAX + 1] = {}, *ctr[NFTA_COUNTER_MAX + 1] = {};
+	DumpCb *d = data;
+
+	if (mnl_attr_parse(nlh, sizeof(struct nfgenmsg), obj_attr_cb, tb) != MNL_CB_OK || !tb[NFTA_OBJ_NAME] ||
+	    !tb[NFTA_OBJ_DATA] || mnl_attr_parse_nested(tb[NFTA_OBJ_DATA], counter_attr_cb, ctr) != MNL_CB_OK ||
+	    !ctr[NFTA_COUNTER_PACKETS])
+		return MNL_CB_OK; /* not a counter as we know it: skip */
+	d->fn(mnl_attr_get_str(tb[NFTA_OBJ_NAME]), be64toh(mnl_attr_get_u64(ctr[NFTA_COUNTER_PACKETS])), d->userdata);
+	return MNL_CB_OK;
+}
+
+/* nft list counters table inet weft, as one nf_tables netlink dump (libmnl) of the table's counter
+ * objects: libnftables would fill its cache with the whole table first. */
+int policy_counters_dump(PolicyCounterFn fn, void *userdata) {
+	DumpCb d = { fn, userdata };
+	_cleanup_free_ char *buf = malloc(RAW_DUMP_BUF);
+	struct mnl_socket *nl;
+	struct nlmsghdr *nlh;
+	struct nfgenmsg *nfg;
+	uint32_t seq = (uint32_t) time(NULL), portid;
+	int r = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+	if (!nl)
+		return negative_errno();
+	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		r = negative_errno();
+		goto out;
+	}
+	portid = mnl_socket_get_portid(nl);
+	nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETOBJ;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	nlh->nlmsg_seq = seq;
+	nfg = mnl_nlmsg_put_extra_header(nlh, sizeof(*nfg));
+	nfg->nfgen_family = NFPROTO_INET;
+	nfg->version = NFNETLINK_V0;
+	if (!mnl_attr_put_strz_check(nlh, RAW_DUMP_BUF, NFTA_OBJ_TABLE, "weft") ||
+	    !mnl_attr_put_u32_check(nlh, RAW_DUMP_BUF, NFTA_OBJ_TYPE, htonl(NFT_OBJECT_COUNTER))) {
+		r = -ENOBUFS;
+		goto out;
+	}
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
+		r = negative_errno();
+		goto out;
+	}
+	for (;;) {
+		ssize_t n = mnl_socket_recvfrom(nl, buf, RAW_DUMP_BUF);
+
+		if (n < 0) {
+			r = negative_errno();
+			break;
+		}
+		r = mnl_cb_run(buf, (size_t) n, seq, portid, obj_msg_cb, &d);
+		if (r == MNL_CB_STOP) {
+			r = 0;
+			break;
+		}
+		if (r < 0) {
+			r = negative_errno();
+			break;
+		}
+	}
+out:
+	mnl_socket_close(nl);
+	return r;
+}
+
+/* The same through libnftables: the fallback. */
+static int list_counters_nft(NftCtx *nft, CounterRender *cr) {
 	json_t *j = NULL, *it;
-	FILE *fa = NULL, *fd = NULL;
+	size_t i;
+	int r;
+
+	r = nft_list_json(nft, "list counters table inet weft", &j);
+	if (r < 0)
+		return r;
+	json_array_foreach(json_object_get(j, "nftables"), i, it) {
+		json_t *c = json_object_get(it, "counter");
+		const char *name = json_string_value(json_object_get(c, "name"));
+
+		if (name)
+			on_counter(name, (uint64_t) json_integer_value(json_object_get(c, "packets")), cr);
+	}
+	json_decref(j);
+	return 0;
+}
+
+/*
+ * The named counters, read with ONE dump of the table's counters; their labels come from the
+ * compiled objects (a counter's items: the policies it counts):
+ *   allowed{namespace,policy,direction,rule}   np-c-*: packets a policy's rule accepted
+ *   denied{chain,direction,policies}           np-cc-*: packets a class's default deny dropped
+ *   denied_by_policy{namespace,policy,direction}: per policy, the sum of the denies of every class
+ *     it isolates; a packet dropped for a pod isolated by P1 and P2 counts for both, so these
+ *     series overlap and do not add up to the total (that is the sum of the per-class series)
+ */
+static void render_counters(PolicyAgent *a, FILE *f) {
+	_cleanup_free_ char *allowed = NULL, *denied = NULL;
+	CounterRender cr = { .a = a };
+	size_t sa = 0, sd = 0;
+	int r = -EINTR;
 
 	fputs("# HELP weft_policy_allowed_packets_total Packets a NetworkPolicy rule allowed (new connections).\n"
 	      "# TYPE weft_policy_allowed_packets_total counter\n",
 	      f);
-	if (!a->cur || a->cur->n == 0 || nft_list_json(a->nft, "list counters table inet weft", &j) < 0)
+	if (!a->cur || a->cur->n == 0)
 		return;
-	/* a metric's lines are one group: allowed, then denied */
-	fa = open_memstream(&allowed, &sa);
-	fd = open_memstream(&denied, &sd);
-	if (!fa || !fd)
-		goto out;
-	json_array_foreach(json_object_get(j, "nftables"), i, it) {
-		json_t *c = json_object_get(it, "counter");
-		const char *name = json_string_value(json_object_get(c, "name"));
-		const PolicyObject *o;
-		uint64_t packets;
-
-		if (!c || !name || !(o = policy_ruleset_find(a->cur, name)) || o->kind != POLICY_OBJ_COUNTER)
-			continue;
-		packets = (uint64_t) json_integer_value(json_object_get(c, "packets"));
-		if (o->rule >= 0) {
-			if (o->n_items < 1)
-				continue;
-			fputs("weft_policy_allowed_packets_total{", fa);
-			put_ns_name(fa, o->items[0]);
-			fprintf(fa, ",direction=\"%s\",rule=\"%d\"} %" PRIu64 "\n", o->ingress ? "ingress" : "egress",
-				o->rule, packets);
-			continue;
-		}
-		/* the class chain's name: np-cc-<h>-in -> np-cls-<h>-in */
-		fprintf(fd, "weft_policy_denied_packets_total{chain=\"np-cls-%s\",direction=\"%s\",policies=\"",
-			name + strlen(POLICY_DENY_COUNTER_PREFIX), o->ingress ? "ingress" : "egress");
-		for (size_t k = 0; k < o->n_items; k++) {
-			const char *slash = strchr(o->items[k], '/');
-
-			fprintf(fd, "%s%s", k ? " " : "", slash ? slash + 1 : o->items[k]);
-		}
-		fprintf(fd, "\"} %" PRIu64 "\n", packets);
-		for (size_t k = 0; k < o->n_items; k++) {
-			if (n_deny == cap) {
-				PolicyDeny *v = reallocarray(deny, cap = cap ? cap * 2 : 32, sizeof(PolicyDeny));
-
-				if (!v)
-					goto out;
-				deny = v;
-			}
-			deny[n_deny++] = (PolicyDeny) { o->items[k], o->ingress, packets };
+	/* a dump the table's change interrupted (EINTR) starts over; a failed one (an old kernel
+	 * refusing the filter...) goes through libnftables */
+	for (int attempt = 0; attempt < 4 && r < 0 && r != -ENOENT; attempt++) {
+		if (cr.fa)
+			fclose(TAKE_PTR(cr.fa));
+		if (cr.fd)
+			fclose(TAKE_PTR(cr.fd));
+		allowed = mfree(allowed);
+		denied = mfree(denied);
+		cr.n_deny = cr.seen = 0;
+		cr.fa = open_memstream(&allowed, &sa);
+		cr.fd = open_memstream(&denied, &sd);
+		if (!cr.fa || !cr.fd)
+			goto out;
+		if (attempt < 3 && (attempt == 0 || r == -EINTR))
+			r = policy_counters_dump(on_counter, &cr);
+		else {
+			log_debug_errno(r, "Policy: counter dump failed, listing with libnftables: %m");
+			r = list_counters_nft(a->nft, &cr);
 		}
 	}
-	if (fclose(TAKE_PTR(fa)) != 0 || fclose(TAKE_PTR(fd)) != 0)
+	if (fclose(TAKE_PTR(cr.fa)) != 0 || fclose(TAKE_PTR(cr.fd)) != 0 || cr.oom)
 		goto out;
 	fputs(allowed ?: "", f);
 	fputs("# HELP weft_policy_denied_packets_total Packets dropped as a pod's default deny, by the policies "
@@ -461,24 +626,24 @@ static void render_counters(PolicyAgent *a, FILE *f) {
 	      "isolates (a drop counts for each policy isolating the pod).\n"
 	      "# TYPE weft_policy_denied_by_policy_packets_total counter\n",
 	      f);
-	qsort_safe(deny, n_deny, sizeof(PolicyDeny), cmp_deny);
-	for (size_t k = 0; k < n_deny;) {
+	qsort_safe(cr.deny, cr.n_deny, sizeof(PolicyDeny), cmp_deny);
+	for (size_t k = 0; k < cr.n_deny;) {
 		size_t e = k;
 		uint64_t sum = 0;
 
-		for (; e < n_deny && cmp_deny(&deny[k], &deny[e]) == 0; e++)
-			sum += deny[e].packets;
+		for (; e < cr.n_deny && cmp_deny(&cr.deny[k], &cr.deny[e]) == 0; e++)
+			sum += cr.deny[e].packets;
 		fputs("weft_policy_denied_by_policy_packets_total{", f);
-		put_ns_name(f, deny[k].policy);
-		fprintf(f, ",direction=\"%s\"} %" PRIu64 "\n", deny[k].ingress ? "ingress" : "egress", sum);
+		put_ns_name(f, cr.deny[k].policy);
+		fprintf(f, ",direction=\"%s\"} %" PRIu64 "\n", cr.deny[k].ingress ? "ingress" : "egress", sum);
 		k = e;
 	}
 out:
-	if (fa)
-		fclose(fa);
-	if (fd)
-		fclose(fd);
-	json_decref(j);
+	if (cr.fa)
+		fclose(cr.fa);
+	if (cr.fd)
+		fclose(cr.fd);
+	free(cr.deny);
 }
 
 static char *query_get(const char *query, const char *key) {

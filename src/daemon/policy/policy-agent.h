@@ -18,6 +18,7 @@
  * (weftd loads no modules); without it, a warning says same-node traffic is not policed.
  */
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "daemon/cache/object-cache.h"
@@ -44,6 +45,11 @@ int policy_agent_explain(PolicyAgent *a, const char *query, int *ret_status, cha
  * counters (policy-compile.h) read with one `list counters`: per policy, direction and rule the
  * packets accepted; per isolation class and per isolating policy the packets denied. */
 int policy_agent_render_metrics(PolicyAgent *a, FILE *f);
+/* Every counter object of table inet weft, read with one nf_tables netlink dump (no libnftables
+ * cache: at 1,000 policies `list counters` fills it with every rule and element first). 0,
+ * -ENOENT (no table), -EINTR (the table changed during the dump: start over), other -errno. */
+typedef void (*PolicyCounterFn)(const char *name, uint64_t packets, void *userdata);
+int policy_counters_dump(PolicyCounterFn fn, void *userdata);
 /* GET /policy/drops?since=SEQ: the drops read from nfnetlink_log (--policy-log-drops) after SEQ,
  * as JSON lines (policy-drops.h); 404 when the drop log is off or went to the kernel log. 0 with
  * *ret_status and *ret_body, or -ENOMEM. */
