@@ -26,7 +26,7 @@
  * Rule and object comments name the policy (namespace/name) and rule they came from.
  *
  * Counting: named counter objects, created and deleted with their policy in the same batch, so
- * /metrics reads them all with one `list counters`:
+ * /metrics reads them all with one dump (policy_counters_dump()):
  *   np-c-<tag>-{in,out}<N>  packets a policy's rule N accepted (every nft rule of that rule, v4/v6)
  *   np-cc-<h>-{in,out}      packets a class's default deny dropped (its items: the policies)
  * With log_drops, a rate-limited log rule (50/s, burst 20) precedes each class's drop: to an
