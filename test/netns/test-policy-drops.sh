@@ -6,7 +6,8 @@
 #      isolating policy; the kernel's own counter objects agree
 #   2. live drops (node 1: --policy-log-drops): nfnetlink_log inside the node's namespace, no host
 #      sysctl; `weft policy drops` names the flow, the pods and the policies; --follow shows a new
-#      drop; weftd logs it; a flood is logged at the rule's rate, counted in full
+#      drop; weftd logs it; an egress drop names the source's policy; a flood is logged at the
+#      rule's rate, counted in full
 #   3. node 2 (without the option): no log rule, /policy/drops 404, `weft policy drops` exits 2
 #   4. fallback: with the group taken by another listener, weftd says so and logs to the kernel log
 #   5. weftd uninstall removes the counters too
@@ -166,6 +167,18 @@ last=$(jq -s 'map(.seq) | max' <<<"$HTTP_BODY")
 http_get 1 "/policy/drops?since=$last"
 { [ "$HTTP_CODE" = 200 ] && [ -z "$HTTP_BODY" ]; } || check_fail "/policy/drops?since=$last: $HTTP_CODE '$HTTP_BODY' (expected nothing new)"
 echo "#   $(jq -c 'select(.proto == "TCP")' <<<"$BODY" | tail -1)"
+
+# egress: y/a may not open connections; the drop names the source pod's isolating policy
+put networkpolicies/y/no-out '{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"namespace":"y","name":"no-out"},
+	"spec":{"podSelector":{"matchLabels":{"pod":"a"}},"policyTypes":["Egress"]}}'
+wait_for 5 no_tcp y/a x/a 80 || check_fail "y/a -> x/a:80 not denied 5 s after y/no-out"
+re_out="^[0-9:.]+ DROP egress ${PIP[y/a]//./\\.}:[0-9]+ -> ${PIP[x/a]//./\\.}:80/TCP \(y/a -> x/a\) isolated by y/no-out$"
+drops_out() { ip netns exec "$(node_ns 1)" "$WEFT_TOOL" policy drops | grep -Eq "$re_out"; }
+wait_for 3 drops_out || check_fail "weft policy drops does not show the egress drop y/a -> x/a:80 by y/no-out"
+[ "$(udp x/a y/a 81 1)" = 1 ] || check_fail "x/a -> y/a:81/UDP (allowed) denied under y/no-out: the reply is established"
+etcdctl_ del "$ETCD_PREFIX/objects/networkpolicies/y/no-out" >/dev/null
+wait_for 5 tcp y/a x/a 80 || check_fail "y/a -> x/a:80 still denied after y/no-out was deleted"
+info "egress drop named by the source's policy"
 
 # a flood: every packet counted, the log at the rule's rate (50/s, burst 20)
 metrics
