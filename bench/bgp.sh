@@ -10,6 +10,7 @@
 #                 route. --quick: N = 100.
 #   datapath      tools/demo --measure per backend (host-gw, bgp, udp), each with its own underlay
 #                 baseline (node1 -> node2) in the same run: iperf3 1 and 4 streams, mean RTT of 50 pings.
+#                 --quick: bgp and udp only, in bench/datapath.sh's cluster (the demo's without its acts).
 
 BGP_RR_IP=10.99.0.5
 BGP_NODE_IP=10.99.0.40
@@ -30,14 +31,17 @@ bgp_rr_conf() { # bgp_rr_conf N: the reflector's bird.conf announcing leases 1..
 	printf 'router id %s;\nprotocol device { scan time 10; }\nprotocol static rr_routes {\n\tipv4;\n' "$BGP_RR_IP"
 	bgp_rr_routes 1 "$1"
 	printf '}\nprotocol bgp node1 {\n\tlocal %s as 64600;\n\tneighbor %s as 64600;\n\tdirect;\n\trr client;\n' "$BGP_RR_IP" "$BGP_NODE_IP"
-	printf '\tconnect retry time 1;\n\tipv4 { import none; export all; };\n}\n'
+	printf '\tconnect retry time 1;\n'
+	# quick: the reflector opens the session 1 s after its start (BIRD's default: 5 s)
+	q && printf '\tconnect delay time 1;\n'
+	printf '\tipv4 { import none; export all; };\n}\n'
 }
 bgp_kernel_routes() { ip -n "$NSP-bgpnode" route show proto bird | grep -c . ; }
 bgp_has_routes() { [ "$(bgp_kernel_routes)" -ge "$1" ]; }
 bgp_has_route() { ip -n "$NSP-bgpnode" route show proto bird "$1" | grep -q . ; }
 
 sec_bgp() {
-	local f=$W/md/8-bgp.md n t prefix d rd t0 t1 conv join be csv key b1 b4 rtt base1 base4 baser last
+	local f=$W/md/8-bgp.md n t prefix d rd t0 t1 conv join be bes csv key b1 b4 rtt base1 base4 baser last
 	md "$f" "## 8. BGP backend (BIRD) and the udp backend"
 	md "$f" ""
 	# shellcheck disable=SC2153 # WEFT_BIN is set by bench/run
@@ -100,15 +104,30 @@ sec_bgp() {
 	t=3
 	q && t=1
 	echo "backend,path,bps_1,bps_4,rtt_ms" >"$OUT/datapath-bgp.csv"
-	md "$f" "Datapath, same run: \`tools/demo --backend B --measure\` (3 nodes; bgp: node3 on a second segment"
-	md "$f" "behind an FRR router, the measured pair on one segment), iperf3 TCP $t s with 1 and 4 streams,"
-	md "$f" "mean RTT of 50 pings; each backend against its own underlay baseline (node1 → node2)."
+	if q; then
+		md "$f" "Datapath, same run: the demo's cluster without its acts (\`bench/datapath.sh B CSV PATH...\`; bgp:"
+		md "$f" "3 nodes, node3 on a second segment behind an FRR router, every node's routes learned over BGP"
+		md "$f" "before measuring), iperf3 TCP $t s with 1 stream (4: full mode only), mean RTT of 20 pings; each backend against"
+		md "$f" "its own underlay baseline (node1 → node2). host-gw: section 4."
+	else
+		md "$f" "Datapath, same run: \`tools/demo --backend B --measure\` (3 nodes; bgp: node3 on a second segment"
+		md "$f" "behind an FRR router, the measured pair on one segment), iperf3 TCP $t s with 1 and 4 streams,"
+		md "$f" "mean RTT of 50 pings; each backend against its own underlay baseline (node1 → node2)."
+	fi
 	md "$f" ""
 	md "$f" "| backend | path | 1 stream Gbit/s (% of baseline) | 4 streams Gbit/s (%) | RTT ms (baseline ms) |"
 	md "$f" "|---|---|---|---|---|"
-	for be in host-gw bgp udp; do
+	bes="host-gw bgp udp"
+	# quick: host-gw is section datapath's; the demo's cluster without its acts (bench/datapath.sh)
+	q && bes="bgp udp"
+	for be in $bes; do
 		csv=$W/dpb-$be.csv
-		if ! WEFT_BUILD=$WEFT_BUILD "$TOP/tools/demo" --backend "$be" --iperf-time "$t" --measure "$csv" >"$W/dpb-$be.log" 2>&1; then
+		if q; then
+			if ! WEFT_BUILD=$WEFT_BUILD DP_TIME=$t bash "$BENCH/datapath.sh" "$be" "$csv" baseline cross-node >"$W/dpb-$be.log" 2>&1; then
+				log "  FAILED: bench/datapath.sh $be (quick cluster):"; tail -15 "$W/dpb-$be.log" >&2
+				return 1
+			fi
+		elif ! WEFT_BUILD=$WEFT_BUILD "$TOP/tools/demo" --backend "$be" --iperf-time "$t" --measure "$csv" >"$W/dpb-$be.log" 2>&1; then
 			log "  FAILED: tools/demo --backend $be:"; tail -15 "$W/dpb-$be.log" >&2
 			return 1
 		fi
@@ -116,7 +135,7 @@ sec_bgp() {
 		while IFS=, read -r key b1 b4 rtt; do
 			case $key in baseline | cross-node) ;; *) continue ;; esac
 			echo "$be,$key,$b1,$b4,$rtt" >>"$OUT/datapath-bgp.csv"
-			md "$f" "| $be | $key | $(awk -v b="$b1" 'BEGIN{printf "%.2f", b/1e9}') ($(pct "$b1" "$base1") %) | $(awk -v b="$b4" 'BEGIN{printf "%.2f", b/1e9}') ($(pct "$b4" "$base4") %) | $rtt ($baser) |"
+			md "$f" "| $be | $key | $(dp_cell "$b1" "$base1") | $(dp_cell "$b4" "$base4") | $rtt ($baser) |"
 			[ "$key" = cross-node ] && say "   $be: cross node $(pct "$b1" "$base1") % of baseline (1 stream), RTT $rtt ms"
 		done <"$csv"
 	done
