@@ -3,20 +3,27 @@
 networking.k8s.io/v1 spec and independent of weft's compiler:
 
   netpol.py serve                      in a pod: TCP and UDP on 80 and 81 (UDP echoes)
-  netpol.py probe SRC TARGETS.json     in a pod: probes every target (name ip) on 80/81 TCP/UDP in
-                                       parallel; prints {"SRC>DST port/proto": true|false}
+  netpol.py probe TARGETS.json         as root, outside the pods: probes every ordered pair of
+                                       targets ([name, ip, netns path]) on 80/81 TCP/UDP at once;
+                                       prints {"SRC>DST port/proto": true|false}
   netpol.py model CLUSTER.json POLICIES.json
                                        the expected table for the same cells, from the model below
 """
+import ctypes
+import errno
 import ipaddress
 import json
+import os
 import select
+import selectors
 import socket
 import sys
-import threading
+import time
 
 PORTS = [80, 81]
 PROTOS = ["TCP", "UDP"]
+CLONE_NEWNET = 0x40000000
+LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def serve():
@@ -44,44 +51,98 @@ def serve():
                 s.sendto(data, addr)
 
 
-def probe_one(ip, port, proto, timeout):
-    try:
-        if proto == "TCP":
-            s = socket.create_connection((ip, port), timeout=timeout)
-            s.settimeout(timeout)
-            ok = s.recv(2) == b"ok"
-            s.close()
-            return ok
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.settimeout(timeout)
-        s.sendto(b"x", (ip, port))
-        ok = s.recvfrom(8)[0] == b"x"
-        s.close()
-        return ok
-    except OSError:
-        return False
+def setns(fd):
+    if LIBC.setns(fd, CLONE_NEWNET) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
 
 
-def probe(src, targets_file, timeout=1.0):
+def probe(targets_file, timeout=1.0):
+    """Every ordered pair of distinct targets ([name, ip, netns path]), 80/81 TCP/UDP, at once from
+    one process: each source's sockets are opened inside its pod's namespace (setns, then back),
+    then one select loop waits for all of them. A cell is allowed when, within the timeout, TCP
+    connects and reads the server's "ok", or UDP gets its echo (three datagrams over the timeout:
+    a lost datagram is no verdict). A policy drops silently, so a denied cell costs the timeout."""
     targets = json.load(open(targets_file))
     out = {}
-    threads = []
+    sel = selectors.DefaultSelector()
+    udp = []
+    home = os.open("/proc/self/ns/net", os.O_RDONLY)
+    try:
+        for src, _, path in targets:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                setns(fd)
+            finally:
+                os.close(fd)
+            for dst, ip, _ in targets:
+                if dst == src:
+                    continue
+                for port in PORTS:
+                    for proto in PROTOS:
+                        key = "%s>%s %d/%s" % (src, dst, port, proto)
+                        out[key] = False
+                        if proto == "TCP":
+                            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                            s.setblocking(False)
+                            if s.connect_ex((ip, port)) not in (0, errno.EINPROGRESS):
+                                s.close()
+                                continue
+                            sel.register(s, selectors.EVENT_WRITE, [key, "connect", b""])
+                        else:
+                            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                            s.setblocking(False)
+                            s.connect((ip, port))
+                            sel.register(s, selectors.EVENT_READ, [key, "udp", b""])
+                            udp.append(s)
+    finally:
+        setns(home)
+        os.close(home)
 
-    def run(key, ip, port, proto):
-        # UDP: one retry (a lost datagram is not a verdict)
-        out[key] = probe_one(ip, port, proto, timeout) or (proto == "UDP" and probe_one(ip, port, proto, timeout))
+    def done(s):
+        sel.unregister(s)
+        s.close()
 
-    for name, ip in targets:
-        if name == src:
-            continue
-        for port in PORTS:
-            for proto in PROTOS:
-                key = "%s>%s %d/%s" % (src, name, port, proto)
-                th = threading.Thread(target=run, args=(key, ip, port, proto))
-                th.start()
-                threads.append(th)
-    for th in threads:
-        th.join()
+    start = time.monotonic()
+    sends = 0
+    while sel.get_map():
+        elapsed = time.monotonic() - start
+        if elapsed >= timeout:
+            break
+        if sends < 3 and elapsed >= sends * timeout / 3:
+            sends += 1
+            for s in udp:
+                if s.fileno() >= 0:
+                    try:
+                        s.send(b"x")
+                    except OSError:
+                        pass
+        wait = min(timeout, sends * timeout / 3 if sends < 3 else timeout) - elapsed
+        for k, _ in sel.select(max(wait, 0.001)):
+            s, st = k.fileobj, k.data
+            if st[1] == "connect":
+                if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+                    done(s)
+                else:
+                    st[1] = "tcp"
+                    sel.modify(s, selectors.EVENT_READ, st)
+                continue
+            try:
+                data = s.recv(8)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""  # refused: nothing listens, which here is never a policy verdict
+            if st[1] == "udp":
+                out[st[0]] = data == b"x"
+                done(s)
+                continue
+            st[2] += data
+            if st[2] == b"ok" or not data or len(st[2]) >= 2:
+                out[st[0]] = st[2] == b"ok"
+                done(s)
+    for k in list(sel.get_map().values()):
+        k.fileobj.close()
     print(json.dumps(out))
 
 
@@ -186,6 +247,6 @@ if __name__ == "__main__":
     if sys.argv[1] == "serve":
         serve()
     elif sys.argv[1] == "probe":
-        probe(sys.argv[2], sys.argv[3])
+        probe(sys.argv[2])
     elif sys.argv[1] == "model":
         model(sys.argv[2], sys.argv[3])
