@@ -36,7 +36,8 @@ done
 # node2 already has a route of its own to the IPv4 range: weft must leave it alone
 ip -n "$(node_ns 2)" route add "$RANGE4" dev eth0
 for i in 1 2 3; do
-	weftd_start "$i" --objects-datastore etcd --relist-interval 0 --service-cluster-ip-range "$RANGE4,$RANGE6"
+	weftd_start "$i" --objects-datastore etcd --relist-interval 0 --resync-interval 2s \
+		--service-cluster-ip-range "$RANGE4,$RANGE6"
 done
 weftd_wait_ready 1 2 3
 
@@ -201,6 +202,11 @@ case_ "a Service route deleted by hand is put back"
 ip -n "$(node_ns 1)" -6 route del "$RANGE6" proto 252
 wait_for 5 sh -c "ip -n $(node_ns 1) -6 route show proto 252 $RANGE6 | grep -q 'src $(gw6 1)'" ||
 	check_fail "node1 did not put its route to $RANGE6 back"
+
+case_ "a Service route altered by hand (its source dropped) is replaced by the next resync"
+ip -n "$(node_ns 1)" route replace "$RANGE4" dev eth0 proto 252
+wait_for 5 sh -c "ip -n $(node_ns 1) route show proto 252 $RANGE4 | grep -q 'src $(gw4 1)'" ||
+	check_fail "node1 did not restore the source of its route to $RANGE4"
 
 case_ "a foreign route to a Service range is left alone"
 r=$(ip -n "$(node_ns 2)" -4 -j route show "$RANGE4" | jq -r '.[] | "\(.protocol // "boot") \(.dev) \(.prefsrc // "-")"')
