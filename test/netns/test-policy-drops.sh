@@ -234,6 +234,7 @@ info "group taken: weftd says so and logs to the kernel log"
 
 # ---- 5. the counters go with the rest: weftd uninstall leaves no np-* counter
 weftd_stop 1
+[ "$WEFTD_RC" = 0 ] || check_fail "weftd on node 1 (drop log on) exited $WEFTD_RC on SIGTERM: $(tail -5 "$(node_dir 1)/weftd.log")"
 weftd_cmd 1 uninstall >"$T/uninstall.log" 2>&1 || check_fail "weftd uninstall failed: $(cat "$T/uninstall.log")"
 n=$(ip netns exec "$(node_ns 1)" nft -j list counters table inet weft 2>/dev/null |
 	jq '[.nftables[] | .counter // empty | select(.name | startswith("np-"))] | length')
