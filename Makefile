@@ -57,9 +57,11 @@ FUZZ_REPLAY := $(FUZZ_SRCS:test/fuzz/%.c=$(BUILD)/test/%-replay)
 
 all: $(PLUGINS) $(PROGRAMS) $(UNIT_TESTS) $(FUZZ_REPLAY)
 
+# The dependency file names the object both relative to the tree and absolute, so a build dir
+# built once as BUILD=build and once as BUILD=$PWD/build still sees header changes.
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) -MT $(patsubst $(CURDIR)/%,%,$(abspath $@)) -MT $(abspath $@) -c -o $@ $<
 
 $(LIB): $(LIB_OBJS)
 	@mkdir -p $(@D)
