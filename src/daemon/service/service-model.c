@@ -980,7 +980,9 @@ static void render_rules(FILE *f, const SvcChain *c) {
 	}
 }
 
-static void unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit *new, bool full, bool elements) {
+/* elements: render element adds (else the caller does, all at once); flush: with full, flush every
+ * chain of new before its rules (else the caller flushed what the kernel held) */
+static void unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit *new, bool full, bool elements, bool flush) {
 	/* 1. elements gone or changed */
 	for (size_t i = 0; old && i < old->n_elems; i++) {
 		const SvcElem *e = &old->elems[i], *n = unit_elem(new, e);
@@ -998,7 +1000,7 @@ static void unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit *new, b
 
 		if (!o || full)
 			fprintf(f, "add chain " T " %s\n", c->name);
-		if ((o && !streq_ptr(o->rules, c->rules)) || full)
+		if ((o && !streq_ptr(o->rules, c->rules)) || (full && flush))
 			fprintf(f, "flush chain " T " %s\n", c->name);
 	}
 	for (size_t i = 0; new &&i < new->n_chains; i++) {
@@ -1032,7 +1034,7 @@ static void unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit *new, b
 }
 
 void service_render_unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit *new, bool full) {
-	unit_diff(f, old, new, full, true);
+	unit_diff(f, old, new, full, true, true);
 }
 
 static int elem_ptr_cmp(const void *a, const void *b) {
@@ -1056,7 +1058,7 @@ int service_render_full(FILE *f, ServiceUnit *const *units, size_t n, SvcRefs *r
 	int r;
 
 	for (size_t i = 0; i < n; i++)
-		unit_diff(f, NULL, units[i], true, false);
+		unit_diff(f, NULL, units[i], true, false, false);
 	/* elements: one command per map, the shared sets' from the counts */
 	for (size_t i = 0; i < n; i++) {
 		r = svc_refs_update(refs, NULL, units[i], NULL);

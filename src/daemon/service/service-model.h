@@ -140,9 +140,9 @@ void service_render_base(FILE *f);
 /* The fixed maps' and sets' elements removed (start-up full sync: the units then add theirs again). */
 void service_render_flush_maps(FILE *f);
 /*
- * Every unit anew (a full sync, after service_render_base() and service_render_flush_maps()): all
- * chains and rules, then each map's elements in one command; counts the shared sets' elements in
- * refs (reset it first). 0 or -ENOMEM.
+ * Every unit anew (a full sync, after service_render_base(), service_render_flush_maps() and a
+ * flush of every per-Service chain the kernel holds): all chains and rules, then each map's
+ * elements in one command; counts the shared sets' elements in refs (reset it first). 0 or -ENOMEM.
  */
 int service_render_full(FILE *f, ServiceUnit *const *units, size_t n, SvcRefs *refs);
 /*
