@@ -4,6 +4,9 @@
 
   policy-probe.py serve PORT...          listen (accept and close); prints "ready"
   policy-probe.py check IP PORT          exit 0 if a connection is set up within 200 ms, 1 if not
+  policy-probe.py connect IP PORT N      N connections one after the other (100 more first, not counted):
+                                         prints the median and p90 of connect() in µs (each a new
+                                         connection: its SYN meets the policy chains)
   policy-probe.py until ok|fail IP PORT TIMEOUT
       Establishes that the verdict is the opposite now (else exit 2), prints "ready", then starts a
       non-blocking connect every 5 ms and prints the CLOCK_REALTIME start of the first attempt that
@@ -95,6 +98,23 @@ def until(want, ip, port, timeout):
     return 1
 
 
+def connect(ip, port, n):
+    lat = []
+    for k in range(n + 100):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        s.settimeout(1)
+        t0 = time.perf_counter()
+        s.connect((ip, port))
+        t1 = time.perf_counter()
+        s.close()
+        if k >= 100:
+            lat.append((t1 - t0) * 1e6)
+    lat.sort()
+    print("%.1f %.1f" % (lat[len(lat) // 2], lat[int(len(lat) * 0.9)]))
+    return 0
+
+
 def serve(ports):
     sel = selectors.DefaultSelector()
     for p in ports:
@@ -118,6 +138,8 @@ def main():
     cmd = sys.argv[1]
     if cmd == "serve":
         serve([int(p) for p in sys.argv[2:]])
+    elif cmd == "connect":
+        sys.exit(connect(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
     elif cmd == "check":
         sys.exit(0 if check(sys.argv[2], int(sys.argv[3])) else 1)
     elif cmd == "until":

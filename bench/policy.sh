@@ -23,7 +23,9 @@
 #                 iptables-nft-restore on node B while weftd holds no policy; rounds interleaved
 #   RSS           10k pods in the cluster (P on node B, the rest on other nodes) and Q policies:
 #                 VmRSS after SIGHUP (full pass, malloc_trim) and VmHWM
-# --quick: P=100, Q=50, 1000 pods for the RSS, 1 s iperf3, 2 samples.
+# --quick: P=100, Q=50, 1000 pods for the RSS, 1 s iperf3, 1 round, 2 samples (1 per kind of new pod).
+# Full: P=1000, Q=1000, 10k pods for the RSS, 3 s iperf3, 5 rounds, 5 samples. POL_TRACE=1 logs the
+# phases; POL_DEBUG=SECONDS pauses on a failure with the namespaces up.
 
 POL_A=pola
 POL_B=polb
@@ -150,9 +152,10 @@ pol_allow_chain() { # the allow-client policy's rules in node B's table? (0: pre
 	t=$(pol_nft "$POL_B" list table inet weft) && [[ $t == *ns0/allow-client* ]]
 }
 
-# pol_dp TAG SECONDS PINGS: iperf3 (1 stream) and ping -f cli -> srv; appends "bps rtt_ms pps" to $W/pol-dp-TAG
+# pol_dp TAG SECONDS PINGS: iperf3 (1 stream), ping -f and new TCP connections cli -> srv; appends
+# "bps rtt_ms pps connect_median_us connect_p90_us" to $W/pol-dp-TAG
 pol_dp() {
-	local tag=$1 bps ping_out rtt pps sent recv ms
+	local tag=$1 bps ping_out rtt pps sent recv ms conn
 	bps=$(pol_in cli iperf3 -c "${POL_IP[srv]}" -t "$2" -J 2>/dev/null | jq -r '.end.sum_received.bits_per_second // empty')
 	[ -n "$bps" ] || { log "  $tag: iperf3 cli -> srv failed"; return 1; }
 	ping_out=$(pol_in cli ping -f -q -c "$3" "${POL_IP[srv]}" 2>&1)
@@ -160,7 +163,8 @@ pol_dp() {
 	rtt=$(sed -n 's|.*= [0-9.]*/\([0-9.]*\)/.*|\1|p' <<<"$ping_out")
 	{ [ "${recv:-0}" = "$3" ] && [ -n "$rtt" ]; } || { log "  $tag: ping -f lost packets: $ping_out"; return 1; }
 	pps=$(awk -v n="$sent" -v m="$ms" 'BEGIN { printf "%.0f", n / (m / 1000) }')
-	echo "$bps $rtt $pps" >>"$W/pol-dp-$tag"
+	conn=$(pol_probe cli connect "${POL_IP[srv]}" 80 "$POL_CONNS") || { log "  $tag: connections cli -> srv failed"; return 1; }
+	echo "$bps $rtt $pps $conn" >>"$W/pol-dp-$tag"
 }
 # pol_mode TAG: configure node B for the datapath run TAG (base | weft | ipt), checking the verdicts
 pol_mode() {
@@ -238,8 +242,8 @@ sec_policy() {
 	for c in iperf3 nft iptables-nft-restore python3 curl ping; do
 		command -v "$c" >/dev/null || { skipped "$f" "needs $c"; return 77; }
 	done
-	if q; then P=100 Q=50 NTOT=1000 t=1 samples=2 nsamples=1 pings=500 rounds=1
-	else P=1000 Q=1000 NTOT=10000 t=3 samples=5 nsamples=5 pings=3000 rounds=3; fi
+	if q; then P=100 Q=50 NTOT=1000 t=1 samples=2 nsamples=1 pings=500 rounds=1 POL_CONNS=300
+	else P=1000 Q=1000 NTOT=10000 t=3 samples=5 nsamples=5 pings=10000 rounds=5 POL_CONNS=2000; fi
 	PS=$((P / 10)) POL_Q=$Q POL_T0=$SECONDS
 	ul_setup || { skipped "$f" "etcd did not start"; return 77; }
 	node_attach "$POL_A" 10.99.0.81 && node_attach "$POL_B" 10.99.0.82 || return 1
@@ -335,10 +339,16 @@ sec_policy() {
 	pol_point "$P" $((Q / 10)) || return 1
 
 	pol_t "datapath, last count"
-	# 5. RSS: NTOT pods in the cluster (the rest on other nodes), Q policies
-	pol_feed policies 0 $((Q - 1)) >/dev/null && pol_feed pods "$P" $((NTOT - 1)) far 10.240.0.0/12 0 >/dev/null || return 1
+	# 5. RSS: NTOT pods in the cluster (the rest on other nodes), without policies, then with Q
+	local pid=${POL_PID[$POL_B]} rss hwm sync_big cnt_big rss_nopol
+	pol_feed policies-del 0 $((Q / 10 - 1)) >/dev/null && pol_feed pods "$P" $((NTOT - 1)) far 10.240.0.0/12 0 >/dev/null || return 1
+	pol_settle $((NTOT + 3)) 0 || return 1
+	kill -HUP "$pid"
+	sleep 1
+	pol_settle $((NTOT + 3)) 0 || return 1
+	rss_nopol=$(vm "$pid" VmRSS)
+	pol_feed policies 0 $((Q - 1)) >/dev/null || return 1
 	pol_settle $((NTOT + 3)) "$Q" || return 1
-	local pid=${POL_PID[$POL_B]} rss hwm sync_big cnt_big
 	sync_big=$(pol_metric "$POL_B" weft_policy_last_sync_seconds)
 	cnt_big=$(pol_count "$NSP-$POL_B" inet weft)
 	kill -HUP "$pid"
@@ -358,7 +368,7 @@ sec_policy() {
 # pol_report FILE CSV: figures of sec_policy (its locals are visible here)
 pol_report() {
 	# shellcheck disable=SC2034 # dp_w, dp_i: read through ${!vv}
-	local f=$1 csv=$2 a b c x y z m key e_alw e_del e_peer e_iso dp_b dp_w dp_i
+	local f=$1 csv=$2 a b c d w x y z m key e_alw e_del e_peer e_iso dp_b dp_w dp_i
 	read -r a b c < <(awk '{ print $1 }' "$W/pol-flip-allow" | med_max); e_alw="$a $b"
 	read -r a b c < <(awk '{ print $1 }' "$W/pol-flip-allow-del" | med_max); e_del="$a $b"
 	local s_alw s_del
@@ -368,7 +378,7 @@ pol_report() {
 	e_iso=$(med_max <"$W/pol-new-isolated" | cut -d' ' -f1-2)
 	# datapath medians per mode: "bps rtt pps"
 	for m in base weft ipt; do
-		printf -v "dp_${m:0:1}" '%s' "$(awk '{ print $1 }' "$W/pol-dp-$m" | med_max | cut -d' ' -f1) $(awk '{ print $2 }' "$W/pol-dp-$m" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }') $(awk '{ print $3 }' "$W/pol-dp-$m" | med_max | cut -d' ' -f1)"
+		printf -v "dp_${m:0:1}" '%s' "$(for c in 1 2 3 4; do awk -v c="$c" '{ print $c }' "$W/pol-dp-$m" | sort -g | awk '{ v[NR] = $1 } END { printf "%s ", v[int((NR + 1) / 2)] }'; done)"
 	done
 	{
 		echo "what,pods,policies,value1,value2,value3,value4"
@@ -380,8 +390,8 @@ pol_report() {
 			echo "nft_chains_rules_elements_sets,${key// /,},${POL_CNT[$key]// /,}"
 			echo "iptables_chains_rules_elements_sets,${key// /,},${POL_IPT[$key]// /,}"
 		done
-		for m in base weft ipt; do awk -v m="$m" '{ print "dp_" m "_bps_rtt_pps,'"$P,$Q"'," $1 "," $2 "," $3 "," }' "$W/pol-dp-$m"; done
-		echo "rss_kib,$NTOT,$Q,$rss,$hwm,$rss0,"
+		for m in base weft ipt; do awk -v m="$m" '{ print "dp_" m "_bps_rttms_pps_connectus,'"$P,$Q"'," $1 "," $2 "," $3 "," $4 }' "$W/pol-dp-$m"; done
+		echo "rss_kib,$NTOT,$Q,$rss,$hwm,$rss0,$rss_nopol"
 	} >"$csv"
 
 	md "$f" "Two node namespaces (weftd host-gw, --objects-datastore etcd, etcd on the underlay) with real pods"
@@ -453,26 +463,31 @@ pol_report() {
 	md "$f" "$(sed -n 's/.*rules=\([0-9]*\).*/\1/p' "$W/pol-ipt.stats") rules, iptables-nft-restore, nft backend) loaded on node B while weftd holds no"
 	md "$f" "policy. Each mode checks that cli reaches srv and (with policies) oth does not."
 	md "$f" ""
-	md "$f" "| mode | iperf3 Gbit/s (× no policy) | ping -f RTT ms (×) | ping -f packets/s (×) |"
-	md "$f" "|---|---|---|---|"
+	md "$f" "| mode | iperf3 Gbit/s (× no policy) | ping -f RTT ms (×) | ping -f packets/s (×) | new connection µs (×) |"
+	md "$f" "|---|---|---|---|---|"
 	for m in base weft ipt; do
 		local vv
 		vv=dp_${m:0:1}
-		read -r a b c <<<"${!vv}"
-		read -r x y z <<<"$dp_b"
+		read -r a b c d <<<"${!vv}"
+		read -r x y z w <<<"$dp_b"
 		md "$f" "| $(case $m in base) echo "no policy" ;; weft) echo "weft, $Q policies" ;; ipt) echo "iptables-style, $Q policies" ;; esac) |" \
 			"$(awk -v v="$a" 'BEGIN { printf "%.2f", v / 1e9 }') ($(awk -v a="$a" -v b="$x" 'BEGIN { printf "%.2f", a / b }')) |" \
-			"$b ($(awk -v a="$b" -v b="$y" 'BEGIN { printf "%.2f", a / b }')) | $c ($(awk -v a="$c" -v b="$z" 'BEGIN { printf "%.2f", a / b }')) |"
+			"$b ($(awk -v a="$b" -v b="$y" 'BEGIN { printf "%.2f", a / b }')) | $c ($(awk -v a="$c" -v b="$z" 'BEGIN { printf "%.2f", a / b }')) |" \
+			"$d ($(awk -v a="$d" -v b="$w" 'BEGIN { printf "%.2f", a / b }')) |"
 	done
 	md "$f" ""
 	md "$f" "Established flows are accepted by conntrack before any per-pod chain in weft; the iptables-style"
 	md "$f" "rendering reaches its established accept only after the FORWARD jump list (srv's jump is rule"
-	md "$f" "$(grep -n "^-A FORWARD -d ${POL_IP[srv]}/32 " <(grep '^-A FORWARD' "$W/pol-ipt.rules") | cut -d: -f1) of $(grep -c '^-A FORWARD' "$W/pol-ipt.rules")). ping -f keeps one ICMP conntrack entry, iperf3 one TCP connection."
+	md "$f" "$(grep -n "^-A FORWARD -d ${POL_IP[srv]}/32 " <(grep '^-A FORWARD' "$W/pol-ipt.rules") | cut -d: -f1) of $(grep -c '^-A FORWARD' "$W/pol-ipt.rules")). ping -f keeps one ICMP conntrack entry, iperf3 one TCP connection: after"
+	md "$f" "their first packet neither walks a policy chain. New connections do: $POL_CONNS connect()s one after"
+	md "$f" "the other (python, RST on close; median µs of connect(), the SYN's whole way through both nodes)."
 	md "$f" ""
 	read -r a b c _ <<<"$cnt_big"
 	md "$f" "**weftd RSS** on node B with $NTOT pods in the cluster ($P on node B) and $Q policies: VmRSS $rss KiB after"
-	md "$f" "a full pass (SIGHUP), VmHWM $hwm KiB (idle before any object: $rss0 KiB); its program then: $a chains,"
-	md "$f" "$b rules, $c elements, last sync ${sync_big} s."
+	md "$f" "a full pass (SIGHUP), VmHWM $hwm KiB (the peak of the whole run); the same $NTOT pods without policies:"
+	md "$f" "$rss_nopol KiB; idle before any object: $rss0 KiB. Its program with the policies: $a chains, $b rules,"
+	md "$f" "$c elements (each policy's peer set holds the ~$((NTOT / 70)) pods of its app label, on any node), weftd's"
+	md "$f" "sync after writing the policies ${sync_big} s (weft_policy_last_sync_seconds)."
 	md "$f" ""
 	local pr=${e_alw% *} pd=${e_del% *} mx
 	mx=$(awk -v a="${e_alw#* }" -v b="${e_del#* }" 'BEGIN { print (a > b) ? a : b }')
