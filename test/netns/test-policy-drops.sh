@@ -17,7 +17,19 @@
 cluster_require
 WEFT_TOOL=$WEFT_BUILD/tool/weft
 require_built "$WEFT_TOOL"
-NETPOL=$TOP/test/netns/policy/netpol.py
+# in a pod: TCP ("ok" to every connection) and UDP (echo) on 80 and 81
+SERVE='import select, socket
+socks = []
+for port in (80, 81):
+    socks.append(socket.create_server(("0.0.0.0", port), reuse_port=True))
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("0.0.0.0", port)); socks.append(u)
+print("ready", flush=True)
+while True:
+    for s in select.select(socks, [], [])[0]:
+        if s.type == socket.SOCK_STREAM:
+            c = s.accept()[0]; c.sendall(b"ok"); c.close()
+        else:
+            d, a = s.recvfrom(64); s.sendto(d, a)'
 
 cluster_init 2 host-gw
 weftd_start 1 --objects-datastore etcd --relist-interval 0 --policy-log-drops
@@ -38,7 +50,7 @@ for i in 1 2; do
 	ip -n "$(node_ns "$i")" link set cni0 up
 done
 K=0
-# mkpod NS P NODE: netns, veth on the node's bridge, netpol.py's servers (TCP/UDP 80, 81), record
+# mkpod NS P NODE: netns, veth on the node's bridge, the servers (TCP/UDP 80, 81), record
 mkpod() {
 	local ns=$1 p=$2 node=$3 gw pns ip
 	K=$((K + 1))
@@ -51,7 +63,7 @@ mkpod() {
 	ip -n "$pns" addr add "$ip/${gw#*/}" dev eth0
 	ip -n "$pns" link set eth0 up
 	ip -n "$pns" route add default via "${gw%/*}"
-	ip netns exec "$pns" python3 "$NETPOL" serve >"$T/serve.$ns$p" 2>&1 &
+	ip netns exec "$pns" python3 -c "$SERVE" >"$T/serve.$ns$p" 2>&1 &
 	PIDS+=($!)
 	wait_for 5 grep -q ready "$T/serve.$ns$p" || fail "server in $ns/$p did not start"
 	put "pods/$ns/$p" "$(jq -nc --arg ns "$ns" --arg p "$p" --arg node "node$node" --arg ip "$ip" \
