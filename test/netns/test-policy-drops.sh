@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# NetworkPolicy observability on 2 nodes (host-gw), objects in etcd; y/a on node 1 is isolated by
+# NetworkPolicy observability on 2 dual-stack nodes (vxlan), objects in etcd; y/a on node 1 is isolated by
 # y/deny-all (default deny) and y/from-xa (UDP 81 from pods a of namespace x):
 #   1. counters: /metrics (named nftables counters, one listing) rises by exactly the probes'
 #      packets: allowed for y/from-xa rule 0, denied for the class (deny-all from-xa) and per
 #      isolating policy; the kernel's own counter objects agree
 #   2. live drops (node 1: --policy-log-drops): nfnetlink_log inside the node's namespace, no host
 #      sysctl; `weft policy drops` names the flow, the pods and the policies; --follow shows a new
-#      drop; weftd logs it; an egress drop names the source's policy; a flood is logged at the
+#      drop; weftd logs it; an IPv6 drop reads as [addr]:port; an egress drop names the source's
+#      policy; a flood is logged at the
 #      rule's rate, counted in full
 #   3. node 2 (without the option): no log rule, /policy/drops 404, `weft policy drops` exits 2
 #   4. fallback: with the group taken by another listener, weftd says so and logs to the kernel log
@@ -21,7 +22,7 @@ require_built "$WEFT_TOOL"
 SERVE='import select, socket
 socks = []
 for port in (80, 81):
-    socks.append(socket.create_server(("0.0.0.0", port), reuse_port=True))
+    socks.append(socket.create_server(("::", port), family=socket.AF_INET6, dualstack_ipv6=True))
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("0.0.0.0", port)); socks.append(u)
 print("ready", flush=True)
 while True:
@@ -31,7 +32,8 @@ while True:
         else:
             d, a = s.recvfrom(64); s.sendto(d, a)'
 
-cluster_init 2 host-gw
+CLUSTER_NETWORK6=fd00:10:244::/56
+cluster_init 2 vxlan
 weftd_start 1 --objects-datastore etcd --relist-interval 0 --policy-log-drops
 weftd_start 2 --objects-datastore etcd --relist-interval 0
 weftd_wait_ready 1 2
@@ -39,36 +41,43 @@ grep -q 'dropped packets are read from nfnetlink_log group' "$(node_dir 1)/weftd
 	fail "node 1: weftd did not bind nfnetlink_log: $(grep -i nfnetlink "$(node_dir 1)/weftd.log")"
 
 put() { etcdctl_ put "$ETCD_PREFIX/objects/$1" "$2" >/dev/null; }
-declare -A PNS PIP
+declare -A PNS PIP PIP6
+nth() { python3 -c 'import ipaddress,sys; print(ipaddress.ip_interface(sys.argv[1]).network[int(sys.argv[2])])' "$1" "$2"; }
 PIDS=()
 kill_bg() { local p; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; return 0; }
 on_exit kill_bg
 for i in 1 2; do
-	gw=$(lease_var "$i" WEFT_SUBNET)
+	gw=$(lease_var "$i" WEFT_SUBNET) s6=$(lease_var "$i" WEFT_SUBNET6)
+	[ -n "$s6" ] || fail "node $i has no IPv6 subnet"
 	ip -n "$(node_ns "$i")" link add cni0 type bridge
 	ip -n "$(node_ns "$i")" addr add "$gw" dev cni0
+	ip -n "$(node_ns "$i")" addr add "$(nth "$s6" 1)/${s6#*/}" dev cni0 nodad
 	ip -n "$(node_ns "$i")" link set cni0 up
+	# what the CNI plugin does on ADD (pod_forwarding_enable), in the node namespace this test made
+	ip netns exec "$(node_ns "$i")" sysctl -qw net.ipv6.conf.all.forwarding=1 net.ipv4.ip_forward=1
 done
 K=0
 # mkpod NS P NODE: netns, veth on the node's bridge, the servers (TCP/UDP 80, 81), record
 mkpod() {
-	local ns=$1 p=$2 node=$3 gw pns ip
+	local ns=$1 p=$2 node=$3 gw s6 pns ip ip6
 	K=$((K + 1))
-	gw=$(lease_var "$node" WEFT_SUBNET)
-	ip=$(python3 -c 'import ipaddress,sys; print(ipaddress.ip_interface(sys.argv[1]).network[10 + int(sys.argv[2])])' "$gw" "$K")
+	gw=$(lease_var "$node" WEFT_SUBNET) s6=$(lease_var "$node" WEFT_SUBNET6)
+	ip=$(nth "$gw" $((10 + K))) ip6=$(nth "$s6" $((10 + K)))
 	pns=$(mk_netns "p$ns$p")
-	PNS[$ns/$p]=$pns PIP[$ns/$p]=$ip
+	PNS[$ns/$p]=$pns PIP[$ns/$p]=$ip PIP6[$ns/$p]=$ip6
 	ip -n "$(node_ns "$node")" link add "v$ns$p" type veth peer name eth0 netns "$pns"
 	ip -n "$(node_ns "$node")" link set "v$ns$p" master cni0 up
 	ip -n "$pns" addr add "$ip/${gw#*/}" dev eth0
+	ip -n "$pns" addr add "$ip6/${s6#*/}" dev eth0 nodad
 	ip -n "$pns" link set eth0 up
 	ip -n "$pns" route add default via "${gw%/*}"
+	ip -n "$pns" -6 route add default via "$(nth "$s6" 1)"
 	ip netns exec "$pns" python3 -c "$SERVE" >"$T/serve.$ns$p" 2>&1 &
 	PIDS+=($!)
 	wait_for 5 grep -q ready "$T/serve.$ns$p" || fail "server in $ns/$p did not start"
-	put "pods/$ns/$p" "$(jq -nc --arg ns "$ns" --arg p "$p" --arg node "node$node" --arg ip "$ip" \
+	put "pods/$ns/$p" "$(jq -nc --arg ns "$ns" --arg p "$p" --arg node "node$node" --arg ip "$ip" --arg ip6 "$ip6" \
 		'{apiVersion:"v1",kind:"Pod",metadata:{namespace:$ns,name:$p,labels:{pod:$p}},
-		spec:{nodeName:$node,containers:[{name:"c"}]},status:{phase:"Running",podIP:$ip,podIPs:[{ip:$ip}]}}')"
+		spec:{nodeName:$node,containers:[{name:"c"}]},status:{phase:"Running",podIP:$ip,podIPs:[{ip:$ip},{ip:$ip6}]}}')"
 }
 for ns in x y; do
 	put "namespaces/$ns" "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\",\"labels\":{\"ns\":\"$ns\"}}}"
@@ -86,6 +95,12 @@ try:
 except OSError:
     sys.exit(1)' "${PIP[$2]}" "$3"; }
 no_tcp() { ! tcp "$@"; }
+tcp6() { ip netns exec "${PNS[$1]}" python3 -c 'import socket,sys
+try:
+    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=0.5); s.settimeout(0.5)
+    sys.exit(0 if s.recv(2) == b"ok" else 1)
+except OSError:
+    sys.exit(1)' "${PIP6[$2]}" "$3"; }
 # udp FROM TO PORT N: N datagrams, each from a socket of its own (a new flow: conntrack NEW, so
 # each one meets the policy rules); prints how many echoes came back
 udp() { ip netns exec "${PNS[$1]}" python3 -c 'import socket,sys,time
@@ -111,6 +126,7 @@ kernel_counter() {
 		jq -r --arg n "$2" '.nftables[] | select(.counter.name == $n) | .counter.packets'
 }
 
+tcp6 x/b y/a 80 || fail "x/b -> y/a over IPv6 before any policy: IPv6 is broken, not policed"
 put networkpolicies/y/deny-all '{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"namespace":"y","name":"deny-all"},"spec":{"podSelector":{}}}'
 put networkpolicies/y/from-xa '{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"namespace":"y","name":"from-xa"},
 	"spec":{"podSelector":{},"ingress":[{"from":[{"namespaceSelector":{"matchLabels":{"ns":"x"}},"podSelector":{"matchLabels":{"pod":"a"}}}],
@@ -179,6 +195,14 @@ last=$(jq -s 'map(.seq) | max' <<<"$HTTP_BODY")
 http_get 1 "/policy/drops?since=$last"
 { [ "$HTTP_CODE" = 200 ] && [ -z "$HTTP_BODY" ]; } || check_fail "/policy/drops?since=$last: $HTTP_CODE '$HTTP_BODY' (expected nothing new)"
 echo "#   $(jq -c 'select(.proto == "TCP")' <<<"$BODY" | tail -1)"
+
+# IPv6: the same class; the addresses in brackets
+tcp6 x/b y/a 80 && check_fail "x/b -> y/a:80/TCP over IPv6 allowed"
+re6="^[0-9:.]+ DROP ingress \\[${PIP6[x/b]}\\]:[0-9]+ -> \\[${PIP6[y/a]}\\]:80/TCP \\(x/b -> y/a\\) isolated by y/deny-all, y/from-xa$"
+drops6() { ip netns exec "$(node_ns 1)" "$WEFT_TOOL" policy drops | grep -Eq "$re6"; }
+wait_for 3 drops6 || check_fail "weft policy drops does not show the IPv6 drop x/b -> y/a:80"
+ip netns exec "$(node_ns 1)" "$WEFT_TOOL" policy drops | grep -E "$re6" | tail -1 | sed 's/^/#   /'
+info "IPv6 drop shown"
 
 # egress: y/a may not open connections; the drop names the source pod's isolating policy
 put networkpolicies/y/no-out '{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"namespace":"y","name":"no-out"},
