@@ -143,7 +143,7 @@ def probe(targets_file, timeout=1.0):
                 done(s)
     for k in list(sel.get_map().values()):
         k.fileobj.close()
-    print(json.dumps(out))
+    print(json.dumps(out, sort_keys=True, separators=(",", ":")))
 
 
 # ---- the model ----
@@ -240,7 +240,7 @@ def model(cluster_file, policies_file):
                     ok = direction_allows(pols, s, d, d, port, proto, namespaces, "Egress") and \
                         direction_allows(pols, d, s, d, port, proto, namespaces, "Ingress")
                     out["%s>%s %d/%s" % (s["name"], d["name"], port, proto)] = ok
-    print(json.dumps(out))
+    print(json.dumps(out, sort_keys=True, separators=(",", ":")))
 
 
 if __name__ == "__main__":

@@ -110,8 +110,8 @@ tt_setup() {
 }
 
 # probe: every pod probes every other at once (one process that opens each source's sockets inside
-# its pod's namespace); the table on stdout
-probe() { python3 "$NETPOL" probe "$T/targets.json" | jq -S -c .; }
+# its pod's namespace); the table on stdout, as compact JSON with sorted keys like the model's
+probe() { python3 "$NETPOL" probe "$T/targets.json"; }
 
 # case_ NAME POLICIES_JSON: makes etcd hold exactly these policies ([{ns, name, spec}]; one already
 # there under the same ns/name is updated in place, the others are deleted), waits until both nodes
@@ -121,7 +121,7 @@ case_() {
 	local name=$1 pols=$2 want got t start keys p obj
 	N_CASES=$((N_CASES + 1))
 	echo "$pols" >"$T/pols.json"
-	want=$(python3 "$NETPOL" model "$T/cluster.json" "$T/pols.json" | jq -S -c .)
+	want=$(python3 "$NETPOL" model "$T/cluster.json" "$T/pols.json")
 	start=$(date +%s.%N)
 	keys=$(jq -r '.[] | "networkpolicies/\(.ns)/\(.name)"' <<<"$pols")
 	for p in "${CURRENT[@]}"; do
@@ -158,14 +158,15 @@ case_() {
 # model on every cell of x/b to every other pod on 80/TCP and 81/UDP, and of x/a to every other pod
 # on 80/TCP (24 questions, asked at once)
 explain_check() {
-	local name=$1 from to port exp n=0 rc mism=0
+	local name=$1 from to port exp n=0 rc mism=0 node1
 	local -a cells=() pids=()
+	node1=$(nspath "$(node_ns 1)")
 	while read -r from to port exp; do
 		n=$((n + 1))
 		cells+=("$from $to $port $exp")
 		{
 			rc=0
-			ip netns exec "$(node_ns 1)" "$WEFT" policy explain "$from" "$to" "$port" >"$T/explain.$n" 2>&1 || rc=$?
+			nsenter --net="$node1" "$WEFT" policy explain "$from" "$to" "$port" >"$T/explain.$n" 2>&1 || rc=$?
 			echo $rc >"$T/explain.$n.rc"
 		} &
 		pids+=($!)
