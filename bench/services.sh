@@ -122,7 +122,7 @@ if [ "${BASH_SOURCE[0]}" != "$0" ]; then
 		fi
 		if [ "$(wc -w <<<"$lsizes")" -ge 2 ]; then
 			# least favourable: the size whose median is furthest from the smallest size's
-			read -r n <<<"$lsizes"
+			n=${lsizes%% *}
 			base=$(svc_med weft-nft "$n" connect_us_median "$lat") worst="" dev=-1
 			for i in $lsizes; do
 				wi=$(svc_med weft-nft "$i" connect_us_median "$lat")
