@@ -1054,7 +1054,7 @@ static void render_elements(FILE *f, const char *map, const SvcElem *const *v, s
 
 int service_render_full(FILE *f, ServiceUnit *const *units, size_t n, SvcRefs *refs) {
 	_cleanup_free_ const SvcElem **v = NULL;
-	size_t n_v = 0, cap = 0;
+	size_t n_v = 0, total;
 	int r;
 
 	for (size_t i = 0; i < n; i++)
@@ -1064,37 +1064,20 @@ int service_render_full(FILE *f, ServiceUnit *const *units, size_t n, SvcRefs *r
 		r = svc_refs_update(refs, NULL, units[i], NULL);
 		if (r < 0)
 			return r;
-		for (size_t k = 0; k < units[i]->n_elems; k++) {
-			if (is_shared_set(units[i]->elems[k].map))
-				continue;
-			if (n_v == cap) {
-				const SvcElem **nv;
-
-				cap = cap ? cap * 2 : 1024;
-				nv = reallocarray(v, cap, sizeof(SvcElem *));
-				if (!nv)
-					return -ENOMEM;
-				v = nv;
-			}
-			v[n_v++] = &units[i]->elems[k];
-		}
 	}
-	for (size_t i = 0; i < refs->cap; i++) {
-		const char *k = refs->v[i].key;
-
-		if (!k || k == REF_TOMB)
-			continue;
-		if (n_v == cap) {
-			const SvcElem **nv;
-
-			cap = cap ? cap * 2 : 1024;
-			nv = reallocarray(v, cap, sizeof(SvcElem *));
-			if (!nv)
-				return -ENOMEM;
-			v = nv;
-		}
-		v[n_v++] = &refs->v[i].elem;
-	}
+	total = refs->n;
+	for (size_t i = 0; i < n; i++)
+		total += units[i]->n_elems;
+	v = calloc(total + 1, sizeof(SvcElem *));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < units[i]->n_elems; k++)
+			if (!is_shared_set(units[i]->elems[k].map))
+				v[n_v++] = &units[i]->elems[k];
+	for (size_t i = 0; i < refs->cap; i++)
+		if (refs->v[i].key && refs->v[i].key != REF_TOMB)
+			v[n_v++] = &refs->v[i].elem;
 	qsort_safe(v, n_v, sizeof(SvcElem *), elem_ptr_cmp);
 	for (size_t i = 0, j; i < n_v; i = j) {
 		for (j = i + 1; j < n_v && streq(v[j]->map, v[i]->map); j++)
