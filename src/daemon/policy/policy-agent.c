@@ -22,6 +22,7 @@
 #include "daemon/policy/policy-explain.h"
 #include "shared/netns/netns.h"
 #include "shared/nft/nft.h"
+#include "shared/nl/nfnl.h"
 
 #define RETRY_USEC (1000 * 1000)
 #define RAW_DUMP_BUF (64 * 1024) /* a dump message is at most 32 KiB */
@@ -501,7 +502,6 @@ int policy_counters_dump(PolicyCounterFn fn, void *userdata) {
 	_cleanup_free_ char *buf = malloc(RAW_DUMP_BUF);
 	struct mnl_socket *nl;
 	struct nlmsghdr *nlh;
-	struct nfgenmsg *nfg;
 	uint32_t seq = (uint32_t) time(NULL), portid;
 	int r = 0;
 
@@ -515,13 +515,7 @@ int policy_counters_dump(PolicyCounterFn fn, void *userdata) {
 		goto out;
 	}
 	portid = mnl_socket_get_portid(nl);
-	nlh = mnl_nlmsg_put_header(buf);
-	nlh->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETOBJ;
-	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-	nlh->nlmsg_seq = seq;
-	nfg = mnl_nlmsg_put_extra_header(nlh, sizeof(*nfg));
-	nfg->nfgen_family = NFPROTO_INET;
-	nfg->version = NFNETLINK_V0;
+	nlh = nfnl_put_header(buf, NFNL_SUBSYS_NFTABLES, NFT_MSG_GETOBJ, NLM_F_DUMP, seq, NFPROTO_INET, 0);
 	if (!mnl_attr_put_strz_check(nlh, RAW_DUMP_BUF, NFTA_OBJ_TABLE, "weft") ||
 	    !mnl_attr_put_u32_check(nlh, RAW_DUMP_BUF, NFTA_OBJ_TYPE, htonl(NFT_OBJECT_COUNTER))) {
 		r = -ENOBUFS;

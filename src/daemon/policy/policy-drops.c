@@ -18,6 +18,7 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "daemon/policy/policy-drops.h"
+#include "shared/nl/nfnl.h"
 
 #define RBUF_SIZE (64 * 1024) /* the kernel's nflog skbs are at most NLMSG_GOODSIZE by default */
 
@@ -258,7 +259,6 @@ static int on_io(EventSource *s, int fd, uint32_t revents, void *userdata) {
 static int nflog_bind(PolicyDrops *p) {
 	_cleanup_free_ char *buf = malloc(MNL_SOCKET_BUFFER_SIZE);
 	struct nlmsghdr *nlh;
-	struct nfgenmsg *g;
 	struct nfulnl_msg_config_mode mode = { .copy_range = htonl(POLICY_DROPS_COPY_RANGE),
 					       .copy_mode = NFULNL_COPY_PACKET };
 	uint32_t seq = (uint32_t) time(NULL);
@@ -266,14 +266,7 @@ static int nflog_bind(PolicyDrops *p) {
 
 	if (!buf)
 		return -ENOMEM;
-	nlh = mnl_nlmsg_put_header(buf);
-	nlh->nlmsg_type = (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_CONFIG;
-	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
-	nlh->nlmsg_seq = seq;
-	g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
-	g->nfgen_family = AF_UNSPEC;
-	g->version = NFNETLINK_V0;
-	g->res_id = htons(p->group);
+	nlh = nfnl_put_header(buf, NFNL_SUBSYS_ULOG, NFULNL_MSG_CONFIG, NLM_F_ACK, seq, AF_UNSPEC, p->group);
 	if (!mnl_attr_put_check(nlh, MNL_SOCKET_BUFFER_SIZE, NFULA_CFG_CMD, sizeof(struct nfulnl_msg_config_cmd),
 				&(struct nfulnl_msg_config_cmd) { .command = NFULNL_CFG_CMD_BIND }) ||
 	    !mnl_attr_put_check(nlh, MNL_SOCKET_BUFFER_SIZE, NFULA_CFG_MODE, sizeof(mode), &mode) ||

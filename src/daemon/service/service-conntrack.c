@@ -14,6 +14,7 @@
 
 #include "basic/macro.h"
 #include "daemon/service/service-conntrack.h"
+#include "shared/nl/nfnl.h"
 
 /* MNL_SOCKET_BUFFER_SIZE is a sysconf() expression (a VLA); a dump message fits in 16 KiB */
 #define CT_BUF_SIZE 16384
@@ -129,17 +130,7 @@ static int on_entry(const struct nlmsghdr *nlh, void *userdata) {
 }
 
 static struct nlmsghdr *ct_msg(char *buf, uint16_t type, uint16_t flags, int family, uint32_t seq) {
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
-	struct nfgenmsg *g;
-
-	nlh->nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | type;
-	nlh->nlmsg_flags = NLM_F_REQUEST | flags;
-	nlh->nlmsg_seq = seq;
-	g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
-	g->nfgen_family = (uint8_t) family;
-	g->version = NFNETLINK_V0;
-	g->res_id = 0;
-	return nlh;
+	return nfnl_put_header(buf, NFNL_SUBSYS_CTNETLINK, (uint8_t) type, flags, seq, (uint8_t) family, 0);
 }
 
 /* Sends nlh and runs the replies through cb until done/ACK. */

@@ -24,6 +24,7 @@
 
 #include "basic/macro.h"
 #include "shared/nft/nft-raw.h"
+#include "shared/nl/nfnl.h"
 
 #define UDATA_SET_ELEM_COMMENT 0 /* NFTNL_UDATA_SET_ELEM_COMMENT (libnftnl/udata.h) */
 
@@ -98,19 +99,11 @@ static int dump_set(struct mnl_socket *nl, uint32_t portid, uint32_t seq, uint8_
 		    const char *set, Query *q) {
 	char buf[32768]; /* a dump message is at most 32 KiB (netlink_dump: NLMSG_GOODSIZE or the 32 KiB allocation) */
 	struct nlmsghdr *nlh;
-	struct nfgenmsg *nfg;
 	ssize_t n;
 	int r;
 
 	/* nft list set FAMILY TABLE SET (elements only) */
-	nlh = mnl_nlmsg_put_header(buf);
-	nlh->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETSETELEM;
-	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-	nlh->nlmsg_seq = seq;
-	nfg = mnl_nlmsg_put_extra_header(nlh, sizeof(*nfg));
-	nfg->nfgen_family = family;
-	nfg->version = NFNETLINK_V0;
-	nfg->res_id = 0;
+	nlh = nfnl_put_header(buf, NFNL_SUBSYS_NFTABLES, NFT_MSG_GETSETELEM, NLM_F_DUMP, seq, family, 0);
 	if (!mnl_attr_put_strz_check(nlh, sizeof(buf), NFTA_SET_ELEM_LIST_TABLE, table) ||
 	    !mnl_attr_put_strz_check(nlh, sizeof(buf), NFTA_SET_ELEM_LIST_SET, set))
 		return -ENAMETOOLONG;
