@@ -6,8 +6,8 @@
 #   bench/services.sh [N...]   (default 1000 3000 10000); WEFT_BUILD as for the tests
 #   bench/services.sh --latency [N...]   (default 100 1000 10000): TCP connect time to a Service
 #                                         with N other Services loaded, weft vs iptables
-# Environment: SVC_ROUNDS (--latency: fresh namespaces per size and mode, default 1; one line per
-# round), SVC_NS (the namespace's name, default w-svcbench-PID).
+# Environment: SVC_ROUNDS (--latency: rounds over one namespace per size and mode, interleaved,
+# default 1; one line per round), SVC_NS (the namespace's name, default w-svcbench-PID).
 # Output: one line per measurement, "<mode> key=value ...", modes weft-nft and iptables(-restore).
 # Sourced by bench/run (section "services", sec_services below), it only defines the section.
 if [ "${BASH_SOURCE[0]}" != "$0" ]; then
@@ -36,7 +36,7 @@ if [ "${BASH_SOURCE[0]}" != "$0" ]; then
 		md "$f" ""
 		if [ ! -x "$WEFT_BUILD/test/test-service-model" ]; then skipped "$f" "test/test-service-model not built"; return 77; fi
 		for c in iptables-restore iptables nft python3; do command -v "$c" >/dev/null || { skipped "$f" "needs $c"; return 77; }; done
-		sizes="1000 10000 30000" lsizes="100 1000 10000 30000" rounds=3
+		sizes="1000 10000 30000" lsizes="100 1000 10000 30000" rounds=5
 		q && { sizes=1000 lsizes=1000 rounds=1; }
 		sync=$W/svc-sync.out lat=$W/svc-lat.out
 		t0=$SECONDS
@@ -94,8 +94,8 @@ if [ "${BASH_SOURCE[0]}" != "$0" ]; then
 		md "$f" "plus a target Service 10.99.99.99:80 → 10.77.0.1:8080 (a local veth address with a server); a client"
 		md "$f" "times 2,000 TCP \`connect()\`s to it after 200 warm-up connects (the first packet is NATed in the"
 		md "$f" "output hook: weft's objects as weftd renders them, or kube-proxy's KUBE-SERVICES list with the"
-		md "$f" "target as its last rule, a Service created after the others). $rounds fresh namespace(s) per size"
-		md "$f" "and mode, interleaved; the figure is the median over them of each namespace's median (p90 likewise)."
+		md "$f" "target as its last rule, a Service created after the others). One namespace per size and mode,"
+		md "$f" "probed in $rounds interleaved rounds of 2,000 connects; the figure is the median of the rounds' medians (p90 likewise)."
 		md "$f" ""
 		md "$f" "| Services | weft median µs | weft p90 µs | iptables median µs | iptables p90 µs | iptables / weft (median) |"
 		md "$f" "|---:|---:|---:|---:|---:|---:|"
@@ -138,7 +138,7 @@ if [ "${BASH_SOURCE[0]}" != "$0" ]; then
 			awk -v a="$dev" 'BEGIN { exit !(a + 0 <= 10) }' && v=met || v="not met"
 			target "Services: connection setup flat (within 10 %) from ${n} to ${lsizes##* } Services" \
 				"largest deviation either way ${dev} % at $worst ($(svc_med weft-nft "$worst" connect_us_median "$lat") vs $base µs); largest growth $grow % at $gat; iptables ×$ref from $n to ${lsizes##* }" \
-				"$v" "median of $rounds namespace medians per size"
+				"$v" "median of $rounds interleaved rounds' medians per size"
 		else
 			target "Services: connection setup flat (within 10 %) from 100 to 30k Services" "$(svc_fmt "$(svc_med weft-nft 1000 connect_us_median "$lat")") µs at 1k" "not judged" "quick mode: 1,000 Services only"
 		fi
@@ -154,7 +154,8 @@ ROUNDS=${SVC_ROUNDS:-1}
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 77; }
 NS=${SVC_NS:-w-svcbench-$$}
 TMP=$(mktemp -d /tmp/svcbench.XXXXXX)
-trap 'ip netns del $NS 2>/dev/null || true; rm -rf "$TMP"' EXIT
+LAT_NS=()
+trap 'ip netns del $NS 2>/dev/null || true; for n in "${LAT_NS[@]}"; do ip netns del "$n" 2>/dev/null || true; done; rm -rf "$TMP"' EXIT
 
 # kube-proxy's iptables-mode ruleset for N Services (one port, 5 endpoints each; the KUBE-SEP
 # chains DNAT, KUBE-SVC chains pick with statistic mode random, as kube-proxy writes them);
@@ -202,7 +203,9 @@ us() { echo "$(($(date +%s%N) / 1000))"; } # microseconds
 # last rule, as a Service created after the others is in iptables-restore's order).
 # Prints "<mode> services=N connects=C connect_us_median=.. connect_us_p90=..".
 connect_probe() { # NS LABEL N
-	ip netns exec "$1" python3 - "$2" "$3" <<'PY'
+	# pinned to one CPU: client, server thread and softirq on the same core (unpinned, the median
+	# jumped between ~27 and ~45 µs for one ruleset with where the scheduler put them)
+	taskset -c 0 ip netns exec "$1" python3 - "$2" "$3" <<'PY'
 import socket, statistics, sys, threading, time
 label, n = sys.argv[1], int(sys.argv[2])
 srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -236,30 +239,34 @@ latency_ns() { # NS: a veth with the endpoint address, a route for the Service I
 if [ "${1:-}" = --latency ]; then
 	shift
 	(($#)) || set -- 100 1000 10000
+	# one namespace per size and mode, loaded once; then ROUNDS rounds that probe each in turn, so
+	# a slow or fast spell of the shared machine falls on every size alike
+	for n1 in "$@"; do
+		latency_ns "$NS-w$n1"
+		LAT_NS+=("$NS-w$n1")
+		ip netns exec "$NS-w$n1" "$BUILD/test/test-service-model" --bench "$n1" 10.77.0.1 >/dev/null
+		latency_ns "$NS-i$n1"
+		LAT_NS+=("$NS-i$n1")
+		{
+			iptables_ruleset "$n1" | sed '$d'
+			echo ":KUBE-SVC-TARGET - [0:0]"
+			echo ":KUBE-SEP-TARGET - [0:0]"
+			echo "-A KUBE-SERVICES -d 10.99.99.99/32 -p tcp -m comment --comment \"bench/target\" -m tcp --dport 80 -j KUBE-SVC-TARGET"
+			echo "-A KUBE-SVC-TARGET -j KUBE-SEP-TARGET"
+			echo "-A KUBE-SEP-TARGET -s 10.77.0.1/32 -j KUBE-MARK-MASQ"
+			echo "-A KUBE-SEP-TARGET -p tcp -m tcp -j DNAT --to-destination 10.77.0.1:8080"
+			echo COMMIT
+		} >"$TMP/rules"
+		ip netns exec "$NS-i$n1" iptables-restore -w <"$TMP/rules"
+		ip netns exec "$NS-i$n1" iptables -t nat -S KUBE-SERVICES | tail -1 | grep -q 10.99.99.99 ||
+			{ echo "iptables: the target Service is not the last rule" >&2; exit 1; }
+	done
 	for ((r = 1; r <= ROUNDS; r++)); do
 		for n1 in "$@"; do
-			latency_ns "$NS"
-			ip netns exec "$NS" "$BUILD/test/test-service-model" --bench "$n1" 10.77.0.1 >/dev/null
 			# no listing of weft's objects (slow at 30k, and their names are weft's to change):
 			# connect_probe fails if a connect is not DNATed to the server
-			connect_probe "$NS" weft-nft "$n1"
-			ip netns del "$NS"
-			latency_ns "$NS"
-			{
-				iptables_ruleset "$n1" | sed '$d'
-				echo ":KUBE-SVC-TARGET - [0:0]"
-				echo ":KUBE-SEP-TARGET - [0:0]"
-				echo "-A KUBE-SERVICES -d 10.99.99.99/32 -p tcp -m comment --comment \"bench/target\" -m tcp --dport 80 -j KUBE-SVC-TARGET"
-				echo "-A KUBE-SVC-TARGET -j KUBE-SEP-TARGET"
-				echo "-A KUBE-SEP-TARGET -s 10.77.0.1/32 -j KUBE-MARK-MASQ"
-				echo "-A KUBE-SEP-TARGET -p tcp -m tcp -j DNAT --to-destination 10.77.0.1:8080"
-				echo COMMIT
-			} >"$TMP/rules"
-			ip netns exec "$NS" iptables-restore -w <"$TMP/rules"
-			ip netns exec "$NS" iptables -t nat -S KUBE-SERVICES | tail -1 | grep -q 10.99.99.99 ||
-				{ echo "iptables: the target Service is not the last rule" >&2; exit 1; }
-			connect_probe "$NS" iptables "$n1"
-			ip netns del "$NS"
+			connect_probe "$NS-w$n1" weft-nft "$n1"
+			connect_probe "$NS-i$n1" iptables "$n1"
 		done
 	done
 	exit 0
