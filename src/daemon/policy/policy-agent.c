@@ -228,6 +228,7 @@ static int agent_sync(PolicyAgent *a) {
 			log_debug("Policy batch:\n%s", batch);
 			goto out;
 		}
+		(void) nft_ctx_drop_cache(a->nft); /* nft.h: the batch's objects, held until the next one */
 	} else
 		a->noops++;
 	policy_ruleset_free(a->cur);

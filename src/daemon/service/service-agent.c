@@ -344,6 +344,7 @@ static int sync_full(ServiceAgent *a) {
 		log_error_errno(r, "Services: nftables refused the full batch: %s", err ?: "");
 		goto out;
 	}
+	(void) nft_ctx_drop_cache(a->nft); /* nft.h: the batch's objects, held until the next one */
 	a->last_batch_bytes = len;
 	for (size_t i = 0; i < a->n_units; i++)
 		service_unit_free(a->units[i]);
@@ -433,7 +434,8 @@ static int sync_dirty(ServiceAgent *a) {
 		if (r < 0) {
 			log_error_errno(r, "Services: nftables refused the batch: %s", err ?: "");
 			log_debug("Services batch:\n%s", buf);
-		}
+		} else
+			(void) nft_ctx_drop_cache(a->nft);
 	} else if (r >= 0)
 		a->noops++;
 	if (r >= 0) {

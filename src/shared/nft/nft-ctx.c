@@ -77,6 +77,19 @@ struct NftCtx {
 	struct nft_ctx *nft;
 };
 
+static struct nft_ctx *lib_ctx_new(void) {
+	struct nft_ctx *n = lib.ctx_new(NFT_CTX_DEFAULT);
+
+	if (!n)
+		return NULL;
+	/* Library code does not print: capture both streams. */
+	if (lib.buffer_output(n) < 0 || lib.buffer_error(n) < 0) {
+		lib.ctx_free(n);
+		return NULL;
+	}
+	return n;
+}
+
 int nft_ctx_open(NftCtx **ret) {
 	_cleanup_free_ NftCtx *c = NULL;
 
@@ -88,15 +101,20 @@ int nft_ctx_open(NftCtx **ret) {
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->nft = lib.ctx_new(NFT_CTX_DEFAULT);
+	c->nft = lib_ctx_new();
 	if (!c->nft)
 		return -ENOMEM;
-	/* Library code does not print: capture both streams. */
-	if (lib.buffer_output(c->nft) < 0 || lib.buffer_error(c->nft) < 0) {
-		lib.ctx_free(c->nft);
-		return -ENOMEM;
-	}
 	*ret = TAKE_PTR(c);
+	return 0;
+}
+
+int nft_ctx_drop_cache(NftCtx *c) {
+	struct nft_ctx *n = lib_ctx_new();
+
+	if (!n)
+		return -ENOMEM;
+	lib.ctx_free(c->nft);
+	c->nft = n;
 	return 0;
 }
 

@@ -38,6 +38,14 @@ static inline void nft_ctx_freep(NftCtx **c) {
 #define _cleanup_nft_ctx_ _cleanup_(nft_ctx_freep)
 
 /*
+ * Drops what libnftables keeps between commands: its cache of the kernel's objects, which after a
+ * large batch holds every chain, rule and element of it (tens of MiB at 10k Services or 1k
+ * policies) until the next command replaces it. The next command fills it again, as it would
+ * anyway after our own commit changed the ruleset's generation. 0 or -ENOMEM (c unchanged).
+ */
+int nft_ctx_drop_cache(NftCtx *c);
+
+/*
  * Runs `batch` (one or more nft commands, newline/semicolon separated) as ONE transaction.
  * Returns 0, or a negative errno: -EINVAL for a batch nft rejected (syntax/semantic error) and
  * for kernel errors we cannot classify; -ENOENT, -EEXIST, -EBUSY, -EPERM, -ENOMEM, -EOPNOTSUPP,
