@@ -105,11 +105,31 @@ static void policy_tag(const KubeNetworkPolicy *p, char buf[static 13]) {
 
 /* ---- the ruleset being built ---- */
 
+/* A set shared by every rule that needs the same one (see shared_set()). */
+typedef struct SharedSet {
+	uint64_t h;
+	char *key;  /* what its elements are a function of */
+	char *name; /* its object's name */
+} SharedSet;
+
 typedef struct Builder {
 	PolicyObject *objs;
 	size_t n, cap;
 	bool oom;
+	SharedSet *shared; /* open addressing on h; n_shared < cap_shared / 2 */
+	size_t n_shared, cap_shared;
+	unsigned hash_bits; /* of a shared set's name (PolicyInput.set_hash_bits) */
 } Builder;
+
+static void b_shared_free(Builder *b) {
+	for (size_t i = 0; i < b->cap_shared; i++) {
+		free(b->shared[i].key);
+		free(b->shared[i].name);
+	}
+	free(b->shared);
+	b->shared = NULL;
+	b->n_shared = b->cap_shared = 0;
+}
 
 /* Takes the items of `items` (sorted+unique for sets/maps, as given for chains). */
 static void b_add(Builder *b, PolicyObjectKind kind, StrVec *items, const char *decl, const char *fmt, ...)
@@ -170,6 +190,217 @@ static void b_add_counter(Builder *b, StrVec *items, bool ingress, int rule, con
 		b->objs[b->n - 1].ingress = ingress;
 		b->objs[b->n - 1].rule = rule;
 	}
+}
+
+/* ---- shared sets ---- */
+
+/*
+ * A rule's peer, port and named-port sets are named by what their elements are a function of
+ * (the set's *key*), not by the (policy, direction, rule) that needs them: every rule, of any
+ * policy and either direction, that needs the same set refers to one object,
+ * <prefix><16 hex digits of a 64-bit hash of the key><suffix>. 1,000 policies with 70 distinct
+ * peers then cost 70 sets, not 1,000 copies.
+ *
+ * The key is the selector (the peers as written: namespace or namespaceSelector, podSelector,
+ * ipBlock; the family), not the elements: naming by the elements would make any change of
+ * membership (one pod relabelled, created or gone) a different set, so the diff would re-create
+ * the whole set and rewrite every chain that uses it. Named by selector, a membership change stays
+ * an element add/delete, and only a policy edit that changes a rule's selector moves its rules to
+ * another set (the chain is rewritten, the old set deleted once no rule uses it). Equal keys give
+ * equal elements because the elements are a pure function of the key and the cluster; the key
+ * encoding is injective (selector keys and values, namespaces, port names and CIDRs cannot hold
+ * the separators " ,;()!=").
+ *
+ * Two different keys never share a name: on a hash collision (same hash, other key) the set gets
+ * the name of the rule that first needed it appended (`fallback`: <tag>-<dir><rule>), which is
+ * unique in the ruleset. Which key keeps the short name depends on the order policies are
+ * compiled in, so across compilations a name can in that (2^-64) case change key: its elements
+ * are then diffed like any other and only the set's comment is stale (the kernel ignores a
+ * comment when a set is added again).
+ *
+ * Returns 1 with *ret_name if the set was added already (the caller adds nothing), 0 with
+ * *ret_name if the caller must add it under that name now, -ENOMEM (b->oom set). *ret_name is the
+ * builder's.
+ */
+static uint64_t set_hash(const char *key, unsigned bits) {
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (const char *p = key; *p; p++)
+		h = (h ^ (uint8_t) *p) * 0x100000001b3ULL;
+	return bits > 0 && bits < 64 ? h & ((UINT64_C(1) << bits) - 1) : h;
+}
+
+static size_t shared_slot(uint64_t h, size_t cap) {
+	return (size_t) ((h ^ (h >> 31)) * 0x9e3779b97f4a7c15ULL >> 17) & (cap - 1);
+}
+
+static int shared_set(Builder *b, const char *prefix, const char *suffix, const char *key, const char *fallback,
+		      const char **ret_name) {
+	uint64_t h = set_hash(key, b->hash_bits);
+	bool collided = false;
+	char *name = NULL;
+	size_t i;
+	int r;
+
+	if (b->oom)
+		return -ENOMEM;
+	if ((b->n_shared + 1) * 2 > b->cap_shared) {
+		size_t cap = b->cap_shared ? b->cap_shared * 2 : 64;
+		SharedSet *v = calloc(cap, sizeof(SharedSet));
+
+		if (!v) {
+			b->oom = true;
+			return -ENOMEM;
+		}
+		for (size_t k = 0; k < b->cap_shared; k++) {
+			if (!b->shared[k].name)
+				continue;
+			for (i = shared_slot(b->shared[k].h, cap); v[i].name; i = (i + 1) & (cap - 1))
+				;
+			v[i] = b->shared[k];
+		}
+		free(b->shared);
+		b->shared = v;
+		b->cap_shared = cap;
+	}
+	for (i = shared_slot(h, b->cap_shared); b->shared[i].name; i = (i + 1) & (b->cap_shared - 1)) {
+		if (b->shared[i].h != h)
+			continue;
+		if (streq(b->shared[i].key, key)) {
+			*ret_name = b->shared[i].name;
+			return 1;
+		}
+		collided = true;
+	}
+	if (collided)
+		r = asprintf(&name, "%s%016llx-%s%s%s", prefix, (unsigned long long) h, fallback, *suffix ? "-" : "",
+			     suffix);
+	else
+		r = asprintf(&name, "%s%016llx%s", prefix, (unsigned long long) h, suffix);
+	if (r < 0 || !(b->shared[i].key = strdup(key))) {
+		free(r < 0 ? NULL : name);
+		b->oom = true;
+		return -ENOMEM;
+	}
+	b->shared[i].h = h;
+	b->shared[i].name = name;
+	b->n_shared++;
+	*ret_name = name;
+	return 0;
+}
+
+/* A set's comment: its key, cut to what nftables takes. */
+static void key_comment(const char *key, char buf[static NFT_COMMENT_MAX + 1]) {
+	size_t n = strlen(key);
+
+	if (n > NFT_COMMENT_MAX)
+		snprintf(buf, NFT_COMMENT_MAX + 1, "%.*s ...", NFT_COMMENT_MAX - 4, key);
+	else
+		memcpy(buf, key, n + 1);
+	for (char *p = buf; *p; p++)
+		if (*p == '"' || *p == '\\')
+			*p = '?';
+}
+
+/* "*" for a selector that matches every pod (podSelector absent or {}), else its requirements. */
+static void put_selector(FILE *f, const LabelSelector *s) {
+	if (!s || label_selector_is_everything(s)) {
+		fputc('*', f);
+		return;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		const LabelRequirement *q = &s->reqs[i];
+
+		if (i > 0)
+			fputc(',', f);
+		if (q->op == LABEL_OP_EXISTS)
+			fputs(q->key, f);
+		else if (q->op == LABEL_OP_DOES_NOT_EXIST)
+			fprintf(f, "!%s", q->key);
+		else {
+			fprintf(f, "%s %s (", q->key, q->op == LABEL_OP_IN ? "in" : "notin");
+			for (size_t k = 0; k < q->n_values; k++)
+				fprintf(f, "%s%s", k ? "," : "", q->values[k]);
+			fputc(')', f);
+		}
+	}
+}
+
+/* Joins the (sorted, unique) items with sep after head; NULL on ENOMEM. */
+static char *join_key(const char *head, StrVec *parts, const char *sep) {
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *f;
+
+	if (parts->oom)
+		return NULL;
+	sv_sort_unique(parts);
+	f = open_memstream(&buf, &size);
+	if (!f)
+		return NULL;
+	fputs(head, f);
+	for (size_t i = 0; i < parts->n; i++)
+		fprintf(f, "%s%s", i ? sep : "", parts->v[i]);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* What a rule's peer set for `family` holds: "peers4: P; P; ..." with P one of
+ *   pods ns=<policy namespace> sel=<podSelector>     (no namespaceSelector)
+ *   pods nss=<namespaceSelector> sel=<podSelector>
+ *   block <cidr> [except <cidr>,...]                   (only blocks and excepts of the family)
+ * sorted: the set is their union. */
+static char *peers_key(const KubeNetworkPolicy *pol, const KubePolicyRule *rule, int family) {
+	StrVec parts = {};
+	char *key;
+
+	for (size_t k = 0; k < rule->n_peers; k++) {
+		const KubePolicyPeer *peer = &rule->peers[k];
+		_cleanup_free_ char *buf = NULL;
+		size_t size = 0;
+		FILE *f;
+
+		if (peer->has_ip_block && peer->cidr.addr.family != family)
+			continue; /* adds nothing to this family's set */
+		f = open_memstream(&buf, &size);
+		if (!f) {
+			parts.oom = true;
+			break;
+		}
+		if (peer->has_ip_block) {
+			StrVec ex = {};
+			char a[IP_PREFIX_STRLEN];
+
+			fprintf(f, "block %s", ip_prefix_to_string(&peer->cidr, a));
+			for (size_t e = 0; e < peer->n_except; e++)
+				if (peer->except[e].addr.family == family)
+					sv_add(&ex, "%s", ip_prefix_to_string(&peer->except[e], a));
+			sv_sort_unique(&ex);
+			for (size_t e = 0; e < ex.n; e++)
+				fprintf(f, "%s%s", e ? "," : " except ", ex.v[e]);
+			parts.oom |= ex.oom;
+			sv_done(&ex);
+		} else {
+			if (peer->namespace_selector) {
+				fputs("pods nss=", f);
+				put_selector(f, peer->namespace_selector);
+			} else
+				fprintf(f, "pods ns=%s", pol->meta.namespace);
+			fputs(" sel=", f);
+			put_selector(f, peer->pod_selector);
+		}
+		if (fclose(f) != 0 || !buf) {
+			parts.oom = true;
+			break;
+		}
+		sv_add(&parts, "%s", buf);
+	}
+	key = join_key(family == AF_INET6 ? "peers6: " : "peers4: ", &parts, "; ");
+	sv_done(&parts);
+	return key;
 }
 
 /* ---- model helpers ---- */
@@ -426,6 +657,40 @@ static const int families[2] = { AF_INET, AF_INET6 };
 static const char *const fam_kw[2] = { "ip", "ip6" };
 static const char *const fam_type[2] = { "ipv4_addr", "ipv6_addr" };
 
+/* What a rule's named-port set for `family` holds: the named ports (protocol/name) resolved
+ * against the destination pods, which are the pods the policy selects on this node for ingress
+ * and every pod for egress: "named4 in ns=<ns> sel=<podSelector>: tcp/http,udp/dns" or
+ * "named4 out: ...". */
+static char *named_key(const KubeNetworkPolicy *pol, const KubePolicyRule *rule, bool ingress, int family) {
+	_cleanup_free_ char *head = NULL;
+	StrVec parts = {};
+	size_t size = 0;
+	char *key;
+	FILE *f;
+
+	for (size_t i = 0; i < rule->n_ports; i++)
+		if (rule->ports[i].port.name)
+			sv_add(&parts, "%s/%s", proto_nft(rule->ports[i].protocol), rule->ports[i].port.name);
+	f = open_memstream(&head, &size);
+	if (!f) {
+		sv_done(&parts);
+		return NULL;
+	}
+	fprintf(f, "named%c %s", family == AF_INET6 ? '6' : '4', ingress ? "in" : "out");
+	if (ingress) {
+		fprintf(f, " ns=%s sel=", pol->meta.namespace);
+		put_selector(f, pol->pod_selector);
+	}
+	fputs(": ", f);
+	if (fclose(f) != 0 || !head) {
+		sv_done(&parts);
+		return NULL;
+	}
+	key = join_key(head, &parts, ",");
+	sv_done(&parts);
+	return key;
+}
+
 static void compile_policy_dir(Builder *b, const PolicyInput *in, const KubeNetworkPolicy *pol, bool ingress) {
 	const KubePolicyRule *rules = ingress ? pol->ingress_rules : pol->egress_rules;
 	size_t n_rules = ingress ? pol->n_ingress : pol->n_egress;
@@ -435,12 +700,14 @@ static void compile_policy_dir(Builder *b, const PolicyInput *in, const KubeNetw
 	char tag[13];
 
 	policy_tag(pol, tag);
-	for (size_t r = 0; r < n_rules; r++) {
+	for (size_t r = 0; r < n_rules && !b->oom; r++) {
 		const KubePolicyRule *rule = &rules[r];
 		bool numbered = rule_has_numbered(rule), named = rule_has_named(rule);
-		char cmt[NFT_COMMENT_MAX + 1];
+		const char *ports_set = NULL;
+		char cmt[NFT_COMMENT_MAX + 1], fallback[64];
 
 		snprintf(cmt, sizeof(cmt), "%s/%s %s rule %zu", pol->meta.namespace, pol->meta.name, dirname, r);
+		snprintf(fallback, sizeof(fallback), "%s-%s%zu", tag, d, r);
 		{
 			StrVec who = {};
 
@@ -448,45 +715,69 @@ static void compile_policy_dir(Builder *b, const PolicyInput *in, const KubeNetw
 			b_add_counter(b, &who, ingress, (int) r, cmt, POLICY_COUNTER_PREFIX "%s-%s%zu", tag, d, r);
 		}
 		if (numbered) {
+			_cleanup_free_ char *key = NULL;
 			StrVec ports = {};
-			char decl[256];
 
+			/* the elements are the spec's ports: they are the key */
 			render_ports(rule, &ports);
-			snprintf(decl, sizeof(decl),
-				 "{ type inet_proto . inet_service; flags interval; comment \"%s ports\"; }", cmt);
-			b_add(b, POLICY_OBJ_SET, &ports, decl, "np-%s-%s%zu-ports", tag, d, r);
+			key = join_key("ports: ", &ports, ",");
+			if (!key)
+				b->oom = true;
+			if (key && shared_set(b, "np-pt-", "", key, fallback, &ports_set) == 0) {
+				char decl[256], kc[NFT_COMMENT_MAX + 1];
+
+				key_comment(key, kc);
+				snprintf(decl, sizeof(decl),
+					 "{ type inet_proto . inet_service; flags interval; comment \"%s\"; }", kc);
+				b_add(b, POLICY_OBJ_SET, &ports, decl, "%s", ports_set);
+			}
+			sv_done(&ports);
+			if (!ports_set)
+				break;
 		}
 		for (size_t f = 0; f < 2; f++) {
-			char peer[128] = "", decl[256];
+			char peer[192] = "";
 
 			if (rule->n_peers > 0) {
-				RangeVec ranges = {};
-				StrVec els = {};
+				_cleanup_free_ char *key = peers_key(pol, rule, families[f]);
+				const char *set = NULL;
+				int k;
 
-				for (size_t k = 0; k < rule->n_peers; k++)
-					if (rule->peers[k].has_ip_block)
-						rv_add_block(&ranges, &rule->peers[k], families[f]);
-				for (size_t i = 0; i < in->n_pods; i++) {
-					const KubePod *p = in->pods[i];
-
-					if (!policy_pod_active(p))
-						continue;
-					for (size_t k = 0; k < rule->n_peers; k++)
-						if (policy_peer_matches_pod(in, pol->meta.namespace, &rule->peers[k],
-									    p)) {
-							for (size_t a = 0; a < p->n_ips; a++)
-								if (p->ips[a].family == families[f])
-									rv_add(&ranges, &p->ips[a], &p->ips[a]);
-							break;
-						}
+				k = key ? shared_set(b, "np-p-", f ? "6" : "4", key, fallback, &set) : -ENOMEM;
+				if (k < 0) {
+					b->oom = true;
+					break;
 				}
-				rv_render(&ranges, &els);
-				free(ranges.v);
-				snprintf(decl, sizeof(decl), "{ type %s; flags interval; comment \"%s peers\"; }",
-					 fam_type[f], cmt);
-				b_add(b, POLICY_OBJ_SET, &els, decl, "np-%s-%s%zu-peers%c", tag, d, r, f ? '6' : '4');
-				snprintf(peer, sizeof(peer), "%s %s @np-%s-%s%zu-peers%c ", fam_kw[f], peer_kw, tag, d,
-					 r, f ? '6' : '4');
+				if (k == 0) { /* first user: its elements */
+					RangeVec ranges = {};
+					StrVec els = {};
+					char decl[256], kc[NFT_COMMENT_MAX + 1];
+
+					for (size_t j = 0; j < rule->n_peers; j++)
+						if (rule->peers[j].has_ip_block)
+							rv_add_block(&ranges, &rule->peers[j], families[f]);
+					for (size_t i = 0; i < in->n_pods; i++) {
+						const KubePod *p = in->pods[i];
+
+						if (!policy_pod_active(p))
+							continue;
+						for (size_t j = 0; j < rule->n_peers; j++)
+							if (policy_peer_matches_pod(in, pol->meta.namespace,
+										    &rule->peers[j], p)) {
+								for (size_t a = 0; a < p->n_ips; a++)
+									if (p->ips[a].family == families[f])
+										rv_add(&ranges, &p->ips[a], &p->ips[a]);
+								break;
+							}
+					}
+					rv_render(&ranges, &els);
+					free(ranges.v);
+					key_comment(key, kc);
+					snprintf(decl, sizeof(decl), "{ type %s; flags interval; comment \"%s\"; }",
+						 fam_type[f], kc);
+					b_add(b, POLICY_OBJ_SET, &els, decl, "%s", set);
+				}
+				snprintf(peer, sizeof(peer), "%s %s @%s ", fam_kw[f], peer_kw, set);
 			}
 			/* Without peers, the rules that do not name an address serve both families at once. */
 			if (rule->n_ports == 0 && (rule->n_peers > 0 || f == 0))
@@ -495,31 +786,45 @@ static void compile_policy_dir(Builder *b, const PolicyInput *in, const KubeNetw
 				       peer, tag, d, r, cmt);
 			if (numbered && (rule->n_peers > 0 || f == 0))
 				sv_add(&chain,
-				       "%smeta l4proto . th dport @np-%s-%s%zu-ports counter name \"" POLICY_COUNTER_PREFIX
+				       "%smeta l4proto . th dport @%s counter name \"" POLICY_COUNTER_PREFIX
 				       "%s-%s%zu\" accept comment \"%s\"",
-				       peer, tag, d, r, tag, d, r, cmt);
+				       peer, ports_set, tag, d, r, cmt);
 			if (named) {
-				StrVec els = {};
+				_cleanup_free_ char *key = named_key(pol, rule, ingress, families[f]);
+				const char *set = NULL;
+				int k;
 
-				/* resolved against the destination pod: the selected local pod for ingress,
-				 * any pod of the cluster for egress (the peer set narrows it) */
-				for (size_t i = 0; i < in->n_pods; i++) {
-					const KubePod *p = in->pods[i];
-
-					if (!policy_pod_active(p))
-						continue;
-					if (ingress && (!streq_ptr(p->node_name, in->node) || !policy_selects(pol, p)))
-						continue;
-					render_named(rule, p, families[f], &els);
+				k = key ? shared_set(b, "np-n-", f ? "6" : "4", key, fallback, &set) : -ENOMEM;
+				if (k < 0) {
+					b->oom = true;
+					break;
 				}
-				snprintf(decl, sizeof(decl),
-					 "{ type %s . inet_proto . inet_service; comment \"%s named ports\"; }",
-					 fam_type[f], cmt);
-				b_add(b, POLICY_OBJ_SET, &els, decl, "np-%s-%s%zu-named%c", tag, d, r, f ? '6' : '4');
+				if (k == 0) {
+					StrVec els = {};
+					char decl[256], kc[NFT_COMMENT_MAX + 1];
+
+					/* resolved against the destination pod: the selected local pod for
+					 * ingress, any pod of the cluster for egress (the peer set narrows it) */
+					for (size_t i = 0; i < in->n_pods; i++) {
+						const KubePod *p = in->pods[i];
+
+						if (!policy_pod_active(p))
+							continue;
+						if (ingress &&
+						    (!streq_ptr(p->node_name, in->node) || !policy_selects(pol, p)))
+							continue;
+						render_named(rule, p, families[f], &els);
+					}
+					key_comment(key, kc);
+					snprintf(decl, sizeof(decl),
+						 "{ type %s . inet_proto . inet_service; comment \"%s\"; }",
+						 fam_type[f], kc);
+					b_add(b, POLICY_OBJ_SET, &els, decl, "%s", set);
+				}
 				sv_add(&chain,
-				       "%s%s daddr . meta l4proto . th dport @np-%s-%s%zu-named%c counter name "
+				       "%s%s daddr . meta l4proto . th dport @%s counter name "
 				       "\"" POLICY_COUNTER_PREFIX "%s-%s%zu\" accept comment \"%s\"",
-				       peer, fam_kw[f], tag, d, r, f ? '6' : '4', tag, d, r, cmt);
+				       peer, fam_kw[f], set, tag, d, r, cmt);
 			}
 		}
 	}
@@ -720,8 +1025,10 @@ int policy_compile(const PolicyInput *in, PolicyRuleset **ret) {
 	sorted = *in;
 	sorted.namespaces = nss;
 	sorted.namespaces_sorted = true;
+	b.hash_bits = in->set_hash_bits;
 	compile_direction(&b, &sorted, pols, true);
 	compile_direction(&b, &sorted, pols, false);
+	b_shared_free(&b);
 	rs->objs = b.objs;
 	rs->n = b.n;
 	if (b.oom) {

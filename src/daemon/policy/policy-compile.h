@@ -19,11 +19,15 @@
  * final. A class chain np-cls-<h>-{in,out} exists per distinct list of policies selecting a
  * local pod (pods of one ReplicaSet share one): one `jump` per policy, then the default deny of an
  * isolated pod. A policy chain np-<h>-{in,out} holds one or two rules per (rule, family), matching
- * sets: peers (addresses, interval: pod IPs and ipBlock cidr minus except), numbered ports
- * (proto . port, interval: endPort ranges) and named ports (pod IP . proto . port, resolved per
- * destination pod). Pods absent from the vmaps are not isolated and pass.
+ * sets: peers np-p-<k>{4,6} (addresses, interval: pod IPs and ipBlock cidr minus except), numbered
+ * ports np-pt-<k> (proto . port, interval: endPort ranges) and named ports np-n-<k>{4,6} (pod IP .
+ * proto . port, resolved per destination pod). <k> is a hash of what a set's elements are a
+ * function of (the peers' selectors, the ports), so the rules of all policies that need the same
+ * set share one object (policy-compile.c, shared_set()). Pods absent from the vmaps are not
+ * isolated and pass.
  *
- * Rule and object comments name the policy (namespace/name) and rule they came from.
+ * Rule and chain comments name the policy (namespace/name) and rule they came from; a shared
+ * set's comment is its key (the selector or ports it holds).
  *
  * Counting: named counter objects, created and deleted with their policy in the same batch, so
  * /metrics reads them all with one dump (policy_counters_dump()):
@@ -64,6 +68,7 @@ typedef struct PolicyInput {
 	bool log_nflog; /* ... to nfnetlink_log group log_group (else the kernel log) */
 	uint16_t log_group;
 	bool namespaces_sorted; /* by name (policy_compile() sorts a copy itself) */
+	unsigned set_hash_bits; /* bits of a shared set's name hash: 0 = 64; tests use fewer to collide */
 } PolicyInput;
 
 typedef enum PolicyObjectKind {
