@@ -208,13 +208,17 @@ ns_label() {
 # P NS NAME SPEC: one policy for case_; ip_of NS/P: the pod's address
 P() { jq -nc --arg ns "$1" --arg name "$2" --argjson spec "$3" '{ns: $ns, name: $name, spec: $spec}'; }
 ip_of() { jq -r --arg n "$1" '.pods[] | select(.name == $n) | .ip' "$T/cluster.json"; }
-# specs and peers the cases share (NAME_*: by kubernetes.io/metadata.name, as upstream selects)
-ALL='{"podSelector":{}}'
-SEL_A='{"matchLabels":{"pod":"a"}}'
-NS_Y='{"namespaceSelector":{"matchLabels":{"ns":"y"}}}'
-NAME_Y='{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"y"}}}'
-NAME_X_PODS_A='{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"x"}},"podSelector":{"matchLabels":{"pod":"a"}}}'
-NAME_Y_PODS_A='{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"y"}},"podSelector":{"matchLabels":{"pod":"a"}}}'
+# specs and peers the cases share (NAME_*: by kubernetes.io/metadata.name, as upstream selects);
+# the scripts that source this file use them
+# shellcheck disable=SC2034
+{
+	ALL='{"podSelector":{}}'
+	SEL_A='{"matchLabels":{"pod":"a"}}'
+	NS_Y='{"namespaceSelector":{"matchLabels":{"ns":"y"}}}'
+	NAME_Y='{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"y"}}}'
+	NAME_X_PODS_A='{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"x"}},"podSelector":{"matchLabels":{"pod":"a"}}}'
+	NAME_Y_PODS_A='{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"y"}},"podSelector":{"matchLabels":{"pod":"a"}}}'
+}
 
 # tt_finish: an example of weft policy explain's output (the last denied cell it was asked about),
 # no failed policy sync on either node, the count of cases; then finish
