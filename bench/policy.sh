@@ -230,7 +230,7 @@ pol_newpod() {
 	local set=np-ingress4
 	if [ "$kind" = peer ]; then
 		set=$(pol_nft "$POL_B" -j list table inet weft | jq -r '.nftables[].rule? | select(.comment? // "" | startswith("ns0/allow-client"))
-			| .. | strings | select(startswith("@np-") and contains("peers"))' | head -1)
+			| .. | strings | select(startswith("@np-p-"))' | head -1) # the rule's peer set (policy-compile.c)
 		set=${set#@}
 	fi
 	pol_nft "$POL_B" get element inet weft "$set" "{ ${POL_IP[$name]} }" >/dev/null 2>&1 ||
