@@ -1012,7 +1012,8 @@ int policy_compile(const PolicyInput *in, PolicyRuleset **ret) {
 		free(rs);
 		return -ENOMEM;
 	}
-	memcpy(pols, in->policies, in->n_policies * sizeof(*pols));
+	if (in->n_policies > 0) /* memcpy's source may not be NULL, even for 0 bytes */
+		memcpy(pols, in->policies, in->n_policies * sizeof(*pols));
 	qsort_safe(pols, in->n_policies, sizeof(*pols), cmp_policy);
 	/* namespaceSelector peers look a namespace up per (peer, pod): sorted, that is a bsearch */
 	nss = new0(const KubeNamespace *, in->n_namespaces + 1);
@@ -1020,7 +1021,8 @@ int policy_compile(const PolicyInput *in, PolicyRuleset **ret) {
 		free(rs);
 		return -ENOMEM;
 	}
-	memcpy(nss, in->namespaces, in->n_namespaces * sizeof(*nss));
+	if (in->n_namespaces > 0)
+		memcpy(nss, in->namespaces, in->n_namespaces * sizeof(*nss));
 	qsort_safe(nss, in->n_namespaces, sizeof(*nss), cmp_ns);
 	sorted = *in;
 	sorted.namespaces = nss;
