@@ -92,11 +92,12 @@ static void policy_add(Cluster *c, const char *ns, const char *name, const char 
 		name, spec);
 }
 
-static PolicyRuleset *compile(Cluster *c, const char *node) {
+/* bits: PolicyInput.set_hash_bits (0: full hashes) */
+static PolicyRuleset *compile_hashed(Cluster *c, const char *node, unsigned bits) {
 	const KubePod *pods[4096];
 	const KubeNamespace *nss[4096];
 	const KubeNetworkPolicy *pols[4096];
-	PolicyInput in = { .node = node, .pods = pods, .namespaces = nss, .policies = pols };
+	PolicyInput in = { .node = node, .pods = pods, .namespaces = nss, .policies = pols, .set_hash_bits = bits };
 	PolicyRuleset *r;
 
 	for (size_t i = 0; i < c->n; i++) {
@@ -109,6 +110,10 @@ static PolicyRuleset *compile(Cluster *c, const char *node) {
 	}
 	assert_int_equal(policy_compile(&in, &r), 0);
 	return r;
+}
+
+static PolicyRuleset *compile(Cluster *c, const char *node) {
+	return compile_hashed(c, node, 0);
 }
 
 /* The object's items joined by " | ", or "-" if there is no such object. */
@@ -790,22 +795,7 @@ static char *resolved(const PolicyRuleset *r, const PolicyObject *chain) {
 /* Compiled with 1-bit hashes every set name collides: each distinct key still gets its own set,
  * and every rule matches what it matches with full hashes. */
 static PolicyRuleset *compile_bits(Cluster *c, unsigned bits) {
-	const KubePod *pods[64];
-	const KubeNamespace *nss[64];
-	const KubeNetworkPolicy *pols[64];
-	PolicyInput in = { .node = "n1", .pods = pods, .namespaces = nss, .policies = pols, .set_hash_bits = bits };
-	PolicyRuleset *r;
-
-	for (size_t i = 0; i < c->n; i++) {
-		if (KUBE_POD(c->objs[i]))
-			pods[in.n_pods++] = KUBE_POD(c->objs[i]);
-		else if (KUBE_NAMESPACE(c->objs[i]))
-			nss[in.n_namespaces++] = KUBE_NAMESPACE(c->objs[i]);
-		else if (KUBE_NETWORK_POLICY(c->objs[i]))
-			pols[in.n_policies++] = KUBE_NETWORK_POLICY(c->objs[i]);
-	}
-	assert_int_equal(policy_compile(&in, &r), 0);
-	return r;
+	return compile_hashed(c, "n1", bits);
 }
 
 static void assert_same_meaning(const PolicyRuleset *full, const PolicyRuleset *coll) {
