@@ -75,46 +75,6 @@ static double now_ms(void) {
 	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
 }
 
-/* np-* chains and sets/maps of table inet weft (start-up after a restart, or after a failure). */
-static int list_stale(NftCtx *nft, const char *what, char ***ret) {
-	json_t *j = NULL, *it;
-	char **l = NULL, cmd[64];
-	size_t i, n = 0;
-	int r;
-
-	snprintf(cmd, sizeof(cmd), "list %s inet", what);
-	r = nft_list_json(nft, cmd, &j);
-	if (r < 0)
-		return r == -ENOENT ? 0 : r;
-	json_array_foreach(json_object_get(j, "nftables"), i, it) {
-		json_t *o = json_object_get(it, streq(what, "chains")     ? "chain"
-						: streq(what, "sets")     ? "set"
-						: streq(what, "counters") ? "counter"
-									  : "map");
-		const char *table = json_string_value(json_object_get(o, "table"));
-		const char *name = json_string_value(json_object_get(o, "name"));
-		char **nl;
-
-		if (!o || !streq_ptr(table, "weft") || !name || !startswith(name, POLICY_PREFIX))
-			continue;
-		nl = reallocarray(l, n + 2, sizeof(char *));
-		if (!nl || !(nl[n] = strdup(name))) {
-			l = nl ?: l;
-			r = -ENOMEM;
-			break;
-		}
-		l = nl;
-		l[++n] = NULL;
-	}
-	json_decref(j);
-	if (r < 0) {
-		strv_free(l);
-		return r;
-	}
-	*ret = l;
-	return 0;
-}
-
 static int strv_move_all(char ***to, char **from) {
 	for (size_t i = 0; from && from[i]; i++) {
 		size_t n = strv_length(*to);
@@ -135,13 +95,14 @@ static int list_all_stale(NftCtx *nft, char ***ret_chains, char ***ret_sets) {
 	_cleanup_strv_free_ char **chains = NULL, **sets = NULL, **maps = NULL, **counters = NULL;
 	int r;
 
-	r = list_stale(nft, "chains", &chains);
+	/* np-* objects of table inet weft (start-up after a restart, or after a failure) */
+	r = nft_list_names(nft, "chain", POLICY_PREFIX, &chains);
 	if (r >= 0)
-		r = list_stale(nft, "sets", &sets);
+		r = nft_list_names(nft, "set", POLICY_PREFIX, &sets);
 	if (r >= 0)
-		r = list_stale(nft, "maps", &maps);
+		r = nft_list_names(nft, "map", POLICY_PREFIX, &maps);
 	if (r >= 0)
-		r = list_stale(nft, "counters", &counters);
+		r = nft_list_names(nft, "counter", POLICY_PREFIX, &counters);
 	if (r >= 0)
 		r = strv_move_all(&sets, maps);
 	if (r >= 0)

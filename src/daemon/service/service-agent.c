@@ -157,48 +157,6 @@ static int build(ServiceAgent *a, const KubeService *svc, const ServiceUnit *old
 	return r;
 }
 
-/* svc-* chains ("chain"), sets ("set") or maps ("map") of table inet weft; the per-Service ones all
- * hold a '/', the fixed ones do not. */
-static int list_kernel_objects(NftCtx *nft, const char *kind, char ***ret) {
-	_cleanup_free_ char *cmd = strdup_printf("list %ss inet", kind);
-	json_t *j = NULL, *it;
-	char **l = NULL;
-	size_t i, n = 0;
-	int r = 0;
-
-	if (!cmd)
-		return -ENOMEM;
-	r = nft_list_json(nft, cmd, &j);
-	if (r < 0)
-		return r == -ENOENT ? 0 : r;
-	json_array_foreach(json_object_get(j, "nftables"), i, it) {
-		json_t *o = json_object_get(it, kind);
-		const char *table = json_string_value(json_object_get(o, "table"));
-		const char *name = json_string_value(json_object_get(o, "name"));
-		char **nl;
-
-		if (!o || !streq_ptr(table, "weft") || !name || !startswith(name, SVC_PREFIX))
-			continue;
-		nl = reallocarray(l, n + 2, sizeof(char *));
-		if (!nl || !(nl[n] = strdup(name))) {
-			l = nl ?: l;
-			if (l)
-				l[n] = NULL;
-			r = -ENOMEM;
-			break;
-		}
-		l = nl;
-		l[++n] = NULL;
-	}
-	json_decref(j);
-	if (r < 0) {
-		strv_free(l);
-		return r;
-	}
-	*ret = l;
-	return 0;
-}
-
 int service_uninstall(NftCtx *nft, size_t *ret_n, char **ret_error) {
 	_cleanup_strv_free_ char **chains = NULL, **sets = NULL, **maps = NULL;
 	_cleanup_free_ char *buf = NULL;
@@ -207,11 +165,12 @@ int service_uninstall(NftCtx *nft, size_t *ret_n, char **ret_error) {
 	int r;
 
 	*ret_n = 0;
-	r = list_kernel_objects(nft, "chain", &chains);
+	/* svc-* objects of table inet weft: the per-Service ones hold a '/', the fixed ones do not */
+	r = nft_list_names(nft, "chain", SVC_PREFIX, &chains);
 	if (r >= 0)
-		r = list_kernel_objects(nft, "set", &sets);
+		r = nft_list_names(nft, "set", SVC_PREFIX, &sets);
 	if (r >= 0)
-		r = list_kernel_objects(nft, "map", &maps);
+		r = nft_list_names(nft, "map", SVC_PREFIX, &maps);
 	if (r < 0)
 		return r;
 	out = open_memstream(&buf, &len);
@@ -289,9 +248,9 @@ static int sync_full(ServiceAgent *a) {
 	object_cache_foreach(a->cache, KUBE_KIND_SERVICE, collect_unit, &f);
 	r = f.r;
 	if (r >= 0)
-		r = list_kernel_objects(a->nft, "chain", &kernel);
+		r = nft_list_names(a->nft, "chain", SVC_PREFIX, &kernel);
 	if (r >= 0)
-		r = list_kernel_objects(a->nft, "set", &kernel_sets);
+		r = nft_list_names(a->nft, "set", SVC_PREFIX, &kernel_sets);
 	if (r < 0)
 		goto out;
 	qsort_safe(f.v, f.n, sizeof(ServiceUnit *), unit_ptr_cmp);

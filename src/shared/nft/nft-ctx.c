@@ -32,6 +32,7 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
+#include "shared/nft/nft-table.h"
 #include "shared/nft/nft.h"
 
 /* The soname Debian's libnftables1 ships (the ABI we compile against). */
@@ -217,4 +218,47 @@ int nft_list_json_full(NftCtx *c, const char *cmd, json_t **ret, char **ret_erro
 
 int nft_list_json(NftCtx *c, const char *cmd, json_t **ret) {
 	return nft_list_json_full(c, cmd, ret, NULL);
+}
+
+int nft_list_names(NftCtx *c, const char *kind, const char *prefix, char ***ret) {
+	_cleanup_free_ char *cmd = strdup_printf("list %ss inet", kind);
+	_cleanup_strv_free_ char **l = NULL;
+	json_t *j = NULL, *it;
+	size_t i, n = 0;
+	int r;
+
+	if (!cmd)
+		return -ENOMEM;
+	r = nft_list_json(c, cmd, &j);
+	if (r < 0) {
+		*ret = NULL;
+		return r == -ENOENT ? 0 : r;
+	}
+	json_array_foreach(json_object_get(j, "nftables"), i, it) {
+		json_t *o = json_object_get(it, kind);
+		const char *table = json_string_value(json_object_get(o, "table"));
+		const char *name = json_string_value(json_object_get(o, "name"));
+		char **nl;
+
+		if (!o || !streq_ptr(table, NFT_TABLE_NAME) || !name || !startswith(name, prefix))
+			continue;
+		nl = reallocarray(l, n + 2, sizeof(char *));
+		if (!nl) {
+			r = -ENOMEM;
+			break;
+		}
+		l = nl;
+		l[n] = strdup(name);
+		l[n + 1] = NULL;
+		if (!l[n]) {
+			r = -ENOMEM;
+			break;
+		}
+		n++;
+	}
+	json_decref(j);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(l);
+	return 0;
 }

@@ -63,3 +63,10 @@ int nft_apply(NftCtx *c, const char *batch, char **ret_error);
 int nft_list_json(NftCtx *c, const char *cmd, json_t **ret);
 /* Same, with nft's error text on failure (caller frees). */
 int nft_list_json_full(NftCtx *c, const char *cmd, json_t **ret, char **ret_error);
+
+/*
+ * The names of table inet weft's objects of one kind ("chain", "set", "map", "counter") that start
+ * with prefix, as a NULL-terminated strv in *ret (caller frees; NULL when there are none, also when
+ * the table does not exist). 0 or a negative errno.
+ */
+int nft_list_names(NftCtx *c, const char *kind, const char *prefix, char ***ret);
