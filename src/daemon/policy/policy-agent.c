@@ -464,7 +464,7 @@ int policy_counters_dump(PolicyCounterFn fn, void *userdata) {
 	_cleanup_free_ char *buf = malloc(RAW_DUMP_BUF);
 	struct mnl_socket *nl;
 	struct nlmsghdr *nlh;
-	uint32_t seq = (uint32_t) time(NULL), portid;
+	uint32_t seq = (uint32_t) time(NULL);
 	int r = 0;
 
 	if (!buf)
@@ -476,34 +476,13 @@ int policy_counters_dump(PolicyCounterFn fn, void *userdata) {
 		r = negative_errno();
 		goto out;
 	}
-	portid = mnl_socket_get_portid(nl);
 	nlh = nfnl_put_header(buf, NFNL_SUBSYS_NFTABLES, NFT_MSG_GETOBJ, NLM_F_DUMP, seq, NFPROTO_INET, 0);
 	if (!mnl_attr_put_strz_check(nlh, RAW_DUMP_BUF, NFTA_OBJ_TABLE, "weft") ||
 	    !mnl_attr_put_u32_check(nlh, RAW_DUMP_BUF, NFTA_OBJ_TYPE, htonl(NFT_OBJECT_COUNTER))) {
 		r = -ENOBUFS;
 		goto out;
 	}
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
-		r = negative_errno();
-		goto out;
-	}
-	for (;;) {
-		ssize_t n = mnl_socket_recvfrom(nl, buf, RAW_DUMP_BUF);
-
-		if (n < 0) {
-			r = negative_errno();
-			break;
-		}
-		r = mnl_cb_run(buf, (size_t) n, seq, portid, obj_msg_cb, &d);
-		if (r == MNL_CB_STOP) {
-			r = 0;
-			break;
-		}
-		if (r < 0) {
-			r = negative_errno();
-			break;
-		}
-	}
+	r = nfnl_call(nl, nlh, buf, RAW_DUMP_BUF, obj_msg_cb, &d);
 out:
 	mnl_socket_close(nl);
 	return r;

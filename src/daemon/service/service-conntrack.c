@@ -136,22 +136,8 @@ static struct nlmsghdr *ct_msg(char *buf, uint16_t type, uint16_t flags, int fam
 /* Sends nlh and runs the replies through cb until done/ACK. */
 static int call(struct mnl_socket *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *userdata) {
 	char buf[CT_BUF_SIZE];
-	uint32_t seq = nlh->nlmsg_seq, portid = mnl_socket_get_portid(nl);
-	ssize_t n;
-	int r;
 
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
-		return -errno;
-	for (;;) {
-		n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-		if (n < 0)
-			return -errno;
-		r = mnl_cb_run(buf, (size_t) n, seq, portid, cb, userdata);
-		if (r < 0)
-			return -errno;
-		if (r == MNL_CB_STOP)
-			return 0;
-	}
+	return nfnl_call(nl, nlh, buf, sizeof(buf), cb, userdata);
 }
 
 /* conntrack -L -p udp -f FAMILY ; conntrack -D <each matching entry's original tuple> */

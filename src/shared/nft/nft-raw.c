@@ -95,11 +95,9 @@ static int msg_cb(const struct nlmsghdr *nlh, void *data) {
 	return MNL_CB_OK;
 }
 
-static int dump_set(struct mnl_socket *nl, uint32_t portid, uint32_t seq, uint8_t family, const char *table,
-		    const char *set, Query *q) {
+static int dump_set(struct mnl_socket *nl, uint32_t seq, uint8_t family, const char *table, const char *set, Query *q) {
 	char buf[32768]; /* a dump message is at most 32 KiB (netlink_dump: NLMSG_GOODSIZE or the 32 KiB allocation) */
 	struct nlmsghdr *nlh;
-	ssize_t n;
 	int r;
 
 	/* nft list set FAMILY TABLE SET (elements only) */
@@ -107,25 +105,15 @@ static int dump_set(struct mnl_socket *nl, uint32_t portid, uint32_t seq, uint8_
 	if (!mnl_attr_put_strz_check(nlh, sizeof(buf), NFTA_SET_ELEM_LIST_TABLE, table) ||
 	    !mnl_attr_put_strz_check(nlh, sizeof(buf), NFTA_SET_ELEM_LIST_SET, set))
 		return -ENAMETOOLONG;
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
-		return -errno;
-	for (;;) {
-		n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-		if (n < 0)
-			return -errno;
-		r = mnl_cb_run(buf, (size_t) n, seq, portid, msg_cb, q);
-		if (r == MNL_CB_STOP)
-			return 0;
-		if (r < 0)
-			/* No such table or set: nothing of ours in it. A dump interrupted by a concurrent
-			 * change (EINTR) is not an answer: let the caller take the slow path. */
-			return errno == ENOENT ? 0 : -errno;
-	}
+	r = nfnl_call(nl, nlh, buf, sizeof(buf), msg_cb, q);
+	/* No such table or set: nothing of ours in it. A dump interrupted by a concurrent change
+	 * (EINTR) is not an answer: let the caller take the slow path. */
+	return r == -ENOENT ? 0 : r;
 }
 
 int nft_raw_has_comment(const NftElemObj *objs, size_t n_objs, const char *comment) {
 	struct mnl_socket *nl;
-	uint32_t portid, seq = (uint32_t) time(NULL);
+	uint32_t seq = (uint32_t) time(NULL);
 	Query q = { .comment = comment, .len = comment ? strlen(comment) : 0 };
 	int r = 0;
 
@@ -138,7 +126,6 @@ int nft_raw_has_comment(const NftElemObj *objs, size_t n_objs, const char *comme
 		r = -errno;
 		goto out;
 	}
-	portid = mnl_socket_get_portid(nl);
 	for (size_t i = 0; i < n_objs && !q.found; i++) {
 		uint8_t family;
 		const char *table;
@@ -152,7 +139,7 @@ int nft_raw_has_comment(const NftElemObj *objs, size_t n_objs, const char *comme
 			r = -ENAMETOOLONG;
 			goto out;
 		}
-		r = dump_set(nl, portid, ++seq, family, tname, objs[i].name, &q);
+		r = dump_set(nl, ++seq, family, tname, objs[i].name, &q);
 		if (r < 0)
 			goto out;
 	}

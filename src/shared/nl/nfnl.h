@@ -4,6 +4,7 @@
 /* nfnetlink requests (nf_tables, ctnetlink, nfnetlink_log) built with libmnl. */
 
 #include <endian.h>
+#include <errno.h>
 #include <libmnl/libmnl.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <stdint.h>
@@ -23,4 +24,27 @@ static inline struct nlmsghdr *nfnl_put_header(void *buf, uint8_t subsys, uint8_
 	g->version = NFNETLINK_V0;
 	g->res_id = htobe16(res_id);
 	return nlh;
+}
+
+/* Sends the request nlh on nl and runs the replies (read into buf, size bytes) through cb until the
+ * dump's end or the ACK. 0, or the negative errno of the send, the receive or the kernel's error
+ * message. */
+static inline int nfnl_call(struct mnl_socket *nl, const struct nlmsghdr *nlh, void *buf, size_t size, mnl_cb_t cb,
+			    void *data) {
+	uint32_t portid = mnl_socket_get_portid(nl);
+
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n = mnl_socket_recvfrom(nl, buf, size);
+		int r;
+
+		if (n < 0)
+			return -errno;
+		r = mnl_cb_run(buf, (size_t) n, nlh->nlmsg_seq, portid, cb, data);
+		if (r == MNL_CB_STOP)
+			return 0;
+		if (r < 0)
+			return -errno;
+	}
 }
