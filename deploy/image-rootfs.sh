@@ -51,8 +51,12 @@ install_bin "$build/tool/weft" "$root/usr/bin/weft"
 declare -A libs=() needed=()
 interp=
 for f in "$root"/usr/bin/* "$root"/opt/weft/bin/*; do
-	if ldd "$f" | grep -q 'not found'; then
-		echo "image-rootfs: $f: $(ldd "$f" | grep 'not found')" >&2
+	# (no `grep -q` and no `exit` in awk in these pipelines: under pipefail, the writer killed
+	# by SIGPIPE fails the pipeline, which made `make image` exit 141 once ldconfig -p's output
+	# outgrew the pipe buffer)
+	missing=$(ldd "$f" | grep 'not found' || true)
+	if [ -n "$missing" ]; then
+		echo "image-rootfs: $f: $missing" >&2
 		exit 1
 	fi
 	while read -r l; do libs[$l]=1; done < <(ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// {print $3}')
@@ -69,7 +73,7 @@ for f in "$root"/usr/bin/* "$root"/opt/weft/bin/*; do
 	while read -r so; do [ -n "${needed[$so]:-}" ] || dl[$so]=1; done < <(strings -a "$f" | grep -E '^lib[A-Za-z0-9_+-]+\.so(\.[0-9]+)+$' || true)
 done
 for so in "${!dl[@]}"; do
-	p=$(ldconfig -p | awk -v so="$so" '$1 == so && /x86-64|x86_64/ {print $NF; exit}')
+	p=$(ldconfig -p | awk -v so="$so" '$1 == so && /x86-64|x86_64/ && p == "" {p = $NF} END {print p}')
 	[ -n "$p" ] || { echo "image-rootfs: binaries name $so, which this machine does not have" >&2; exit 1; }
 	libs[$p]=1
 	while read -r l; do libs[$l]=1; done < <(ldd "$p" | awk '$2 == "=>" && $3 ~ /^\// {print $3}')

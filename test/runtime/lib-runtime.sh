@@ -239,7 +239,7 @@ containerd_start() {
 		sleep 0.1
 	done
 	rt "${CTR[@]}" version >/dev/null 2>&1 || fail "containerd did not start: $(tail -20 "$CTRD_LOG")"
-	info "containerd $(rt "${CTR[@]}" version | awk '/Server:/ {s=1} s && /Version:/ {print $2; exit}') up ($dir)"
+	info "containerd $(rt "${CTR[@]}" version | awk '/Server:/ {s=1} s && /Version:/ && v == "" {v = $2} END {print v}') up ($dir)"
 	if [ ! -s "$T/image.tar" ]; then
 		mk_rootfs "$T/rootfs"
 		mk_oci_archive "$T/rootfs" "$T/image.tar" "$RT_IMAGE" sleep 3600

@@ -43,10 +43,12 @@ struct NlSock {
 
 /* mnl_nlmsg_ok() compares (int) nlmsg_len with the bytes left, so a length above INT_MAX passes as
  * negative and mnl_nlmsg_next() jumps gigabytes past the buffer (found by test/fuzz/fuzz-netlink.c).
- * Walk datagrams with this instead. */
+ * It also accepts a last message whose length is not a multiple of 4 with its padding missing,
+ * and libmnl's attribute walk runs to the aligned end: 3 bytes past the datagram (found the same
+ * way). The kernel pads every message, so such a message is malformed. Walk datagrams with this. */
 static inline bool nl_msg_ok(const struct nlmsghdr *nlh, int len) {
 	return len >= (int) sizeof(struct nlmsghdr) && nlh->nlmsg_len >= sizeof(struct nlmsghdr) &&
-	       nlh->nlmsg_len <= (unsigned) len;
+	       nlh->nlmsg_len <= (unsigned) len && MNL_ALIGN(nlh->nlmsg_len) <= (unsigned) len;
 }
 
 /* Called for every reply message (not ACK/DONE). < 0 stops delivery and is returned. */

@@ -310,10 +310,17 @@ int nl_parse_attrs(const struct nlmsghdr *nlh, unsigned offset, const NlPolicy *
 	NlParseCtx c = { .policy = policy, .max = max, .tb = tb };
 
 	memset(tb, 0, sizeof(*tb) * (max + 1));
-	if (mnl_nlmsg_get_payload_len(nlh) < offset)
+	if (nlh->nlmsg_len < MNL_NLMSG_HDRLEN + MNL_ALIGN(offset))
 		return -EBADMSG;
-	if (mnl_attr_parse(nlh, offset, nl_attr_table_cb, &c) < 0)
-		return c.error < 0 ? c.error : -EBADMSG;
+	/* Not mnl_attr_parse(): it walks to the aligned end of the message, and a message handed to
+	 * a parser need not have its padding; the attributes must lie within nlmsg_len. */
+	int len = (int) (nlh->nlmsg_len - MNL_NLMSG_HDRLEN - MNL_ALIGN(offset));
+	for (const struct nlattr *a = mnl_nlmsg_get_payload_offset(nlh, offset); mnl_attr_ok(a, len);
+	     a = mnl_attr_next(a)) {
+		len -= (int) MNL_ALIGN(a->nla_len);
+		if (nl_attr_table_cb(a, &c) != MNL_CB_OK)
+			return c.error < 0 ? c.error : -EBADMSG;
+	}
 	return 0;
 }
 
