@@ -130,12 +130,11 @@ int policy_cmd_main(int argc, char **argv) {
 	const char *url = getenv("WEFT_WEFTD_URL") ?: "http://127.0.0.1:9876";
 	_cleanup_free_ char *full = NULL, *body = NULL;
 	const char *pos[3];
-	size_t n = 0, size = 0;
+	size_t n = 0;
 	char port[16], *proto;
 	long code = 0;
-	CURLcode cr;
 	CURL *c;
-	FILE *f;
+	int r;
 
 	if (argc >= 2 && streq(argv[1], "drops")) {
 		bool follow = false, as_json = false;
@@ -168,6 +167,7 @@ int policy_cmd_main(int argc, char **argv) {
 	proto = strchr(port, '/');
 	if (proto)
 		*proto++ = 0;
+	/* FROM and TO may be IPv6 addresses or carry characters a query string must escape */
 	c = curl_easy_init();
 	if (!c)
 		return 3;
@@ -179,23 +179,12 @@ int policy_cmd_main(int argc, char **argv) {
 		curl_free(a);
 		curl_free(b);
 	}
-	f = open_memstream(&body, &size);
-	if (!full || !f) {
-		curl_easy_cleanup(c);
-		return 3;
-	}
-	curl_easy_setopt(c, CURLOPT_URL, full);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 5L);
-	cr = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_cleanup(c);
-	fclose(f);
-	if (cr != CURLE_OK) {
-		fprintf(stderr, "weft policy explain: %s: %s\n", url, curl_easy_strerror(cr));
+	if (!full)
 		return 3;
-	}
+	r = http_get(full, &code, &body);
+	if (r != 0)
+		return r;
 	if (code != 200) {
 		fprintf(stderr, "weft policy explain: %s", body ?: "");
 		return code == 404 && !strstr(body ?: "", "no such") && !strstr(body ?: "", "not ns/pod") ? 3 : 2;
