@@ -101,6 +101,37 @@ host_unchanged() {
 	fi
 }
 
+# rt_lock: one runtime test at a time on this machine (run-tests runs two serial tests at once).
+# The node holders mount tmpfs over /opt/cni, /etc/cni, /var/lib/cni, /var/lib/weft; when one of
+# those is missing on the host, rt_node_start creates it and removes it at exit, and removing a
+# directory on the host detaches every mount on it in other mount namespaces too: another test's
+# node lost its /opt/cni mid-test ("failed to find plugin loopback"). The lock is taken before
+# those directories are looked at and, being the first cleanup registered, released after they
+# are removed. A mkdir lock, not flock: the containerd and holder processes a test starts would
+# inherit a flock descriptor. A lock whose owner is gone is taken over.
+RT_LOCKED=
+rt_lock() {
+	local lock=${WEFT_RT_LOCK:-/run/lock/weft-runtime-test} i owner
+	[ -z "$RT_LOCKED" ] || return 0
+	mkdir -p "${lock%/*}"
+	for ((i = 0; i < 9000; i++)); do
+		if mkdir "$lock" 2>/dev/null; then
+			echo $$ >"$lock/pid"
+			RT_LOCKED=1
+			on_exit "rm -rf '$lock'"
+			((i == 0)) || info "waited $((i / 10)) s for the runtime-test lock"
+			return 0
+		fi
+		owner=$(cat "$lock/pid" 2>/dev/null || true)
+		if [ -n "$owner" ] && ! kill -0 "$owner" 2>/dev/null; then
+			rm -rf "$lock"
+			continue
+		fi
+		sleep 0.1
+	done
+	fail "rt_lock: $lock held by pid ${owner:-?} for 15 min"
+}
+
 # rt_node_start NETNS: start a node holder: a process in network namespace NETNS (from mk_netns)
 # and in a new mount namespace (slave of the host's, so nothing propagates back) with tmpfs on
 # /run, /var/lib/cni, /etc/cni, /opt/cni, /var/lib/weft (and /var/lib/containers if it exists:
@@ -114,6 +145,7 @@ RT_HOLDERS=()
 rt_node_start() {
 	local ns=$1
 	[ -e "/run/netns/$ns" ] || fail "rt_node_start: no netns $ns"
+	rt_lock
 	# Runtimes write to /var/lib/cni (libcni's cache) and /etc/cni whatever they are told, the
 	# DaemonSet's hostPaths are /opt/cni/bin and /var/lib/weft: make sure all are mount points on
 	# the node, creating (and later removing) empty ones on the host if needed.
