@@ -5,6 +5,9 @@
  * host's firewall is never touched). Needs root; exits 77 otherwise.
  */
 
+#include <arpa/inet.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
 #include <net/if.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -26,6 +29,7 @@
 #include "shared/nft/nft-portmap.h"
 #include "shared/nft/nft-table.h"
 #include "shared/nft/nft.h"
+#include "shared/nl/nfnl.h"
 
 static NftCtx *ctx;
 
@@ -162,6 +166,60 @@ static void test_list_json(void **state) {
 	assert_true(meta);
 	assert_true(table);
 	json_decref(j);
+}
+
+/* ---- nfnl_call(): a raw nf_tables dump ---- */
+
+static int count_msg(const struct nlmsghdr *nlh, void *data) {
+	(*(int *) data)++;
+	return MNL_CB_OK;
+}
+
+static int refuse_msg(const struct nlmsghdr *nlh, void *data) {
+	(*(int *) data)++;
+	return MNL_CB_ERROR; /* without setting errno */
+}
+
+/* nft list tables inet, or the elements of set inet weft `set`, through nfnl_call() */
+static int raw_dump(uint8_t msg, const char *set, mnl_cb_t cb, int *n) {
+	char buf[32768];
+	struct mnl_socket *nl = mnl_socket_open(NETLINK_NETFILTER);
+	struct nlmsghdr *nlh;
+	int r;
+
+	assert_non_null(nl);
+	assert_int_equal(mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID), 0);
+	nlh = nfnl_put_header(buf, NFNL_SUBSYS_NFTABLES, msg, NLM_F_DUMP, 1, NFPROTO_INET, 0);
+	if (set) {
+		assert_true(mnl_attr_put_strz_check(nlh, sizeof(buf), NFTA_SET_ELEM_LIST_TABLE, "weft"));
+		assert_true(mnl_attr_put_strz_check(nlh, sizeof(buf), NFTA_SET_ELEM_LIST_SET, set));
+	}
+	r = nfnl_call(nl, nlh, buf, sizeof(buf), cb, n);
+	mnl_socket_close(nl);
+	return r;
+}
+
+static void test_nfnl_call(void **state) {
+	int n = 0;
+
+	assert_int_equal(nft_apply(ctx,
+				   "add table inet weft; add set inet weft s { type ipv4_addr; elements = { "
+				   "10.0.0.1, 10.0.0.2 }; }",
+				   NULL),
+			 0);
+	assert_int_equal(raw_dump(NFT_MSG_GETTABLE, NULL, count_msg, &n), 0);
+	assert_int_equal(n, 1);
+	n = 0;
+	assert_int_equal(raw_dump(NFT_MSG_GETSETELEM, "s", count_msg, &n), 0);
+	assert_true(n >= 1); /* the elements, in as many messages as the kernel likes */
+	/* the kernel's error comes back as its errno */
+	assert_int_equal(raw_dump(NFT_MSG_GETSETELEM, "nope", count_msg, &n), -ENOENT);
+	/* a callback that stops with MNL_CB_ERROR is an error, whatever errno held before (with errno
+	 * 0 and no reset, -errno was 0: success) */
+	n = 0;
+	errno = 0;
+	assert_int_equal(raw_dump(NFT_MSG_GETTABLE, NULL, refuse_msg, &n), -EBADMSG);
+	assert_int_equal(n, 1);
 }
 
 /* ---- ids ---- */
@@ -504,6 +562,7 @@ int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_apply_errors, setup),
 		cmocka_unit_test_setup(test_list_json, setup),
+		cmocka_unit_test_setup(test_nfnl_call, setup),
 		cmocka_unit_test_setup(test_attachment_id, setup),
 		cmocka_unit_test_setup(test_masq_add_idempotent, setup),
 		cmocka_unit_test_setup(test_masq_del, setup),

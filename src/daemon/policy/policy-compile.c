@@ -219,8 +219,8 @@ static void b_add_counter(Builder *b, StrVec *items, bool ingress, int rule, con
  * comment when a set is added again).
  *
  * Returns 1 with *ret_name if the set was added already (the caller adds nothing), 0 with
- * *ret_name if the caller must add it under that name now, -ENOMEM (b->oom set). *ret_name is the
- * builder's.
+ * *ret_name if the caller must add it under that name now, -ENOMEM (b->oom set; also for a NULL
+ * key, which is how the key builders report ENOMEM). *ret_name is the builder's.
  */
 static uint64_t set_hash(const char *key, unsigned bits) {
 	uint64_t h = 0xcbf29ce484222325ULL;
@@ -236,14 +236,17 @@ static size_t shared_slot(uint64_t h, size_t cap) {
 
 static int shared_set(Builder *b, const char *prefix, const char *suffix, const char *key, const char *fallback,
 		      const char **ret_name) {
-	uint64_t h = set_hash(key, b->hash_bits);
 	bool collided = false;
 	char *name = NULL;
+	uint64_t h;
 	size_t i;
 	int r;
 
+	if (!key)
+		b->oom = true;
 	if (b->oom)
 		return -ENOMEM;
+	h = set_hash(key, b->hash_bits);
 	if ((b->n_shared + 1) * 2 > b->cap_shared) {
 		size_t cap = b->cap_shared ? b->cap_shared * 2 : 64;
 		SharedSet *v = calloc(cap, sizeof(SharedSet));
@@ -721,9 +724,7 @@ static void compile_policy_dir(Builder *b, const PolicyInput *in, const KubeNetw
 			/* the elements are the spec's ports: they are the key */
 			render_ports(rule, &ports);
 			key = join_key("ports: ", &ports, ",");
-			if (!key)
-				b->oom = true;
-			if (key && shared_set(b, "np-pt-", "", key, fallback, &ports_set) == 0) {
+			if (shared_set(b, "np-pt-", "", key, fallback, &ports_set) == 0) {
 				char decl[256], kc[NFT_COMMENT_MAX + 1];
 
 				key_comment(key, kc);
@@ -743,11 +744,9 @@ static void compile_policy_dir(Builder *b, const PolicyInput *in, const KubeNetw
 				const char *set = NULL;
 				int k;
 
-				k = key ? shared_set(b, "np-p-", f ? "6" : "4", key, fallback, &set) : -ENOMEM;
-				if (k < 0) {
-					b->oom = true;
+				k = shared_set(b, "np-p-", f ? "6" : "4", key, fallback, &set);
+				if (k < 0)
 					break;
-				}
 				if (k == 0) { /* first user: its elements */
 					RangeVec ranges = {};
 					StrVec els = {};
@@ -794,11 +793,9 @@ static void compile_policy_dir(Builder *b, const PolicyInput *in, const KubeNetw
 				const char *set = NULL;
 				int k;
 
-				k = key ? shared_set(b, "np-n-", f ? "6" : "4", key, fallback, &set) : -ENOMEM;
-				if (k < 0) {
-					b->oom = true;
+				k = shared_set(b, "np-n-", f ? "6" : "4", key, fallback, &set);
+				if (k < 0)
 					break;
-				}
 				if (k == 0) {
 					StrVec els = {};
 					char decl[256], kc[NFT_COMMENT_MAX + 1];

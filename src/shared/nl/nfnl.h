@@ -28,7 +28,8 @@ static inline struct nlmsghdr *nfnl_put_header(void *buf, uint8_t subsys, uint8_
 
 /* Sends the request nlh on nl and runs the replies (read into buf, size bytes) through cb until the
  * dump's end or the ACK. 0, or the negative errno of the send, the receive or the kernel's error
- * message. */
+ * message; -EBADMSG when cb stopped with MNL_CB_ERROR without setting errno (mnl_cb_run() sets it
+ * only for its own errors, so errno is cleared first: a stale one must not pass for success). */
 static inline int nfnl_call(struct mnl_socket *nl, const struct nlmsghdr *nlh, void *buf, size_t size, mnl_cb_t cb,
 			    void *data) {
 	uint32_t portid = mnl_socket_get_portid(nl);
@@ -41,10 +42,11 @@ static inline int nfnl_call(struct mnl_socket *nl, const struct nlmsghdr *nlh, v
 
 		if (n < 0)
 			return -errno;
+		errno = 0;
 		r = mnl_cb_run(buf, (size_t) n, nlh->nlmsg_seq, portid, cb, data);
 		if (r == MNL_CB_STOP)
 			return 0;
 		if (r < 0)
-			return -errno;
+			return errno > 0 ? -errno : -EBADMSG;
 	}
 }
