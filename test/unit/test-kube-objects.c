@@ -54,6 +54,12 @@ static const char *ip_str(const IpAddr *a) {
 }
 
 /* Sets (or with value NULL, removes) the member at a '|'-separated path; numbers index arrays. */
+static const char *prefix_str(const IpPrefix *p) {
+	static char buf[IP_PREFIX_STRLEN];
+
+	return ip_prefix_to_string(p, buf);
+}
+
 static void mutate(json_t *j, const char *path, const char *value) {
 	_cleanup_free_ char *p = strdup(path);
 	char *save = NULL, *tok = strtok_r(p, "|", &save), *next;
@@ -283,7 +289,22 @@ static void test_service(void **state) {
 	assert_true(s->external_traffic_local);
 	assert_false(s->internal_traffic_local);
 	assert_int_equal(s->health_check_node_port, 31555);
+	assert_int_equal(s->n_source_ranges, 3);
+	assert_string_equal(prefix_str(&s->source_ranges[0]), "10.251.0.200/32");
+	assert_string_equal(prefix_str(&s->source_ranges[1]), "192.0.2.0/24"); /* host bits dropped */
+	assert_string_equal(prefix_str(&s->source_ranges[2]), "2001:db8:1::/48");
+	assert_false(s->created_by_revision);
+	assert_int_equal(s->created, 1795509300); /* 2026-11-24T08:35:00Z */
 	kube_object_free(o, pool);
+
+	/* The etcd source's create revision takes the place of the writer's creationTimestamp. */
+	mutate(j, KUBE_CREATE_REVISION_FIELD, "42");
+	o = decode_ok(KUBE_KIND_SERVICE, j);
+	s = KUBE_SERVICE(o);
+	assert_true(s->created_by_revision);
+	assert_int_equal(s->created, 42);
+	kube_object_free(o, pool);
+	mutate(j, KUBE_CREATE_REVISION_FIELD, NULL);
 
 	mutate(j, "spec|clusterIPs", "[\"None\"]");
 	mutate(j, "spec|clusterIP", "\"None\"");
@@ -481,6 +502,11 @@ static void test_refused(void **state) {
 		{ "service.json", KUBE_KIND_SERVICE, "spec|externalTrafficPolicy", "\"Nearby\"",
 		  "spec.externalTrafficPolicy" },
 		{ "service.json", KUBE_KIND_SERVICE, "spec|ipFamilies|1", "\"IPv4\"", "spec.ipFamilies[1]" },
+		{ "service.json", KUBE_KIND_SERVICE, "spec|loadBalancerSourceRanges|1", "\"10.0.0.0/33\"",
+		  "spec.loadBalancerSourceRanges[1]: \"10.0.0.0/33\" is not a CIDR" },
+		{ "service.json", KUBE_KIND_SERVICE, "metadata|creationTimestamp", "\"yesterday\"",
+		  "metadata.creationTimestamp" },
+		{ "service.json", KUBE_KIND_SERVICE, KUBE_CREATE_REVISION_FIELD, "\"7\"", KUBE_CREATE_REVISION_FIELD },
 		{ "endpointslice.json", KUBE_KIND_ENDPOINT_SLICE, "addressType", "\"IPv5\"", "addressType" },
 		{ "endpointslice.json", KUBE_KIND_ENDPOINT_SLICE, "endpoints|1|addresses|0", "\"fd00::1\"",
 		  "endpoints[1].addresses[0]: not of the slice's addressType" },

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "daemon/cache/kube-objects.h"
 
@@ -244,7 +245,24 @@ static void service_json(const KubeService *s, json_t *j) {
 	for (size_t i = 0; i < s->n_ip_families; i++)
 		json_array_append_new(fams, json_string(s->ip_families[i] == AF_INET6 ? "IPv6" : "IPv4"));
 	set(spec, "ipFamilies", fams);
+	if (s->n_source_ranges > 0) {
+		json_t *ranges = json_array();
+
+		for (size_t i = 0; i < s->n_source_ranges; i++)
+			json_array_append_new(ranges, prefix_json(&s->source_ranges[i]));
+		set(spec, "loadBalancerSourceRanges", ranges);
+	}
 	set(j, "spec", spec);
+	if (s->created_by_revision)
+		set(j, KUBE_CREATE_REVISION_FIELD, json_integer(s->created));
+	else if (s->created > 0) {
+		time_t t = (time_t) s->created;
+		struct tm tm;
+		char buf[32];
+
+		if (gmtime_r(&t, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm) > 0)
+			set(json_object_get(j, "metadata"), "creationTimestamp", json_string(buf));
+	}
 	for (size_t i = 0; i < s->n_lb_ips; i++)
 		json_array_append_new(lb, json_pack("{s:o}", "ip", ip_json(&s->lb_ips[i])));
 	set(j, "status", json_pack("{s:{s:o}}", "loadBalancer", "ingress", lb));

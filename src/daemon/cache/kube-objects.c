@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "basic/string-util.h"
 #include "daemon/cache/kube-objects.h"
@@ -997,6 +998,65 @@ static void service_free(KubeService *s, StringPool *pool) {
 	free(s->cluster_ips);
 	free(s->external_ips);
 	free(s->lb_ips);
+	free(s->source_ranges);
+}
+
+/* metadata.creationTimestamp (RFC 3339 in UTC, as the API server writes it: "2024-01-02T03:04:05Z")
+ * as unix seconds; 0 if absent. */
+static int parse_creation_timestamp(const json_t *md, int64_t *ret, DecodeError *err) {
+	const char *s, *end;
+	struct tm tm = {};
+
+	if (jstr(md, "creationTimestamp", &s) < 0)
+		return decode_error(err, "metadata.creationTimestamp: not a string");
+	if (!s) {
+		*ret = 0;
+		return 0;
+	}
+	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (end && *end == '.') /* fractional seconds (MicroTime): the order needs none */
+		end += 1 + strspn(end + 1, "0123456789");
+	if (!end || !streq(end, "Z"))
+		return decode_error(err, "metadata.creationTimestamp: \"%.40s\" is not an RFC 3339 UTC time", s);
+	*ret = (int64_t) timegm(&tm);
+	return 0;
+}
+
+/* KubeService.created: the source's create revision if it gave one, else creationTimestamp. */
+static int service_created(const json_t *j, KubeService *s, DecodeError *err) {
+	const json_t *rev = jget(j, KUBE_CREATE_REVISION_FIELD);
+
+	if (rev) {
+		if (!json_is_integer(rev) || json_integer_value(rev) < 0)
+			return decode_error(err, "%s: not a revision", KUBE_CREATE_REVISION_FIELD);
+		s->created = json_integer_value(rev);
+		s->created_by_revision = true;
+		return 0;
+	}
+	return parse_creation_timestamp(jget(j, "metadata"), &s->created, err);
+}
+
+/* spec.loadBalancerSourceRanges: CIDRs (host bits allowed, as the API server allows them). */
+static int service_source_ranges_parse(const json_t *spec, KubeService *s, DecodeError *err) {
+	const json_t *a, *x;
+	size_t i;
+
+	if (jarr(spec, "loadBalancerSourceRanges", &a) < 0)
+		return decode_error(err, "spec.loadBalancerSourceRanges: not an array");
+	if (jlen(a) == 0)
+		return 0;
+	s->source_ranges = calloc(jlen(a), sizeof(IpPrefix));
+	if (!s->source_ranges)
+		return -ENOMEM;
+	json_array_foreach(a, i, x) {
+		IpPrefix p;
+
+		if (!json_is_string(x) || ip_prefix_parse(json_string_value(x), &p) < 0)
+			return decode_error(err, "spec.loadBalancerSourceRanges[%zu]: \"%.64s\" is not a CIDR", i,
+					    json_is_string(x) ? json_string_value(x) : "(not a string)");
+		s->source_ranges[s->n_source_ranges++] = ip_prefix_mask(&p);
+	}
+	return 0;
 }
 
 static int service_ports_parse(const json_t *spec, StringPool *pool, KubeService *s, DecodeError *err) {
@@ -1177,6 +1237,12 @@ static int service_decode(const json_t *j, StringPool *pool, KubeObject **ret, D
 		}
 		v->ip_families[v->n_ip_families++] = (uint8_t) fam;
 	}
+	r = service_source_ranges_parse(spec, v, err);
+	if (r < 0)
+		goto fail;
+	r = service_created(j, v, err);
+	if (r < 0)
+		goto fail;
 
 	r = meta_move(&m, KUBE_KIND_SERVICE, &v->meta);
 	if (r < 0)
@@ -1199,8 +1265,12 @@ static bool service_equal(const KubeService *a, const KubeService *b) {
 	    a->internal_traffic_local != b->internal_traffic_local || a->n_cluster_ips != b->n_cluster_ips ||
 	    a->n_ip_families != b->n_ip_families || memcmp(a->ip_families, b->ip_families, 2) != 0 ||
 	    a->health_check_node_port != b->health_check_node_port || a->n_ports != b->n_ports ||
-	    a->n_external_ips != b->n_external_ips || a->n_lb_ips != b->n_lb_ips)
+	    a->n_external_ips != b->n_external_ips || a->n_lb_ips != b->n_lb_ips || a->created != b->created ||
+	    a->created_by_revision != b->created_by_revision || a->n_source_ranges != b->n_source_ranges)
 		return false;
+	for (size_t i = 0; i < a->n_source_ranges; i++)
+		if (!ip_prefix_equal(&a->source_ranges[i], &b->source_ranges[i]))
+			return false;
 	for (size_t i = 0; i < a->n_ports; i++) {
 		const KubeServicePort *x = &a->ports[i], *y = &b->ports[i];
 

@@ -182,16 +182,31 @@ typedef struct KubeService {
 	bool session_affinity_client_ip;
 	bool external_traffic_local; /* externalTrafficPolicy: Local */
 	bool internal_traffic_local; /* internalTrafficPolicy: Local */
+	bool created_by_revision;    /* `created` is an etcd create_revision, not a time */
 	uint8_t n_cluster_ips, n_ip_families;
 	uint8_t ip_families[2]; /* AF_INET / AF_INET6, in spec order */
 	uint16_t health_check_node_port;
 	uint32_t session_affinity_timeout; /* seconds (default 10800 with ClientIP) */
+	/*
+	 * Creation order, for "the older wins" between Services that claim the same address and port:
+	 * with KUBE_CREATE_REVISION_FIELD present (the etcd source sets it from the key's etcd
+	 * create_revision, overwriting whatever a writer put there, since metadata.creationTimestamp
+	 * is the writer's word in etcd mode), that revision; else metadata.creationTimestamp as unix
+	 * seconds (set by the API server). 0 = unknown: sorts first, then namespace/name decides.
+	 * Only compared between objects of one source.
+	 */
+	int64_t created;
 	IpAddr *cluster_ips;
-	size_t n_ports, n_external_ips, n_lb_ips;
+	size_t n_ports, n_external_ips, n_lb_ips, n_source_ranges;
 	KubeServicePort *ports;
 	IpAddr *external_ips;
-	IpAddr *lb_ips; /* status.loadBalancer.ingress[].ip */
+	IpAddr *lb_ips;          /* status.loadBalancer.ingress[].ip */
+	IpPrefix *source_ranges; /* spec.loadBalancerSourceRanges (masked to the network) */
 } KubeService;
+
+/* Top-level member the etcd object source sets to the key's create_revision (see KubeService.created);
+ * the Kubernetes source removes it, so only a source can set it. */
+#define KUBE_CREATE_REVISION_FIELD "weftCreateRevision"
 
 /* ---- EndpointSlice (discovery.k8s.io/v1) ---- */
 
