@@ -261,7 +261,14 @@ int manager_objects_start(Manager *m) {
 		r = manager_objects_add_consumer(m, &policy_agent_handlers, s->policy);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up NetworkPolicy enforcement: %m");
-	r = service_agent_new(s->cache, m->loop, m->args.node_name, &m->config, &s->services);
+	r = service_agent_new(s->cache, m->loop,
+			      &(ServiceAgentConfig) {
+					      .node = m->args.node_name,
+					      .network = &m->config,
+					      .service_ranges = m->args.service_ranges,
+					      .n_service_ranges = m->args.n_service_ranges,
+			      },
+			      &s->services);
 	if (r >= 0)
 		r = manager_objects_add_consumer(m, &service_agent_handlers, s->services);
 	if (r < 0)

@@ -21,8 +21,7 @@ struct ServiceAgent {
 	EventLoop *loop;
 	EventSource *timer;
 	NftCtx *nft;
-	const char *node;
-	NetworkConfig *const *config;
+	ServiceAgentConfig cfg;
 	bool scheduled;
 	bool programmed_once; /* else: the next sync is a full one */
 	bool base;            /* the fixed svc-* objects are in place */
@@ -129,7 +128,7 @@ static int collect_slice(const KubeObject *o, void *userdata) {
 /* The unit the cache's Service ns/name should have now (NULL if the Service is gone); old: the
  * unit programmed now, whose chains keep their slots. */
 static int build(ServiceAgent *a, const KubeService *svc, const ServiceUnit *old, ServiceUnit **ret) {
-	const NetworkConfig *cfg = a->config ? *a->config : NULL;
+	const NetworkConfig *cfg = a->cfg.network ? *a->cfg.network : NULL;
 	IpPrefix nets[2];
 	size_t n_nets = 0;
 	Slices s = {};
@@ -144,7 +143,7 @@ static int build(ServiceAgent *a, const KubeService *svc, const ServiceUnit *old
 		free(s.v);
 		return -ENOMEM;
 	}
-	r = service_unit_build(&(ServiceModelInput) { .node = a->node,
+	r = service_unit_build(&(ServiceModelInput) { .node = a->cfg.node,
 						      .svc = svc,
 						      .slices = (const KubeEndpointSlice *const *) s.v,
 						      .n_slices = s.n,
@@ -442,7 +441,7 @@ static int count_local(const KubeObject *o, void *userdata) {
 
 	for (size_t i = 0; sl && i < sl->n_endpoints; i++)
 		if (sl->endpoints[i].ready && !sl->endpoints[i].terminating && sl->endpoints[i].node_name &&
-		    streq(sl->endpoints[i].node_name, c->a->node))
+		    streq(sl->endpoints[i].node_name, c->a->cfg.node))
 			c->v[c->n].local_endpoints++;
 	return 0;
 }
@@ -577,14 +576,13 @@ const ObjectCacheHandlers service_agent_handlers = {
 	.synced = on_synced,
 };
 
-int service_agent_new(ObjectCache *cache, EventLoop *loop, const char *node, NetworkConfig *const *config,
-		      ServiceAgent **ret) {
+int service_agent_new(ObjectCache *cache, EventLoop *loop, const ServiceAgentConfig *cfg, ServiceAgent **ret) {
 	ServiceAgent *a = calloc(1, sizeof(ServiceAgent));
 	int r;
 
 	if (!a)
 		return -ENOMEM;
-	*a = (ServiceAgent) { .cache = cache, .loop = loop, .node = node, .config = config };
+	*a = (ServiceAgent) { .cache = cache, .loop = loop, .cfg = *cfg };
 	r = nft_ctx_open(&a->nft);
 	if (r >= 0)
 		r = svc_slot_pool_new(&a->slots);

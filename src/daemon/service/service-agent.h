@@ -22,10 +22,18 @@
 
 typedef struct ServiceAgent ServiceAgent;
 
-/* 0, -ENOMEM or nftables' error (opens its own NftCtx in the current namespace). `node` and
- * `*config` (read at each sync: the pod networks; may be NULL until known) are borrowed. */
-int service_agent_new(ObjectCache *cache, EventLoop *loop, const char *node, NetworkConfig *const *config,
-		      ServiceAgent **ret);
+/* What the agent needs to know of the node and of weftd's flags. Everything is borrowed and must
+ * outlive the agent. */
+typedef struct ServiceAgentConfig {
+	const char *node;               /* this node's name (traffic policies Local) */
+	NetworkConfig *const *network;  /* read at each sync: the pod networks; *network may be NULL until known */
+	const IpPrefix *service_ranges; /* --service-cluster-ip-range: at most one per family */
+	size_t n_service_ranges;
+} ServiceAgentConfig;
+
+/* 0, -ENOMEM or nftables' error (opens its own NftCtx in the current namespace). cfg is copied;
+ * what it points to is borrowed. */
+int service_agent_new(ObjectCache *cache, EventLoop *loop, const ServiceAgentConfig *cfg, ServiceAgent **ret);
 ServiceAgent *service_agent_free(ServiceAgent *a);
 extern const ObjectCacheHandlers service_agent_handlers;
 /* weft_service_* lines for /metrics. */
