@@ -19,6 +19,7 @@ PKGS=(
 	nodejs python3-yaml   # runtime tests: the CRI client (test/runtime/cri), the DaemonSet read from deploy/
 	prometheus            # promtool and the server that scrape weftd's /metrics
 	dnsmasq-base          # DHCP server for the dhcp plugin test
+	groff-base            # the man page check renders man/*.8 (test-man-pages)
 	# interop: reference plugins, cnitool sources (tools/build-cnitool.sh), runtimes
 	golang-go golang-github-appc-cni-dev containernetworking-plugins containerd podman
 	# weftd datastore
