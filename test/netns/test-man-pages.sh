@@ -87,7 +87,7 @@ check_page() {
 	warn=$(groff -man -Tutf8 -ww -z "$page" 2>&1)
 	[ -z "$warn" ] || check_fail "groff -ww warns about $page: $warn"
 	if command -v man >/dev/null; then
-		warn=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)
+		warn=$(LC_ALL=C MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)
 		[ -z "$warn" ] || check_fail "man -l warns about $page: $warn"
 	fi
 	text=$(render "$page")
