@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# The man pages (man/weftd.8, man/weft.8) stay in step with the programs' --help: every long option
-# and every subcommand a help text prints must appear in the page, and groff must render each page
-# with all warnings on (-ww) and say nothing. Needs no root and no namespace; it lives beside the
-# other script tests so that tools/run-tests picks it up.
+# The man pages (man/weftd.8, man/weft.8) stay in step with the programs' --help. It fails when:
+#   - a long option a help text prints has no item (.TP tag) of its own in the page;
+#   - a subcommand a usage line names ("weftd uninstall", "weft cni add", "weft policy drops"...)
+#     is not in the page;
+#   - an option item names an option the program refuses (a flag removed or renamed in the code);
+#   - groff -man -Tutf8 -ww or man -l prints any warning.
+# And it shows on every run that it can fail: a copy of each page without the lines naming the help's
+# first option must be reported as missing it. Needs no root and no namespace; it lives beside the
+# other script tests so that tools/run-tests (make check) picks it up.
 #
-#   weftd --help, weftd uninstall --help          ──> --flags, "weftd uninstall"   ──> man/weftd.8
-#   weft --help, weft cni|get|policy|install-cni --help ──> --flags, "weft cni add"... ──> man/weft.8
+#   weftd --help, weftd uninstall --help                ──> --flags, "weftd uninstall"  ──> man/weftd.8
+#   weft --help, weft cni|get|apply|delete|policy|install-cni --help ──> --flags, "weft cni add"...
+#                                                                                    ──> man/weft.8
 #
 # MAN_DIR=DIR checks the pages in DIR instead of man/ (to see the test fail on a page with a flag
-# taken out: copy man/, delete one option, run with MAN_DIR pointing at the copy).
+# taken out: copy man/, delete one option's item, run with MAN_DIR pointing at the copy).
 . "$(dirname "$0")/lib.sh"
 require_cmd groff
 
@@ -35,13 +41,15 @@ render() {
 	groff -man -Tascii -rLL=2000n -rHY=0 -P-cbou "$1" 2>/dev/null
 }
 
-# missing PROG PAGE HELP-TEXT: what HELP-TEXT names that PAGE does not, one per line: every long
-# option, every "PROG SUB" and every "PROG SUB SUBSUB" its usage lines name ("PROG a|b x|y ...")
+# missing PROG PAGE HELP-TEXT: what HELP-TEXT names that PAGE does not document, one per line: every
+# long option (it must have an item of its own: a .TP tag naming it; a mention in passing is not
+# documentation), every "PROG SUB" and every "PROG SUB SUBSUB" its usage lines name ("PROG a|b x|y")
 missing() {
-	local prog=$1 text opt sub subs s ss
+	local prog=$1 text tags opt sub subs s ss
 	text=$(render "$2")
+	tags=$(tagged "$2")
 	while read -r opt; do
-		grep -Eq -- "(^|[^a-z0-9-])$opt([^a-z0-9-]|\$)" <<<"$text" || echo "$opt"
+		grep -Eq -- "(^|[^a-z0-9-])$opt([^a-z0-9-]|\$)" <<<"$tags" || echo "$opt"
 	done < <(long_options "$3")
 	while read -r sub subs; do
 		for s in ${sub//|/ }; do
