@@ -102,6 +102,14 @@ static void on_all_synced(ObjectCache *c, void *userdata) {
 		 monotonic_seconds() - m->objects.started);
 }
 
+/* Fail closed (object-cache.h): a refused new version of a cached object leaves the last good one
+ * in force, and the log line says so. */
+static const char *rejected_held_note(ObjectCache *c, KubeKind kind, const char *ns, const char *name) {
+	const KubeObject *o = name ? object_cache_get(c, kind, ns, name) : NULL;
+
+	return o && object_cache_held_reason(c, o) ? " (keeping the last version that decoded in force)" : "";
+}
+
 static void on_rejected(ObjectCache *c, KubeKind kind, const char *ns, const char *name, const char *reason,
 			void *userdata) {
 	Manager *m = userdata;
@@ -127,8 +135,8 @@ static void on_rejected(ObjectCache *c, KubeKind kind, const char *ns, const cha
 				level = LOG_DEBUG;
 		}
 	}
-	log_full_errno(level, 0, "Object cache: refused %s %s%s%s: %s", kube_kind_info(kind)->kind, ns ?: "",
-		       ns ? "/" : "", name ?: "(unnamed)", reason ?: "");
+	log_full_errno(level, 0, "Object cache: refused %s %s%s%s: %s%s", kube_kind_info(kind)->kind, ns ?: "",
+		       ns ? "/" : "", name ?: "(unnamed)", reason ?: "", rejected_held_note(c, kind, ns, name));
 }
 
 static void on_failed(ObjectCache *c, KubeKind kind, int error, bool listing, void *userdata) {
@@ -346,6 +354,16 @@ static uint64_t get_failures(const ObjectCache *c, KubeKind k) {
 static uint64_t get_rejected(const ObjectCache *c, KubeKind k) {
 	return object_cache_stats(c, k).rejected;
 }
+static uint64_t get_held(const ObjectCache *c, KubeKind k) {
+	return object_cache_stats(c, k).held;
+}
+
+/* Fail closed, visibly: how many objects are held at their last good version. */
+static void render_held_metric(FILE *f, const ObjectCache *c) {
+	metric_per_kind(f, c, "weft_cache_stale_objects", "gauge",
+			"Cached objects whose newest version was refused: the last version that decoded is in force.",
+			get_held);
+}
 
 int manager_objects_render_metrics(Manager *m, FILE *f) {
 	const ObjectCache *c = m->objects.cache;
@@ -368,7 +386,8 @@ int manager_objects_render_metrics(Manager *m, FILE *f) {
 	metric_per_kind(f, c, "weft_cache_failures_total", "counter", "Failed lists and watches (each backed off).",
 			get_failures);
 	metric_per_kind(f, c, "weft_cache_rejected_objects_total", "counter",
-			"Objects refused at the boundary (never cached).", get_rejected);
+			"Objects and versions refused at the boundary (never cached).", get_rejected);
+	render_held_metric(f, c);
 	fputs("# HELP weft_cache_deltas_total Deltas the object cache delivered, by kind and type.\n"
 	      "# TYPE weft_cache_deltas_total counter\n",
 	      f);
@@ -405,6 +424,24 @@ static char *query_get(const char *query, const char *key) {
 	return NULL;
 }
 
+static int held_append(const KubeObject *o, const char *reason, void *userdata) {
+	json_t *a = userdata, *e;
+
+	e = json_pack("{s:s, s:s, s:s, s:s}", "kind", kube_kind_info(o->kind)->kind, "namespace", o->namespace ?: "",
+		      "name", o->name, "reason", reason);
+	return e && json_array_append_new(a, e) >= 0 ? 0 : -ENOMEM;
+}
+
+/* The objects held at their last good version, with why, for /debug/objects. */
+static json_t *debug_held(Manager *m) {
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < ELEMENTSOF(object_kinds); i++)
+		if (object_cache_foreach_held(m->objects.cache, object_kinds[i], held_append, a) < 0)
+			a = (json_decref(a), NULL);
+	return a;
+}
+
 static int debug_summary(Manager *m, StatusResponse *resp) {
 	json_t *kinds = json_object(), *doc;
 
@@ -412,18 +449,19 @@ static int debug_summary(Manager *m, StatusResponse *resp) {
 		return -ENOMEM;
 	for (size_t i = 0; i < ELEMENTSOF(object_kinds); i++) {
 		ObjectCacheStats st = object_cache_stats(m->objects.cache, object_kinds[i]);
-		json_t *k = json_pack("{s:I, s:b, s:s, s:I, s:I, s:I}", "objects", (json_int_t) st.objects, "synced",
-				      object_cache_synced(m->objects.cache, object_kinds[i]), "resourceVersion",
+		json_t *k = json_pack("{s:I, s:b, s:s, s:I, s:I, s:I, s:I}", "objects", (json_int_t) st.objects,
+				      "synced", object_cache_synced(m->objects.cache, object_kinds[i]),
+				      "resourceVersion",
 				      object_cache_resource_version(m->objects.cache, object_kinds[i]), "lists",
 				      (json_int_t) st.lists, "expired", (json_int_t) st.stale, "rejected",
-				      (json_int_t) st.rejected);
+				      (json_int_t) st.rejected, "held", (json_int_t) st.held);
 
 		if (!k || json_object_set_new(kinds, kube_kind_info(object_kinds[i])->resource, k) < 0) {
 			json_decref(kinds);
 			return -ENOMEM;
 		}
 	}
-	doc = json_pack("{s:s, s:o}", "source", m->args.objects_datastore, "kinds", kinds);
+	doc = json_pack("{s:s, s:o, s:o*}", "source", m->args.objects_datastore, "kinds", kinds, "held", debug_held(m));
 	if (!doc)
 		return -ENOMEM;
 	resp->body = json_dumps(doc, JSON_COMPACT);

@@ -197,6 +197,229 @@ static void test_namespace(void **state) {
 	json_decref(j);
 }
 
+/* The API server pins kubernetes.io/metadata.name to the name: a namespace cannot claim another's. */
+static void test_namespace_name_label(void **state) {
+	static const char *const labels[] = {
+		"{\"kubernetes.io/metadata.name\": \"victim\", \"team\": \"red\"}",
+		"{\"team\": \"red\"}",
+		"null",
+		"{\"kubernetes.io/metadata.name\": \"attacker\", \"team\": \"red\"}",
+		"{\"kubernetes.io/metadata.namex\": \"victim\", \"kubernetes.io/metadata.nam\": \"v\"}",
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(labels); i++) {
+		json_t *j = fixture("namespace.json");
+		KubeObject *o, *again;
+		LabelSet ls;
+
+		mutate(j, "metadata|name", "\"attacker\"");
+		mutate(j, "metadata|labels", labels[i]);
+		o = decode_ok(KUBE_KIND_NAMESPACE, j);
+		ls = kube_object_labels(o);
+		assert_string_equal(label_set_get(&ls, "kubernetes.io/metadata.name"), "attacker");
+		if (i < 2 || i == 3)
+			assert_string_equal(label_set_get(&ls, "team"), "red");
+		if (i == 4) {
+			assert_string_equal(label_set_get(&ls, "kubernetes.io/metadata.namex"), "victim");
+			assert_int_equal(o->n_labels, 3);
+		}
+		/* Sorted and interned like any set: the debug dump decodes to the same object. */
+		json_decref(j);
+		j = kube_object_to_json(o);
+		again = decode_ok(KUBE_KIND_NAMESPACE, j);
+		assert_true(kube_object_equal(o, again));
+		assert_ptr_equal(o->labels, again->labels);
+		kube_object_free(again, pool);
+		kube_object_free(o, pool);
+		json_decref(j);
+	}
+}
+
+static void expect_refused(KubeKind kind, json_t *j, const char *reason) {
+	KubeObject *o = NULL;
+	DecodeError err = {};
+	size_t strings = string_pool_size(pool);
+
+	if (kube_object_decode(kind, j, pool, &o, &err) != -EINVAL)
+		fail_msg("accepted, expected refusal \"%s\"", reason);
+	if (!strstr(err.text, reason))
+		fail_msg("reason \"%s\" does not name \"%s\"", err.text, reason);
+	assert_int_equal(string_pool_size(pool), strings);
+}
+
+static json_t *ip_block_peers(size_t n_peers, size_t n_except) {
+	json_t *peers = json_array();
+
+	for (size_t i = 0; i < n_peers; i++) {
+		json_t *ex = json_array();
+		char buf[64];
+
+		for (size_t k = 0; k < n_except; k++) {
+			snprintf(buf, sizeof(buf), "10.%zu.%zu.0/24", (i / 200) % 200, k);
+			json_array_append_new(ex, json_string(buf));
+		}
+		snprintf(buf, sizeof(buf), "10.%zu.0.0/16", (i / 200) % 200);
+		json_array_append_new(peers, json_pack("{s:{s:s, s:o}}", "ipBlock", "cidr", buf, "except", ex));
+	}
+	return peers;
+}
+
+static json_t *rules(size_t n, json_t *peers, const char *peers_field) {
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_pack("{s:O}", peers_field, peers));
+	json_decref(peers);
+	return a;
+}
+
+static json_t *policy_with(const char *field, json_t *rule_array) {
+	json_t *j = fixture("networkpolicy.json");
+
+	json_object_set_new(json_object_get(j, "spec"), field, rule_array);
+	return j;
+}
+
+static json_t *ports(size_t n) {
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_pack("{s:I, s:s}", "port", (json_int_t) (1000 + i), "protocol", "TCP"));
+	return a;
+}
+
+/* weft's own NetworkPolicy limits (docs/object-limits.md) and the API server's EndpointSlice ones:
+ * at the limit accepted, one past it refused with the field and the limit named. */
+static void test_limits(void **state) {
+	json_t *j, *rule, *eps;
+	KubeObject *o;
+
+	/* 100 rules per direction */
+	j = policy_with("ingress", rules(100, json_array(), "from"));
+	o = decode_ok(KUBE_KIND_NETWORK_POLICY, j);
+	kube_object_free(o, pool);
+	json_decref(j);
+	j = policy_with("egress", rules(101, json_array(), "to"));
+	expect_refused(KUBE_KIND_NETWORK_POLICY, j, "spec.egress: 101 rules, more than the limit of 100");
+	json_decref(j);
+
+	/* 1,000 peers in the whole policy: 5,000 ipBlocks was the attack */
+	j = policy_with("ingress", rules(1, ip_block_peers(1000, 0), "from"));
+	json_object_set_new(json_object_get(j, "spec"), "egress", json_array());
+	o = decode_ok(KUBE_KIND_NETWORK_POLICY, j);
+	assert_int_equal(KUBE_NETWORK_POLICY(o)->ingress_rules[0].n_peers, 1000);
+	kube_object_free(o, pool);
+	json_decref(j);
+	j = policy_with("ingress", rules(1, ip_block_peers(5000, 0), "from"));
+	expect_refused(KUBE_KIND_NETWORK_POLICY, j,
+		       "spec.ingress[0].from: the policy has more than the limit of 1000 peers");
+	json_decref(j);
+	/* ... counted over both directions */
+	j = policy_with("ingress", rules(5, ip_block_peers(100, 0), "from"));
+	json_object_set_new(json_object_get(j, "spec"), "egress", rules(6, ip_block_peers(100, 0), "to"));
+	expect_refused(KUBE_KIND_NETWORK_POLICY, j,
+		       "spec.egress[5].to: the policy has more than the limit of 1000 peers");
+	json_decref(j);
+
+	/* 100 except entries per ipBlock */
+	j = policy_with("ingress", rules(1, ip_block_peers(1, 100), "from"));
+	o = decode_ok(KUBE_KIND_NETWORK_POLICY, j);
+	kube_object_free(o, pool);
+	json_decref(j);
+	j = policy_with("ingress", rules(1, ip_block_peers(1, 101), "from"));
+	expect_refused(KUBE_KIND_NETWORK_POLICY, j,
+		       "spec.ingress[0].from[0].ipBlock.except: 101 entries, more than the limit of 100");
+	json_decref(j);
+
+	/* 100 ports per rule */
+	rule = json_pack("[{s:o}]", "ports", ports(100));
+	j = policy_with("ingress", rule);
+	o = decode_ok(KUBE_KIND_NETWORK_POLICY, j);
+	kube_object_free(o, pool);
+	json_decref(j);
+	rule = json_pack("[{s:[], s:o}]", "from", "ports", ports(101));
+	j = policy_with("ingress", rule);
+	expect_refused(KUBE_KIND_NETWORK_POLICY, j, "spec.ingress[0].ports: 101 ports, more than the limit of 100");
+	json_decref(j);
+
+	/* EndpointSlice: 1,000 endpoints, 100 addresses each, 100 ports */
+	j = fixture("endpointslice.json");
+	eps = json_array();
+	for (size_t i = 0; i < 1000; i++) {
+		char a[32];
+
+		snprintf(a, sizeof(a), "10.244.%zu.%zu", i / 250, i % 250 + 1);
+		json_array_append_new(eps, json_pack("{s:[s]}", "addresses", a));
+	}
+	json_object_set(j, "endpoints", eps);
+	o = decode_ok(KUBE_KIND_ENDPOINT_SLICE, j);
+	assert_int_equal(KUBE_ENDPOINT_SLICE(o)->n_endpoints, 1000);
+	kube_object_free(o, pool);
+	json_array_append_new(eps, json_pack("{s:[s]}", "addresses", "10.245.0.1"));
+	expect_refused(KUBE_KIND_ENDPOINT_SLICE, j, "endpoints: 1001 endpoints, more than the limit of 1000");
+	/* FQDN slices too (their endpoints are not kept, but 20,000 of them still cost a parse) */
+	json_object_set_new(j, "addressType", json_string("FQDN"));
+	expect_refused(KUBE_KIND_ENDPOINT_SLICE, j, "endpoints: 1001 endpoints");
+	json_decref(eps);
+	json_decref(j);
+
+	j = fixture("endpointslice.json");
+	eps = json_array();
+	for (size_t i = 0; i < 101; i++) {
+		char a[32];
+
+		snprintf(a, sizeof(a), "10.244.0.%zu", i + 1);
+		json_array_append_new(eps, json_string(a));
+	}
+	json_object_set_new(j, "endpoints", json_pack("[{s:o}]", "addresses", eps));
+	expect_refused(KUBE_KIND_ENDPOINT_SLICE, j,
+		       "endpoints[0].addresses: missing, empty or more than the limit of 100");
+	json_array_remove(eps, 100);
+	o = decode_ok(KUBE_KIND_ENDPOINT_SLICE, j);
+	kube_object_free(o, pool);
+	json_object_set_new(j, "ports", ports(101));
+	expect_refused(KUBE_KIND_ENDPOINT_SLICE, j, "ports: 101 ports, more than the limit of 100");
+	json_decref(j);
+}
+
+/* The same address rules for IPv6 slices. */
+static void test_slice_ipv6_addresses(void **state) {
+	static const struct {
+		const char *addr, *reason;
+	} cases[] = {
+		{ "::1", "\"::1\" is loopback" },
+		{ "::", "\"::\" is unspecified" },
+		{ "fe80::1", "\"fe80::1\" is link-local" },
+		{ "febf::1", "\"febf::1\" is link-local" },
+		{ "ff02::1", "\"ff02::1\" is multicast" },
+		{ "ff05::2", "\"ff05::2\" is multicast" },
+		{ "::ffff:127.0.0.1", "is loopback (IPv4-mapped)" },
+		{ "::ffff:169.254.169.254", "is link-local (IPv4-mapped)" },
+		{ "10.0.0.1", "is not of the slice's addressType IPv6" },
+		{ "fd00:10:244::5", NULL },
+		{ "fec0::1", NULL },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		json_t *j = fixture("endpointslice.json");
+		char path[64];
+
+		json_object_set_new(j, "addressType", json_string("IPv6"));
+		json_object_set_new(j, "endpoints",
+				    json_pack("[{s:[s]}, {s:[s]}]", "addresses", "fd00::7", "addresses",
+					      cases[i].addr));
+		snprintf(path, sizeof(path), "endpoints[1].addresses[0]: ");
+		if (cases[i].reason) {
+			_cleanup_free_ char *want = strdup_printf("%s%s", path,
+								  strchr(cases[i].reason, '"') ? cases[i].reason : "");
+			expect_refused(KUBE_KIND_ENDPOINT_SLICE, j,
+				       strchr(cases[i].reason, '"') ? want : cases[i].reason);
+		} else
+			kube_object_free(decode_ok(KUBE_KIND_ENDPOINT_SLICE, j), pool);
+		json_decref(j);
+	}
+}
+
 static void test_network_policy(void **state) {
 	json_t *j = fixture("networkpolicy.json");
 	KubeObject *o = decode_ok(KUBE_KIND_NETWORK_POLICY, j);
@@ -509,7 +732,41 @@ static void test_refused(void **state) {
 		{ "service.json", KUBE_KIND_SERVICE, KUBE_CREATE_REVISION_FIELD, "\"7\"", KUBE_CREATE_REVISION_FIELD },
 		{ "endpointslice.json", KUBE_KIND_ENDPOINT_SLICE, "addressType", "\"IPv5\"", "addressType" },
 		{ "endpointslice.json", KUBE_KIND_ENDPOINT_SLICE, "endpoints|1|addresses|0", "\"fd00::1\"",
-		  "endpoints[1].addresses[0]: not of the slice's addressType" },
+		  "endpoints[1].addresses[0]: \"fd00::1\" is not of the slice's addressType IPv4" },
+		/* kube-apiserver's discovery validation (ValidateEndpointIP), for every source */
+		{ "endpointslice.json", KUBE_KIND_ENDPOINT_SLICE, "endpoints|1|addresses|0", "\"127.0.0.1\"",
+		  "endpoints[1].addresses[0]: \"127.0.0.1\" is loopback" },
+		{ "endpointslice.json", KUBE_KIND_ENDPOINT_SLICE, "endpoints|2|addresses|0", "\"127.8.9.10\"",
+		  "endpoints[2].addresses[0]: \"127.8.9.10\" is loopback" },
+		{ "endpointslice.json", KUBE_KIND_ENDPOINT_SLICE, "endpoints|0|addresses|0", "\"169.254.169.254\"",
+		  "endpoints[0].addresses[0]: \"169.254.169.254\" is link-local" },
+		{ "endpointslice.json", KUBE_KIND_ENDPOINT_SLICE, "endpoints|0|addresses|0", "\"0.0.0.0\"",
+		  "endpoints[0].addresses[0]: \"0.0.0.0\" is unspecified" },
+		{ "endpointslice.json", KUBE_KIND_ENDPOINT_SLICE, "endpoints|0|addresses|0", "\"224.0.0.1\"",
+		  "endpoints[0].addresses[0]: \"224.0.0.1\" is multicast" },
+		{ "endpointslice.json", KUBE_KIND_ENDPOINT_SLICE, "endpoints|0|addresses|0", "\"239.255.0.9\"",
+		  "endpoints[0].addresses[0]: \"239.255.0.9\" is multicast" },
+		{ "endpointslice.json", KUBE_KIND_ENDPOINT_SLICE, "endpoints|0|addresses|0", "\"192.168.1.10\"",
+		  NULL /* a control: a node's address (a hostNetwork pod's endpoint) is fine */ },
+		{ "endpointslice.json", KUBE_KIND_ENDPOINT_SLICE, "endpoints|0|addresses",
+		  "[\"10.244.2.17\", \"10.244.2.17\"]", "duplicate address" },
+		/* apiVersion and kind per kind: wrong is refused, absent (List items) is fine */
+		{ "service.json", KUBE_KIND_SERVICE, "apiVersion", "\"v2\"", "apiVersion: \"v2\" is not v1" },
+		{ "service.json", KUBE_KIND_SERVICE, "apiVersion", "7", "apiVersion: \"(not a string)\"" },
+		{ "service.json", KUBE_KIND_SERVICE, "kind", "\"Pod\"", "kind: \"Pod\" is not Service" },
+		{ "service.json", KUBE_KIND_SERVICE, "apiVersion", NULL, NULL },
+		{ "pod.json", KUBE_KIND_POD, "apiVersion", "\"apps/v1\"", "apiVersion: \"apps/v1\" is not v1" },
+		{ "pod.json", KUBE_KIND_POD, "kind", NULL, NULL },
+		{ "namespace.json", KUBE_KIND_NAMESPACE, "apiVersion", "\"v1beta1\"", "apiVersion: \"v1beta1\"" },
+		{ "node.json", KUBE_KIND_NODE, "kind", "\"Namespace\"", "kind: \"Namespace\" is not Node" },
+		{ "networkpolicy.json", KUBE_KIND_NETWORK_POLICY, "apiVersion", "\"v1\"",
+		  "apiVersion: \"v1\" is not networking.k8s.io/v1" },
+		{ "networkpolicy.json", KUBE_KIND_NETWORK_POLICY, "apiVersion", "\"extensions/v1beta1\"",
+		  "is not networking.k8s.io/v1" },
+		{ "endpointslice.json", KUBE_KIND_ENDPOINT_SLICE, "apiVersion", "\"discovery.k8s.io/v1beta1\"",
+		  "apiVersion: \"discovery.k8s.io/v1beta1\" is not discovery.k8s.io/v1" },
+		{ "endpointslice.json", KUBE_KIND_ENDPOINT_SLICE, "kind", "\"Endpoints\"",
+		  "kind: \"Endpoints\" is not EndpointSlice" },
 		{ "endpointslice.json", KUBE_KIND_ENDPOINT_SLICE, "endpoints|1|addresses", "[]",
 		  "endpoints[1].addresses" },
 		{ "endpointslice.json", KUBE_KIND_ENDPOINT_SLICE, "endpoints|0|conditions|ready", "\"true\"",
@@ -625,6 +882,9 @@ int main(void) {
 		cmocka_unit_test(test_pod_defaults_and_old_fields),
 		cmocka_unit_test(test_node),
 		cmocka_unit_test(test_namespace),
+		cmocka_unit_test(test_namespace_name_label),
+		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_slice_ipv6_addresses),
 		cmocka_unit_test(test_network_policy),
 		cmocka_unit_test(test_service),
 		cmocka_unit_test(test_endpoint_slice),

@@ -47,7 +47,8 @@ struct ObjectSourceRequest {
 typedef struct FakeSource {
 	bool pending; /* something to deliver: run_until() pumps it */
 	uint64_t rv;
-	json_t *store; /* array of objects, in creation order */
+	json_t *store;   /* array of objects, in creation order */
+	json_t *refused; /* keys whose value the source itself refuses (object_source_refusal_new()) */
 	FakeEvent *history;
 	size_t n_history;
 	uint64_t compacted; /* watches from before this get 410 */
@@ -87,12 +88,52 @@ static void record(FakeSource *f, ObjectEventType type, json_t *obj) {
 	fake_schedule(f);
 }
 
+/* Drops key from the store and the refusals without an event (a change the watch never saw). */
+static bool fake_forget(FakeSource *f, const char *key) {
+	char k[256];
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(f->store, i, v)
+		if (streq(key_of(v, k), key)) {
+			json_array_remove(f->store, i);
+			return true;
+		}
+	json_array_foreach(f->refused, i, v)
+		if (streq(key_of(v, k), key)) {
+			json_array_remove(f->refused, i);
+			return true;
+		}
+	return false;
+}
+
+/* The source holds a value for ns/name that it cannot read itself (an etcd value that is no
+ * JSON object): a REFUSED event, and the key is among the list's refusals from now on. */
+static void fake_refuse(FakeSource *f, const char *ns, const char *name, const char *reason) {
+	char key[256], rv[32];
+	json_t *r;
+
+	snprintf(key, sizeof(key), "%s/%s", ns ?: "", name);
+	snprintf(rv, sizeof(rv), "%llu", (unsigned long long) ++f->rv);
+	(void) fake_forget(f, key);
+	r = object_source_refusal_new(ns, name, rv, reason);
+	assert_non_null(r);
+	json_array_append(f->refused, r);
+	record(f, OBJECT_EVENT_REFUSED, r);
+	json_decref(r);
+}
+
 /* Creates or replaces an object (steals the reference). */
 static void fake_put(FakeSource *f, json_t *obj) {
 	char k1[256], k2[256];
 	json_t *v;
 	size_t i;
 
+	json_array_foreach(f->refused, i, v)
+		if (streq(key_of(v, k1), key_of(obj, k2))) {
+			json_array_remove(f->refused, i);
+			break;
+		}
 	json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion", rv_json(++f->rv));
 	json_array_foreach(f->store, i, v)
 		if (streq(key_of(v, k1), key_of(obj, k2))) {
@@ -117,6 +158,16 @@ static void fake_delete(FakeSource *f, const char *key) {
 
 			json_object_set_new(json_object_get(gone, "metadata"), "resourceVersion", rv_json(++f->rv));
 			json_array_remove(f->store, i);
+			record(f, OBJECT_EVENT_DELETED, gone);
+			json_decref(gone);
+			return;
+		}
+	json_array_foreach(f->refused, i, v)
+		if (streq(key_of(v, k), key)) {
+			json_t *gone = json_pack("{s:O}", "metadata", json_object_get(v, "metadata"));
+
+			json_object_set_new(json_object_get(gone, "metadata"), "resourceVersion", rv_json(++f->rv));
+			json_array_remove(f->refused, i);
 			record(f, OBJECT_EVENT_DELETED, gone);
 			json_decref(gone);
 			return;
@@ -150,9 +201,10 @@ static void fake_pump(FakeSource *f) {
 		f->n_lists++;
 		if (f->fail_lists > 0) {
 			f->fail_lists--;
-			r->list_done(f->fail_error, NULL, NULL, r->userdata);
+			r->list_done(f->fail_error, NULL, NULL, NULL, r->userdata);
 		} else
-			r->list_done(0, items, json_string_value(rv), r->userdata);
+			r->list_done(0, items, json_array_size(f->refused) ? f->refused : NULL, json_string_value(rv),
+				     r->userdata);
 		json_decref(items);
 		json_decref(rv);
 		free(r);
@@ -257,7 +309,7 @@ static const ObjectSourceOps fake_ops = {
 };
 
 static void fake_init(FakeSource *f) {
-	*f = (FakeSource) { .store = json_array() };
+	*f = (FakeSource) { .store = json_array(), .refused = json_array() };
 }
 
 static void fake_done(FakeSource *f) {
@@ -265,6 +317,7 @@ static void fake_done(FakeSource *f) {
 		json_decref(f->history[i].obj);
 	free(f->history);
 	json_decref(f->store);
+	json_decref(f->refused);
 	free(f->list);
 	free(f->watch);
 }
@@ -776,16 +829,149 @@ static void test_rejected(void **state) {
 	/* A list's refusals are reported as it is decoded, before its deltas. */
 	expect_log(e, "R shop/b A shop/a S");
 	assert_non_null(strstr(e->rec.last_reject, "status.podIPs[0].ip"));
-	bad = pod("shop", "a", "node-1", "10.244.1.2", "{\"app\": \"-bad\"}");
-	fake_put(&e->pods, bad);
-	assert_true(run_until(e, pods_idle, e, 2000));
-	expect_log(e, "R shop/a D shop/a");
-	assert_int_equal(object_cache_stats(e->cache, KUBE_KIND_POD).rejected, 2);
-	assert_int_equal(object_cache_stats(e->cache, KUBE_KIND_POD).objects, 0);
-	/* Deleting an object the cache refused is fine. */
+	/* A new object that never decoded is not cached, and deleting it is fine. */
+	assert_null(object_cache_get(e->cache, KUBE_KIND_POD, "shop", "b"));
 	fake_delete(&e->pods, "shop/b");
 	assert_true(run_until(e, pods_idle, e, 2000));
 	expect_log(e, "");
+	assert_int_equal(object_cache_stats(e->cache, KUBE_KIND_POD).held, 0);
+	/* A refused new version of a cached object is no delete: fail closed (held_* below). */
+	bad = pod("shop", "a", "node-1", "10.244.1.2", "{\"app\": \"-bad\"}");
+	fake_put(&e->pods, bad);
+	assert_true(run_until(e, pods_idle, e, 2000));
+	expect_log(e, "R shop/a");
+	assert_int_equal(object_cache_stats(e->cache, KUBE_KIND_POD).rejected, 2);
+	assert_int_equal(object_cache_stats(e->cache, KUBE_KIND_POD).objects, 1);
+}
+
+static unsigned n_held_seen;
+
+static int held_visit(const KubeObject *o, const char *reason, void *userdata) {
+	n_held_seen++;
+	assert_non_null(strstr(reason, userdata));
+	return 0;
+}
+
+static void expect_held(Env *e, const char *ns, const char *name, const char *reason) {
+	const KubeObject *o = object_cache_get(e->cache, KUBE_KIND_POD, ns, name);
+	const char *why;
+
+	assert_non_null(o);
+	why = object_cache_held_reason(e->cache, o);
+	if (!why || !strstr(why, reason))
+		fail_msg("%s/%s held for \"%s\", expected \"%s\"", ns, name, why ?: "(not held)", reason);
+	n_held_seen = 0;
+	assert_int_equal(object_cache_foreach_held(e->cache, KUBE_KIND_POD, held_visit, (void *) reason), 0);
+	assert_int_equal(n_held_seen, object_cache_stats(e->cache, KUBE_KIND_POD).held);
+}
+
+/*
+ * Fail closed: an object whose newest version cannot be decoded stays at its last good version
+ * (no delta), through watches and relists, reported once per reason, until a version that decodes
+ * or a real delete arrives (a DELETED event, or the key absent from a relist).
+ */
+static void test_held_last_good_version(void **state) {
+	Env *e = *state;
+	const KubeObject *o;
+	json_t *dump;
+	LabelSet ls;
+
+	fake_put(&e->pods, pod("victim", "iso", "node-1", "10.244.1.2", "{\"app\": \"iso\"}"));
+	fake_put(&e->pods, pod("victim", "cli", "node-1", "10.244.1.3", "{\"app\": \"cli\"}"));
+	start_and_sync(e);
+	expect_log(e, "A victim/iso A victim/cli S");
+
+	/* Watch: a version with a bad label key. The old one stays, in every index. */
+	fake_put(&e->pods, pod("victim", "iso", "node-1", "10.244.1.2", "{\"-app\": \"iso\"}"));
+	assert_true(run_until(e, pods_idle, e, 2000));
+	expect_log(e, "R victim/iso");
+	assert_int_equal(object_cache_stats(e->cache, KUBE_KIND_POD).held, 1);
+	assert_int_equal(object_cache_stats(e->cache, KUBE_KIND_POD).objects, 2);
+	expect_held(e, "victim", "iso", "not a valid label key");
+	o = object_cache_get(e->cache, KUBE_KIND_POD, "victim", "iso");
+	ls = kube_object_labels(o);
+	assert_string_equal(label_set_get(&ls, "app"), "iso");
+	assert_ptr_equal(object_cache_pod_by_ip(e->cache, &KUBE_POD(o)->ips[0]), o);
+	assert_null(object_cache_held_reason(e->cache, object_cache_get(e->cache, KUBE_KIND_POD, "victim", "cli")));
+	/* /debug/objects says so beside the object */
+	dump = object_cache_dump(e->cache, KUBE_KIND_POD, "victim");
+	assert_non_null(dump);
+	assert_true(json_is_true(
+			json_object_get(json_object_get(json_array_get(json_object_get(dump, "items"), 1), "weftHeld"),
+					"lastGoodVersion")));
+	assert_null(json_object_get(json_array_get(json_object_get(dump, "items"), 0), "weftHeld"));
+	json_decref(dump);
+
+	/* Relists find the same refused value: still held, not reported or counted again. */
+	assert_int_equal(object_cache_relist(e->cache, KUBE_KIND_POD), 0);
+	assert_true(run_until(e, pods_idle, e, 2000));
+	assert_int_equal(object_cache_relist(e->cache, KUBE_KIND_POD), 0);
+	assert_true(run_until(e, pods_idle, e, 2000));
+	expect_log(e, "");
+	assert_int_equal(object_cache_stats(e->cache, KUBE_KIND_POD).rejected, 1);
+	expect_held(e, "victim", "iso", "not a valid label key");
+
+	/* Another refused version, for another reason: reported again, still the last good one. */
+	fake_refuse(&e->pods, "victim", "iso",
+		    "etcd key /weft/objects/pods/victim/iso: value is not a Kubernetes object");
+	assert_true(run_until(e, pods_idle, e, 2000));
+	expect_log(e, "R victim/iso");
+	expect_held(e, "victim", "iso", "etcd key /weft/objects/pods/victim/iso: value is not a Kubernetes object");
+	assert_non_null(strstr(e->rec.last_reject, "victim/iso: etcd key /weft/objects/pods/victim/iso: value is not"));
+	/* ... and the source's refusals come through a relist the same way */
+	assert_int_equal(object_cache_relist(e->cache, KUBE_KIND_POD), 0);
+	assert_true(run_until(e, pods_idle, e, 2000));
+	expect_log(e, "");
+	expect_held(e, "victim", "iso", "value is not a Kubernetes object");
+	assert_int_equal(object_cache_stats(e->cache, KUBE_KIND_POD).rejected, 2);
+
+	/* The last good version written again: current, no delta (nothing changed). */
+	fake_put(&e->pods, pod("victim", "iso", "node-1", "10.244.1.2", "{\"app\": \"iso\"}"));
+	assert_true(run_until(e, pods_idle, e, 2000));
+	expect_log(e, "");
+	assert_int_equal(object_cache_stats(e->cache, KUBE_KIND_POD).held, 0);
+	assert_null(object_cache_held_reason(e->cache, object_cache_get(e->cache, KUBE_KIND_POD, "victim", "iso")));
+
+	/* A new version that decodes replaces a held one as an update. */
+	fake_put(&e->pods, pod("victim", "iso", "node-1", "10.244.1.2", "{\"app\": \"-x\"}"));
+	fake_put(&e->pods, pod("victim", "iso", "node-1", "10.244.1.2", "{\"app\": \"iso2\"}"));
+	assert_true(run_until(e, pods_idle, e, 2000));
+	expect_log(e, "R victim/iso U victim/iso");
+	assert_int_equal(object_cache_stats(e->cache, KUBE_KIND_POD).held, 0);
+
+	/* A DELETED event removes a held object. */
+	fake_refuse(&e->pods, "victim", "iso", "etcd key x: value is not a Kubernetes object");
+	assert_true(run_until(e, pods_idle, e, 2000));
+	expect_log(e, "R victim/iso");
+	fake_delete(&e->pods, "victim/iso");
+	assert_true(run_until(e, pods_idle, e, 2000));
+	expect_log(e, "D victim/iso");
+	assert_int_equal(object_cache_stats(e->cache, KUBE_KIND_POD).held, 0);
+	assert_int_equal(object_cache_stats(e->cache, KUBE_KIND_POD).objects, 1);
+
+	/* So does a relist that no longer finds the key (a delete the watch missed). */
+	fake_put(&e->pods, pod("victim", "cli", "node-1", "10.244.1.3", "{\"app\": 7}"));
+	assert_true(run_until(e, pods_idle, e, 2000));
+	expect_log(e, "R victim/cli");
+	expect_held(e, "victim", "cli", "metadata.labels[app]");
+	assert_true(fake_forget(&e->pods, "victim/cli"));
+	assert_int_equal(object_cache_relist(e->cache, KUBE_KIND_POD), 0);
+	assert_true(run_until(e, pods_idle, e, 2000));
+	expect_log(e, "D victim/cli");
+	assert_int_equal(object_cache_stats(e->cache, KUBE_KIND_POD).held, 0);
+	assert_int_equal(object_cache_stats(e->cache, KUBE_KIND_POD).objects, 0);
+
+	/* A value the source refuses for a key never cached: refused, not held, counted. */
+	fake_refuse(&e->pods, "victim", "new", "etcd key y: value is not a Kubernetes object");
+	assert_true(run_until(e, pods_idle, e, 2000));
+	expect_log(e, "R victim/new");
+	assert_null(object_cache_get(e->cache, KUBE_KIND_POD, "victim", "new"));
+	/* ... also when the source cannot tell whose it is (a key with an extra segment) */
+	fake_refuse(&e->pods, NULL, NULL, "etcd key /weft/objects/pods/a/b/extra: names no object");
+	assert_true(run_until(e, pods_idle, e, 2000));
+	expect_log(e, "R /");
+	assert_non_null(strstr(e->rec.last_reject, "etcd key /weft/objects/pods/a/b/extra: names no object"));
+	assert_int_equal(object_cache_stats(e->cache, KUBE_KIND_POD).held, 0);
 }
 
 /* A handler that asks for a relist from inside a delta (a consumer that found something odd): the
@@ -1147,6 +1333,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_bookmarks, env_setup, env_teardown),
 		cmocka_unit_test_setup_teardown(test_synced_after_failures, env_setup, env_teardown),
 		cmocka_unit_test_setup_teardown(test_rejected, env_setup, env_teardown),
+		cmocka_unit_test_setup_teardown(test_held_last_good_version, env_setup, env_teardown),
 		cmocka_unit_test_setup_teardown(test_relist_quiet, env_setup, env_teardown),
 		cmocka_unit_test_setup_teardown(test_relist_from_handler, env_setup, env_teardown),
 		cmocka_unit_test_setup_teardown(test_churn, env_setup, env_teardown),

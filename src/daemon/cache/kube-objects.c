@@ -19,14 +19,14 @@
 #define OBJECT_FLAG_BLOCK 0x01 /* one allocation: arrays and name live inside the object */
 
 static const KubeKindInfo kind_info[_KUBE_KIND_MAX] = {
-	[KUBE_KIND_NODE] = { "nodes", "Node", "/api/v1/nodes", false },
-	[KUBE_KIND_NAMESPACE] = { "namespaces", "Namespace", "/api/v1/namespaces", false },
-	[KUBE_KIND_POD] = { "pods", "Pod", "/api/v1/pods", true },
+	[KUBE_KIND_NODE] = { "nodes", "Node", "/api/v1/nodes", false, "v1" },
+	[KUBE_KIND_NAMESPACE] = { "namespaces", "Namespace", "/api/v1/namespaces", false, "v1" },
+	[KUBE_KIND_POD] = { "pods", "Pod", "/api/v1/pods", true, "v1" },
 	[KUBE_KIND_NETWORK_POLICY] = { "networkpolicies", "NetworkPolicy", "/apis/networking.k8s.io/v1/networkpolicies",
-				       true },
-	[KUBE_KIND_SERVICE] = { "services", "Service", "/api/v1/services", true },
+				       true, "networking.k8s.io/v1" },
+	[KUBE_KIND_SERVICE] = { "services", "Service", "/api/v1/services", true, "v1" },
 	[KUBE_KIND_ENDPOINT_SLICE] = { "endpointslices", "EndpointSlice", "/apis/discovery.k8s.io/v1/endpointslices",
-				       true },
+				       true, "discovery.k8s.io/v1" },
 };
 
 const KubeKindInfo *kube_kind_info(KubeKind k) {
@@ -510,12 +510,59 @@ static bool node_equal(const KubeNode *a, const KubeNode *b) {
 
 /* ---- Namespace ---- */
 
+#define LABEL_NAMESPACE_NAME "kubernetes.io/metadata.name"
+
+/*
+ * The API server pins kubernetes.io/metadata.name to the Namespace's name whatever was written,
+ * and policies select namespaces by it ("namespaceSelector: {matchLabels:
+ * {kubernetes.io/metadata.name: victim}}"). A source without an API server (etcd) would let a
+ * namespace claim another's name: set it here, for every source alike.
+ */
+static int namespace_pin_name_label(Meta *m, DecodeError *err) {
+	const char *buf[17], **pairs = buf, **set;
+	_cleanup_free_ const char **heap = NULL;
+	size_t n = 0;
+
+	if (m->n_labels >= UINT16_MAX)
+		return decode_error(err, "metadata.labels: too many labels");
+
+	if (m->n_labels + 1 > ELEMENTSOF(buf)) {
+		pairs = heap = calloc(m->n_labels + 1, sizeof(char *));
+		if (!pairs)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->n_labels; i++)
+		if (label_pair_key_len(m->labels[i]) != strlen(LABEL_NAMESPACE_NAME) ||
+		    !startswith(m->labels[i], LABEL_NAMESPACE_NAME "="))
+			pairs[n++] = string_pool_ref(m->labels[i]);
+	pairs[n] = string_pool_intern_pair(m->pool, LABEL_NAMESPACE_NAME, m->name);
+	if (!pairs[n]) {
+		while (n > 0)
+			string_pool_unref(m->pool, pairs[--n]);
+		return -ENOMEM;
+	}
+	n++;
+	label_pairs_sort(pairs, n);
+	set = string_pool_intern_labels(m->pool, pairs, n); /* takes the pair references */
+	if (!set)
+		return -ENOMEM;
+	if (m->interned)
+		string_pool_unref_labels(m->pool, m->labels);
+	m->labels = set;
+	m->n_labels = n;
+	m->interned = true;
+	return 0;
+}
+
 static int namespace_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
 	_cleanup_(meta_done) Meta m = {};
 	KubeNamespace *n;
 	int r;
 
 	r = meta_parse(j, false, dns_label_valid, pool, &m, err);
+	if (r < 0)
+		return r;
+	r = namespace_pin_name_label(&m, err);
 	if (r < 0)
 		return r;
 	n = calloc(1, sizeof(*n));
@@ -782,6 +829,9 @@ static int peer_parse(const json_t *j, const char *path, KubePolicyPeer *ret, De
 		ret->has_ip_block = true;
 		if (jarr(ib, "except", &ex) < 0)
 			return decode_error(err, "%s.ipBlock.except: not an array", path);
+		if (jlen(ex) > KUBE_POLICY_MAX_EXCEPT)
+			return decode_error(err, "%s.ipBlock.except: %zu entries, more than the limit of %u", path,
+					    jlen(ex), KUBE_POLICY_MAX_EXCEPT);
 		if (jlen(ex) > 0) {
 			ret->except = calloc(jlen(ex), sizeof(IpPrefix));
 			if (!ret->except)
@@ -833,7 +883,7 @@ static int policy_port_parse(const json_t *j, const char *path, StringPool *pool
 }
 
 static int rules_parse(const json_t *spec, const char *field, const char *peers_field, StringPool *pool,
-		       KubePolicyRule **ret, size_t *ret_n, DecodeError *err) {
+		       size_t *peer_budget_used, KubePolicyRule **ret, size_t *ret_n, DecodeError *err) {
 	const json_t *a, *rule, *x, *peers, *ports;
 	KubePolicyRule *v = NULL;
 	size_t i, k, n = 0;
@@ -842,6 +892,9 @@ static int rules_parse(const json_t *spec, const char *field, const char *peers_
 
 	if (jarr(spec, field, &a) < 0)
 		return decode_error(err, "spec.%s: not an array", field);
+	if (jlen(a) > KUBE_POLICY_MAX_RULES)
+		return decode_error(err, "spec.%s: %zu rules, more than the limit of %u", field, jlen(a),
+				    KUBE_POLICY_MAX_RULES);
 	if (jlen(a) > 0) {
 		v = calloc(jlen(a), sizeof(KubePolicyRule));
 		if (!v)
@@ -857,6 +910,18 @@ static int rules_parse(const json_t *spec, const char *field, const char *peers_
 		}
 		if (jarr(rule, peers_field, &peers) < 0 || jarr(rule, "ports", &ports) < 0) {
 			r = decode_error(err, "spec.%s[%zu]: %s or ports not an array", field, i, peers_field);
+			goto fail;
+		}
+		/* Counted over both directions (the caller passes the running total). */
+		*peer_budget_used += jlen(peers);
+		if (*peer_budget_used > KUBE_POLICY_MAX_PEERS) {
+			r = decode_error(err, "spec.%s[%zu].%s: the policy has more than the limit of %u peers", field,
+					 i, peers_field, KUBE_POLICY_MAX_PEERS);
+			goto fail;
+		}
+		if (jlen(ports) > KUBE_POLICY_MAX_PORTS) {
+			r = decode_error(err, "spec.%s[%zu].ports: %zu ports, more than the limit of %u", field, i,
+					 jlen(ports), KUBE_POLICY_MAX_PORTS);
 			goto fail;
 		}
 		if (jlen(peers) > 0 && !(e->peers = calloc(jlen(peers), sizeof(KubePolicyPeer))))
@@ -900,7 +965,7 @@ static int policy_decode(const json_t *j, StringPool *pool, KubeObject **ret, De
 	_cleanup_(meta_done) Meta m = {};
 	const json_t *spec = jget(j, "spec"), *types = NULL, *t;
 	KubeNetworkPolicy *p;
-	size_t i;
+	size_t i, n_peers = 0;
 	int r;
 
 	r = meta_parse(j, true, dns_subdomain_valid, pool, &m, err);
@@ -917,9 +982,9 @@ static int policy_decode(const json_t *j, StringPool *pool, KubeObject **ret, De
 	else if (!(p->pod_selector = calloc(1, sizeof(LabelSelector))))
 		r = -ENOMEM;
 	if (r >= 0)
-		r = rules_parse(spec, "ingress", "from", pool, &p->ingress_rules, &p->n_ingress, err);
+		r = rules_parse(spec, "ingress", "from", pool, &n_peers, &p->ingress_rules, &p->n_ingress, err);
 	if (r >= 0)
-		r = rules_parse(spec, "egress", "to", pool, &p->egress_rules, &p->n_egress, err);
+		r = rules_parse(spec, "egress", "to", pool, &n_peers, &p->egress_rules, &p->n_egress, err);
 	if (r >= 0 && jarr(spec, "policyTypes", &types) < 0)
 		r = decode_error(err, "spec.policyTypes: not an array");
 	if (r >= 0 && jlen(types) == 0) {
@@ -1300,6 +1365,41 @@ static void slice_free(KubeEndpointSlice *s, StringPool *pool) {
 	free(s->ports);
 }
 
+/*
+ * What kube-apiserver's discovery validation refuses as an endpoint address (ValidateEndpointIP):
+ * unspecified, loopback, link-local, and multicast (it names link-local multicast; no multicast
+ * group is a backend, so weft refuses them all). A node's own address is no reason: hostNetwork
+ * pods' endpoints are their node's IPs. NULL if the address may be an endpoint.
+ */
+static const char *endpoint_address_refusal(const IpAddr *a) {
+	static const struct {
+		const char *prefix, *why;
+	} refused[] = {
+		{ "0.0.0.0/8", "unspecified (0.0.0.0/8)" },
+		{ "127.0.0.0/8", "loopback" },
+		{ "169.254.0.0/16", "link-local (169.254.0.0/16)" },
+		{ "224.0.0.0/4", "multicast" },
+		{ "::/128", "unspecified" },
+		{ "::1/128", "loopback" },
+		{ "fe80::/10", "link-local (fe80::/10)" },
+		{ "ff00::/8", "multicast" },
+		/* An IPv4-mapped address reaches the IPv4 one: judge it the same way. */
+		{ "::ffff:0.0.0.0/104", "unspecified (IPv4-mapped)" },
+		{ "::ffff:127.0.0.0/104", "loopback (IPv4-mapped)" },
+		{ "::ffff:169.254.0.0/112", "link-local (IPv4-mapped)" },
+		{ "::ffff:224.0.0.0/100", "multicast (IPv4-mapped)" },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+		IpPrefix p;
+
+		if (ip_prefix_parse(refused[i].prefix, &p) >= 0 && p.addr.family == a->family &&
+		    ip_prefix_contains(&p, a))
+			return refused[i].why;
+	}
+	return NULL;
+}
+
 static int slice_endpoints_parse(const json_t *j, StringPool *pool, KubeEndpointSlice *s, DecodeError *err) {
 	const json_t *eps, *ep;
 	int family = s->address_type == KUBE_ADDRESS_IPV4 ? AF_INET : AF_INET6;
@@ -1308,6 +1408,9 @@ static int slice_endpoints_parse(const json_t *j, StringPool *pool, KubeEndpoint
 
 	if (jarr(j, "endpoints", &eps) < 0)
 		return decode_error(err, "endpoints: not an array");
+	if (jlen(eps) > KUBE_SLICE_MAX_ENDPOINTS)
+		return decode_error(err, "endpoints: %zu endpoints, more than the limit of %u", jlen(eps),
+				    KUBE_SLICE_MAX_ENDPOINTS);
 	if (s->address_type == KUBE_ADDRESS_FQDN || jlen(eps) == 0)
 		return 0;
 	if (!(s->endpoints = calloc(jlen(eps), sizeof(KubeEndpoint))))
@@ -1321,15 +1424,25 @@ static int slice_endpoints_parse(const json_t *j, StringPool *pool, KubeEndpoint
 
 		s->n_endpoints++;
 		pathf(p, sizeof(p), "endpoints[%zu].addresses", i);
-		if (!json_is_object(ep) || jarr(ep, "addresses", &addrs) < 0 || jlen(addrs) == 0 || jlen(addrs) > 100)
-			return decode_error(err, "%s: missing, empty or more than 100", p);
+		if (!json_is_object(ep) || jarr(ep, "addresses", &addrs) < 0 || jlen(addrs) == 0 ||
+		    jlen(addrs) > KUBE_SLICE_MAX_ADDRESSES)
+			return decode_error(err, "%s: missing, empty or more than the limit of %u", p,
+					    KUBE_SLICE_MAX_ADDRESSES);
 		r = parse_ip_array(addrs, p, NULL, &e->addresses, &n, err);
 		if (r < 0)
 			return r;
 		e->n_addresses = (uint8_t) n;
-		for (size_t k = 0; k < n; k++)
+		for (size_t k = 0; k < n; k++) {
+			const char *why = endpoint_address_refusal(&e->addresses[k]);
+			char a[IP_ADDR_STRLEN];
+
+			ip_addr_to_string(&e->addresses[k], a);
 			if (e->addresses[k].family != family)
-				return decode_error(err, "%s[%zu]: not of the slice's addressType", p, k);
+				return decode_error(err, "%s[%zu]: \"%s\" is not of the slice's addressType %s", p, k,
+						    a, family == AF_INET ? "IPv4" : "IPv6");
+			if (why)
+				return decode_error(err, "%s[%zu]: \"%s\" is %s", p, k, a, why);
+		}
 		if (jbool(cond, "ready", true, &e->ready) < 0 || jbool(cond, "serving", true, &e->serving) < 0 ||
 		    jbool(cond, "terminating", false, &e->terminating) < 0)
 			return decode_error(err, "endpoints[%zu].conditions: not booleans", i);
@@ -1377,6 +1490,10 @@ static int slice_decode(const json_t *j, StringPool *pool, KubeObject **ret, Dec
 		goto fail;
 	if (jarr(j, "ports", &ports) < 0) {
 		r = decode_error(err, "ports: not an array");
+		goto fail;
+	}
+	if (jlen(ports) > KUBE_SLICE_MAX_PORTS) {
+		r = decode_error(err, "ports: %zu ports, more than the limit of %u", jlen(ports), KUBE_SLICE_MAX_PORTS);
 		goto fail;
 	}
 	if (jlen(ports) > 0 && !(s->ports = calloc(jlen(ports), sizeof(KubeEndpointPort))))
@@ -1438,12 +1555,38 @@ static bool slice_equal(const KubeEndpointSlice *a, const KubeEndpointSlice *b) 
 
 /* ---- dispatch ---- */
 
+/*
+ * apiVersion and kind, when present, must be the one version weft decodes: the same JSON under
+ * another version can mean something else (a v2 Service is no v1 Service), and a Pod stored where
+ * Services live is no Service. Absent is fine: the items of a Kubernetes List carry neither.
+ */
+static int type_meta_check(KubeKind kind, const json_t *j, DecodeError *err) {
+	const KubeKindInfo *info = kube_kind_info(kind);
+	const json_t *v;
+
+	v = json_object_get(j, "apiVersion");
+	if (v && !json_is_null(v) && (!json_is_string(v) || !streq(json_string_value(v), info->api_version)))
+		return decode_error(err, "apiVersion: \"%.64s\" is not %s (the %s API weft reads)",
+				    json_is_string(v) ? json_string_value(v) : "(not a string)", info->api_version,
+				    info->kind);
+	v = json_object_get(j, "kind");
+	if (v && !json_is_null(v) && (!json_is_string(v) || !streq(json_string_value(v), info->kind)))
+		return decode_error(err, "kind: \"%.64s\" is not %s",
+				    json_is_string(v) ? json_string_value(v) : "(not a string)", info->kind);
+	return 0;
+}
+
 int kube_object_decode(KubeKind kind, const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
 	KubeObject *o = NULL;
 	int r;
 
 	if (!json_is_object(j))
 		return decode_error(err, "not a JSON object");
+	if ((unsigned) kind >= _KUBE_KIND_MAX)
+		return -EINVAL;
+	r = type_meta_check(kind, j, err);
+	if (r < 0)
+		return r;
 	switch (kind) {
 	case KUBE_KIND_NODE: r = node_decode(j, pool, &o, err); break;
 	case KUBE_KIND_NAMESPACE: r = namespace_decode(j, pool, &o, err); break;

@@ -41,6 +41,7 @@ typedef struct KubeKindInfo {
 	const char *kind;     /* "NetworkPolicy" */
 	const char *api_path; /* "/apis/networking.k8s.io/v1/networkpolicies" (all namespaces) */
 	bool namespaced;
+	const char *api_version; /* "networking.k8s.io/v1": the only one weft decodes */
 } KubeKindInfo;
 
 const KubeKindInfo *kube_kind_info(KubeKind k);
@@ -150,6 +151,13 @@ typedef struct KubePolicyRule {
 	KubePolicyPort *ports;
 } KubePolicyRule;
 
+/* weft's own limits (the API server has none): docs/object-limits.md. A policy past them is refused
+ * whole; 5,000 ipBlocks in one policy made a node's table balloon. */
+#define KUBE_POLICY_MAX_RULES 100u  /* per direction */
+#define KUBE_POLICY_MAX_PEERS 1000u /* in the whole policy, both directions */
+#define KUBE_POLICY_MAX_PORTS 100u  /* per rule */
+#define KUBE_POLICY_MAX_EXCEPT 100u /* per ipBlock */
+
 typedef struct KubeNetworkPolicy {
 	KubeObject meta;
 	LabelSelector *pod_selector; /* never NULL: {} = every pod of the namespace */
@@ -230,6 +238,12 @@ typedef struct KubeEndpointPort {
 	uint8_t protocol;
 	uint16_t port; /* 0 = absent (every port) */
 } KubeEndpointPort;
+
+/* kube-apiserver's discovery validation: endpoints per slice, addresses per endpoint. */
+#define KUBE_SLICE_MAX_ENDPOINTS 1000u
+#define KUBE_SLICE_MAX_ADDRESSES 100u
+/* weft's own (the API server allows 20,000): a Service of weft's has at most this many ports. */
+#define KUBE_SLICE_MAX_PORTS 100u
 
 typedef struct KubeEndpointSlice {
 	KubeObject meta;

@@ -19,6 +19,13 @@
 #define DEFAULT_BACKOFF_MIN_MS 100u
 #define DEFAULT_BACKOFF_MAX_MS 30000u
 #define FLAG_SEEN 0x80 /* relist: the new list holds this object */
+#define FLAG_HELD 0x40 /* its newest version was refused: in k->held */
+
+/* A cached object kept at its last good version, and why its newest version was refused. */
+typedef struct HeldObject {
+	KubeObject *o;
+	char *reason;
+} HeldObject;
 
 typedef enum KindState {
 	KIND_IDLE,
@@ -56,6 +63,9 @@ typedef struct CacheKind {
 	PostingIndex pair_sets;    /* interned "k=v" -> the sets holding it */
 	PostingIndex by_key;       /* kube_object_index_key() -> objects */
 	PtrTable by_ip;            /* multi-valued: a pod once per IP; rebuilt to grow */
+	/* Few (each one is a refused write): a vector searched by object. */
+	HeldObject *held;
+	size_t n_held;
 } CacheKind;
 
 struct ObjectCache {
@@ -70,13 +80,14 @@ struct ObjectCache {
 };
 
 static const char *const event_names[_OBJECT_EVENT_MAX] = {
-	[OBJECT_EVENT_ADDED] = "ADDED",       [OBJECT_EVENT_MODIFIED] = "MODIFIED", [OBJECT_EVENT_DELETED] = "DELETED",
-	[OBJECT_EVENT_BOOKMARK] = "BOOKMARK", [OBJECT_EVENT_ERROR] = "ERROR",
+	[OBJECT_EVENT_ADDED] = "ADDED",     [OBJECT_EVENT_MODIFIED] = "MODIFIED",
+	[OBJECT_EVENT_DELETED] = "DELETED", [OBJECT_EVENT_BOOKMARK] = "BOOKMARK",
+	[OBJECT_EVENT_ERROR] = "ERROR",     [OBJECT_EVENT_REFUSED] = NULL, /* never on the wire: a source's own */
 };
 
 int object_event_type_from_string(const char *s, ObjectEventType *ret) {
 	for (unsigned i = 0; s && i < _OBJECT_EVENT_MAX; i++)
-		if (streq(s, event_names[i])) {
+		if (event_names[i] && streq(s, event_names[i])) {
 			*ret = (ObjectEventType) i;
 			return 0;
 		}
@@ -246,8 +257,66 @@ fail_ns:
 	return r;
 }
 
+static HeldObject *held_find(const CacheKind *k, const KubeObject *o) {
+	if (!(o->flags & FLAG_HELD))
+		return NULL;
+	for (size_t i = 0; i < k->n_held; i++)
+		if (k->held[i].o == o)
+			return &k->held[i];
+	return NULL;
+}
+
+/* o is current again (a version that decodes arrived) or leaves the cache. */
+static void held_drop(CacheKind *k, KubeObject *o) {
+	HeldObject *h = held_find(k, o);
+
+	o->flags &= (uint8_t) ~FLAG_HELD;
+	if (!h)
+		return;
+	free(h->reason);
+	*h = k->held[--k->n_held];
+	k->stats.held = k->n_held;
+}
+
+/*
+ * Keeps o in force although its newest version was refused. Returns true if that is news (o was
+ * not held, or for another reason): the refusal is reported then, not again on every relist that
+ * finds the same value.
+ */
+static bool held_set(CacheKind *k, KubeObject *o, const char *reason) {
+	HeldObject *h = held_find(k, o), *v;
+	char *copy;
+
+	if (h && streq(h->reason, reason ?: ""))
+		return false;
+	copy = strdup(reason ?: "");
+	if (!copy)
+		return true; /* report it; it is held all the same (only the reason is lost) */
+	if (h) {
+		free(h->reason);
+		h->reason = copy;
+		return true;
+	}
+	v = reallocarray(k->held, k->n_held + 1, sizeof(HeldObject));
+	if (!v) {
+		free(copy);
+		return true;
+	}
+	k->held = v;
+	k->held[k->n_held++] = (HeldObject) { .o = o, .reason = copy };
+	k->stats.held = k->n_held;
+	o->flags |= FLAG_HELD;
+	return true;
+}
+
 static void store_clear(CacheKind *k) {
 	KubeObject *o;
+
+	for (size_t i = 0; i < k->n_held; i++)
+		free(k->held[i].reason);
+	k->held = mfree(k->held);
+	k->n_held = 0;
+	k->stats.held = 0;
 
 	for (size_t i = 0; (o = ptr_table_iterate(&k->by_name, &i));)
 		kube_object_free(o, k->cache->pool);
@@ -269,6 +338,7 @@ static void emit_added(CacheKind *k, KubeObject *o) {
 }
 
 static void emit_deleted(CacheKind *k, KubeObject *o) {
+	held_drop(k, o);
 	store_unindex(k, o);
 	k->stats.deleted++;
 	if (k->handlers.deleted)
@@ -280,6 +350,13 @@ static void emit_rejected(CacheKind *k, const json_t *j, const char *reason) {
 	const char *ns = NULL, *name = NULL;
 
 	(void) kube_object_json_key(j, &ns, &name);
+	if (!ns && !name && k->handlers.rejected) {
+		/* kube_object_json_key() wants a name: a source refusal may have only one of them */
+		const json_t *md = json_object_get(j, "metadata");
+
+		ns = json_string_value(json_object_get(md, "namespace"));
+		name = json_string_value(json_object_get(md, "name"));
+	}
 	k->stats.rejected++;
 	if (k->handlers.rejected)
 		k->handlers.rejected(k->cache, k->kind, ns, name, reason, k->userdata);
@@ -290,6 +367,9 @@ static int store_upsert(CacheKind *k, KubeObject *o) {
 	KubeObject *old = store_find(k, o->namespace, o->name);
 	int r;
 
+	/* A version that decodes: whatever it is, the held one is no longer in force for a reason. */
+	if (old)
+		held_drop(k, old);
 	if (old && kube_object_equal(old, o)) {
 		old->flags &= (uint8_t) ~FLAG_SEEN;
 		k->stats.unchanged++;
@@ -447,49 +527,131 @@ static const char *object_rv(const json_t *o) {
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-static void on_list_done(int error, const json_t *items, const char *rv, void *userdata) {
+/*
+ * The source's value for `j`'s key was refused (decoder or source): a cached object of that key
+ * is held at its last good version; a key never cached is just refused. Returns the held object
+ * (for a relist to mark as seen), or NULL.
+ */
+static KubeObject *refuse(CacheKind *k, const json_t *j, const char *reason) {
+	const char *ns, *name;
+	KubeObject *o = NULL;
+
+	if (kube_object_json_key(j, &ns, &name) >= 0)
+		o = store_find_str(k, ns, name);
+	if (!o) {
+		emit_rejected(k, j, reason);
+		return NULL;
+	}
+	if (held_set(k, o, reason))
+		emit_rejected(k, j, reason);
+	return o;
+}
+
+static const char *refusal_reason(const json_t *refusal) {
+	const char *r = json_string_value(json_object_get(refusal, "reason"));
+
+	return r ?: "refused by the source";
+}
+
+json_t *object_source_refusal_new(const char *ns, const char *name, const char *resource_version, const char *reason) {
+	json_t *md = json_object(), *o = json_object();
+
+	if (!md || !o || (ns && json_object_set_new(md, "namespace", json_string(ns)) < 0) ||
+	    (name && json_object_set_new(md, "name", json_string(name)) < 0) ||
+	    (resource_version && json_object_set_new(md, "resourceVersion", json_string(resource_version)) < 0) ||
+	    json_object_set_new(o, "reason", json_string(reason ?: "")) < 0 ||
+	    json_object_set_new(o, "metadata", md) < 0) {
+		json_decref(md);
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* A list item the decoder refused, with its reason (the item is borrowed from the list). */
+typedef struct ListRefusal {
+	const json_t *item;
+	char *reason;
+} ListRefusal;
+
+static void list_refusals_free(ListRefusal *v, size_t n) {
+	for (size_t i = 0; i < n; i++)
+		free(v[i].reason);
+	free(v);
+}
+
+static void on_list_done(int error, const json_t *items, const json_t *refused, const char *rv, void *userdata) {
 	CacheKind *k = userdata;
-	KubeObject **fresh = NULL, **gone = NULL, *o;
-	size_t n = 0, n_gone = 0, i;
+	KubeObject **fresh = NULL, **gone = NULL, **held = NULL, *o;
+	ListRefusal *bad = NULL;
+	size_t n = 0, n_gone = 0, n_bad = 0, n_held = 0, i;
 	const json_t *item;
 	uint64_t gen = k->gen;
 
 	k->req = NULL;
-	if (error >= 0 && (!json_is_array(items) || isempty(rv)))
+	if (error >= 0 && (!json_is_array(items) || isempty(rv) || (refused && !json_is_array(refused))))
 		error = -EBADMSG;
 	if (error >= 0 && json_array_size(items) > 0 && !(fresh = calloc(json_array_size(items), sizeof(void *))))
+		error = -ENOMEM;
+	if (error >= 0 && json_array_size(items) + json_array_size(refused) > 0 &&
+	    !(bad = calloc(json_array_size(items) + json_array_size(refused), sizeof(ListRefusal))))
+		error = -ENOMEM;
+	if (error >= 0 && json_array_size(items) + json_array_size(refused) > 0 &&
+	    !(held = calloc(json_array_size(items) + json_array_size(refused), sizeof(void *))))
 		error = -ENOMEM;
 	if (error >= 0)
 		error = set_rv(k, rv);
 	if (error < 0) {
 		free(fresh);
+		free(bad);
+		free(held);
 		return kind_failed(k, error, true);
 	}
 
-	/* 1. Decode everything (refusals reported), 2. mark what the new list still holds, 3. delete
-	 * the rest, 4. upsert in list order. */
+	/* 1. Decode everything (refusals kept for 3), 2. mark what the new list still holds, 3. hold
+	 * what it holds only in a refused version, or report the refusal, 4. delete the rest, 5.
+	 * upsert in list order. */
 	json_array_foreach(items, i, item) {
 		DecodeError err = {};
 		int r = kube_object_decode(k->kind, item, k->cache->pool, &fresh[n], &err);
 
-		if (r == -ENOMEM) {
-			while (n > 0)
-				kube_object_free(fresh[--n], k->cache->pool);
-			free(fresh);
-			return kind_failed(k, r, true);
-		}
-		if (r < 0)
-			emit_rejected(k, item, err.text);
-		else
+		if (r >= 0) {
 			n++;
+			continue;
+		}
+		if (r != -ENOMEM) {
+			bad[n_bad].item = item;
+			bad[n_bad].reason = strdup(err.text);
+			if (bad[n_bad++].reason)
+				continue;
+		}
+		while (n > 0)
+			kube_object_free(fresh[--n], k->cache->pool);
+		free(fresh);
+		list_refusals_free(bad, n_bad);
+		free(held);
+		return kind_failed(k, -ENOMEM, true);
 	}
+	json_array_foreach(refused, i, item)
+		bad[n_bad++] = (ListRefusal) { .item = item };
 	k->need_list = false; /* a handler may set it again */
 	for (i = 0; i < n; i++) {
 		o = store_find(k, fresh[i]->namespace, fresh[i]->name);
 		if (o)
 			o->flags |= FLAG_SEEN;
 	}
+	for (i = 0; i < n_bad; i++) {
+		o = refuse(k, bad[i].item, bad[i].reason ?: refusal_reason(bad[i].item));
+		if (o && !(o->flags & FLAG_SEEN)) {
+			o->flags |= FLAG_SEEN;
+			held[n_held++] = o;
+		}
+	}
+	list_refusals_free(bad, n_bad);
 	if (k->stats.objects > 0 && !(gone = calloc(k->stats.objects, sizeof(void *)))) {
+		for (i = 0; i < n_held; i++)
+			held[i]->flags &= (uint8_t) ~FLAG_SEEN;
+		free(held);
 		while (n > 0)
 			kube_object_free(fresh[--n], k->cache->pool);
 		free(fresh);
@@ -498,6 +660,9 @@ static void on_list_done(int error, const json_t *items, const char *rv, void *u
 	for (size_t s = 0; (o = ptr_table_iterate(&k->by_name, &s));)
 		if (!(o->flags & FLAG_SEEN))
 			gone[n_gone++] = o;
+	for (i = 0; i < n_held; i++)
+		held[i]->flags &= (uint8_t) ~FLAG_SEEN;
+	free(held);
 	for (i = 0; i < n_gone; i++)
 		emit_deleted(k, gone[i]);
 	free(gone);
@@ -575,13 +740,12 @@ static void on_watch_event(ObjectEventType type, const json_t *object, void *use
 			return;
 		}
 		if (r < 0) {
-			emit_rejected(k, object, err.text);
-			if (kube_object_json_key(object, &ns, &name) >= 0 && (o = store_find_str(k, ns, name)))
-				emit_deleted(k, o);
+			(void) refuse(k, object, err.text);
 			break;
 		}
 		(void) store_upsert(k, o);
 		break;
+	case OBJECT_EVENT_REFUSED: (void) refuse(k, object, refusal_reason(object)); break;
 	case OBJECT_EVENT_DELETED:
 		if (kube_object_json_key(object, &ns, &name) >= 0 && (o = store_find_str(k, ns, name)))
 			emit_deleted(k, o);
@@ -787,6 +951,23 @@ StringPool *object_cache_pool(ObjectCache *c) {
 	return c->pool;
 }
 
+const char *object_cache_held_reason(const ObjectCache *c, const KubeObject *o) {
+	const CacheKind *k = o ? get_kind(c, (KubeKind) o->kind) : NULL;
+	const HeldObject *h = k ? held_find(k, o) : NULL;
+
+	return h ? h->reason : NULL;
+}
+
+int object_cache_foreach_held(const ObjectCache *c, KubeKind kind, ObjectCacheHeldFn fn, void *userdata) {
+	const CacheKind *k = get_kind(c, kind);
+	int r;
+
+	for (size_t i = 0; k && i < k->n_held; i++)
+		if ((r = fn(k->held[i].o, k->held[i].reason, userdata)) != 0)
+			return r;
+	return 0;
+}
+
 const KubeObject *object_cache_get(const ObjectCache *c, KubeKind kind, const char *ns, const char *name) {
 	const CacheKind *k = get_kind(c, kind);
 
@@ -857,11 +1038,20 @@ json_t *object_cache_dump(const ObjectCache *c, KubeKind kind, const char *ns) {
 	if (n > 1)
 		qsort(v, n, sizeof(void *), object_key_cmp);
 	items = json_array();
-	for (size_t i = 0; items && i < n; i++)
-		if (json_array_append_new(items, kube_object_to_json(v[i])) < 0) {
+	for (size_t i = 0; items && i < n; i++) {
+		json_t *item = kube_object_to_json(v[i]);
+		const HeldObject *h = held_find(k, v[i]);
+
+		/* Not a field of the object: a held one says so beside it, for /debug/objects. */
+		if (item && h &&
+		    json_object_set_new(item, "weftHeld",
+					json_pack("{s:b, s:s}", "lastGoodVersion", true, "reason", h->reason)) < 0)
+			item = (json_decref(item), NULL);
+		if (json_array_append_new(items, item) < 0) {
 			json_decref(items);
 			return NULL;
 		}
+	}
 	list = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion", "v1", "kind", "List", "metadata", "resourceVersion",
 			 k->rv ?: "", "items", items);
 	return list;

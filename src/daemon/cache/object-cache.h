@@ -23,7 +23,7 @@
  *   added(new)          an object appeared (also: every object of the first list)
  *   updated(old, new)   the compact object changed; status churn of fields the cache does not keep
  *                       (heartbeats, conditions, resourceVersion) fires nothing
- *   deleted(old)        gone (or its new version was refused: see rejected)
+ *   deleted(old)        gone (a refused new version is no delete: see rejected)
  *   synced(kind)        after the first list has been delivered; object_cache_synced() from then on
  * and once for the cache: all_synced, when every added kind is synced. Consumers act (prune,
  * program) only after synced; before it the cache holds a partial view.
@@ -35,9 +35,15 @@
  * On a relist, deletes come first, then adds/updates in the list's order (an IP or name that moved
  * from a deleted object to a new one is free again by the time the new one is announced).
  *
- * Refused objects (kube-objects.h validation) are reported through `rejected` with the reason and
- * counted; a refused new version of a cached object removes the old one (deleted fires), since
- * what the cluster now holds for that name is not something weft may act on.
+ * Refused objects (kube-objects.h validation, or the source's own refusals: an etcd value that is
+ * no JSON object, a key that names no object) are reported through `rejected` with the reason and
+ * counted. A NEW object that never decoded is simply not cached. A refused new version of a cached
+ * object fails closed: the last version that decoded stays in force ("held"), with no delta, until
+ * a version that decodes (updated, or nothing if it equals the held one) or a real delete (a
+ * DELETED event, or the key absent from a relist) arrives. Dropping it instead would let anyone
+ * who can write a bad value delete a default-deny policy, a namespace's labels or a pod's. A held
+ * object is reported once per reason (a relist that finds the same refused value again is silent),
+ * counted in stats.held, and object_cache_held_reason() says why.
  *
  * Indexes: namespace/name (hash), namespace, label ("app=web": by interned label set, so the pods
  * of one ReplicaSet cost one entry each and a selector is evaluated once per set), pod IP
@@ -73,15 +79,29 @@ typedef enum ObjectEventType {
 	OBJECT_EVENT_DELETED,
 	OBJECT_EVENT_BOOKMARK, /* object carries only metadata.resourceVersion */
 	OBJECT_EVENT_ERROR,    /* object is a metav1.Status; code 410 = resourceVersion too old */
+	/* The source itself refused what it read (an etcd value that is no object, a key that names
+	 * none): object is an ObjectSourceRefusal (object_source_refusal_new()). Only a source
+	 * produces it, so no object's content can pose as one. */
+	OBJECT_EVENT_REFUSED,
 	_OBJECT_EVENT_MAX,
 } ObjectEventType;
 
 /* "ADDED" ... "ERROR" -> type; -EINVAL for anything else (a newer server's types are ignored). */
 int object_event_type_from_string(const char *s, ObjectEventType *ret);
 
-/* List done: error < 0, or 0 with items (a JSON array of objects, borrowed) and the list's
+/*
+ * A source-side refusal, as JSON: {"metadata": {"namespace", "name", "resourceVersion"}, "reason"}
+ * (namespace/name absent when the source could not tell whose it is). The reason names where the
+ * value came from ("etcd key /weft/objects/services/a/b: value is not a Kubernetes object"). New
+ * reference; NULL on OOM.
+ */
+json_t *object_source_refusal_new(const char *ns, const char *name, const char *resource_version, const char *reason);
+
+/* List done: error < 0, or 0 with items (a JSON array of objects, borrowed), the source's own
+ * refusals (an array of object_source_refusal_new() entries, borrowed; NULL = none) and the list's
  * resourceVersion. */
-typedef void (*ObjectSourceListFn)(int error, const json_t *items, const char *resource_version, void *userdata);
+typedef void (*ObjectSourceListFn)(int error, const json_t *items, const json_t *refused, const char *resource_version,
+				   void *userdata);
 /* One watch event; object borrowed (its metadata.resourceVersion advances the cache's). */
 typedef void (*ObjectSourceEventFn)(ObjectEventType type, const json_t *object, void *userdata);
 /* The watch ended: 0 = normally (resume from the last resourceVersion), -ESTALE = 410 Gone,
@@ -125,11 +145,12 @@ typedef struct ObjectCacheOptions {
 
 typedef struct ObjectCacheStats {
 	size_t objects;
-	uint64_t lists;                              /* LISTs completed (1 = only the first) */
-	uint64_t watches;                            /* WATCHes started */
-	uint64_t stale;                              /* 410 Gone seen */
-	uint64_t failures;                           /* list/watch failures (each one backed off) */
-	uint64_t rejected;                           /* objects refused */
+	uint64_t lists;    /* LISTs completed (1 = only the first) */
+	uint64_t watches;  /* WATCHes started */
+	uint64_t stale;    /* 410 Gone seen */
+	uint64_t failures; /* list/watch failures (each one backed off) */
+	uint64_t rejected; /* objects refused */
+	size_t held;       /* cached objects whose newest version was refused: the last good one is in force */
 	uint64_t added, updated, deleted, unchanged; /* deltas fired; unchanged = no-op updates dropped */
 } ObjectCacheStats;
 
@@ -172,8 +193,16 @@ unsigned object_cache_backoff_ms(unsigned failures, unsigned min_ms, unsigned ma
 
 /* The cached objects of `kind` (in `ns`, NULL = all) as a Kubernetes List document sorted by
  * namespace/name, each item as kube_object_to_json() prints it: weftd's /debug dump and
- * `weft get`. NULL on OOM or if the kind is not cached. */
+ * `weft get`. A held item (see above) carries "weftHeld": {"lastGoodVersion": true, "reason"}
+ * beside its fields. NULL on OOM or if the kind is not cached. */
 json_t *object_cache_dump(const ObjectCache *c, KubeKind kind, const char *ns);
+
+/* Why a cached object is held at its last good version (the reason its newest version was
+ * refused), or NULL if it is the newest. */
+const char *object_cache_held_reason(const ObjectCache *c, const KubeObject *o);
+/* Visits the held objects of `kind` with their reasons. */
+typedef int (*ObjectCacheHeldFn)(const KubeObject *o, const char *reason, void *userdata);
+int object_cache_foreach_held(const ObjectCache *c, KubeKind kind, ObjectCacheHeldFn fn, void *userdata);
 
 /* ns NULL for cluster-scoped kinds. */
 const KubeObject *object_cache_get(const ObjectCache *c, KubeKind kind, const char *ns, const char *name);

@@ -26,9 +26,10 @@ struct ObjectSourceRequest {
 	ObjectSourceEventFn on_event;
 	ObjectSourceDoneFn done;
 	void *userdata;
-	json_t *items; /* list: pages so far */
-	int64_t rev;   /* list: the snapshot's revision (0 before the first page) */
-	bool busy;     /* inside on_event: cancel() only marks */
+	json_t *items;   /* list: pages so far */
+	json_t *refused; /* list: the kvs refused so far (object_source_refusal_new()) */
+	int64_t rev;     /* list: the snapshot's revision (0 before the first page) */
+	bool busy;       /* inside on_event: cancel() only marks */
 	bool cancelled;
 };
 
@@ -73,6 +74,7 @@ static void request_free(ObjectSourceRequest *r) {
 	if (!r)
 		return;
 	json_decref(r->items);
+	json_decref(r->refused);
 	free(r->key_prefix);
 	free(r->range_end);
 	free(r);
@@ -138,17 +140,12 @@ static int set_str(json_t *o, const char *key, const char *v) {
 	return v ? json_object_set_new(o, key, json_string(v)) : 0;
 }
 
-/* What the cache gets for a key whose value it must refuse: a label whose key is `why` (spaces
- * are not valid in label keys) makes every kind's decoder fail and name the reason, with the key's
- * namespace/name so the cache can drop an older version and report the refusal by name. why
- * NULL: metadata alone (a DELETE). */
-static json_t *refused_object(const char *ns, const char *name, const char *rv, const char *why) {
+/* A metadata-only object: what a DELETE carries (only the key matters). */
+static json_t *key_object(const char *ns, const char *name, const char *rv) {
 	json_t *md = json_object(), *o = json_object();
 
 	if (!md || !o || set_str(md, "namespace", ns) < 0 || set_str(md, "name", name) < 0 ||
-	    set_str(md, "resourceVersion", rv) < 0 ||
-	    (why && json_object_set_new(md, "labels", json_pack("{s:s}", why, "")) < 0) ||
-	    json_object_set_new(o, "metadata", md) < 0) {
+	    set_str(md, "resourceVersion", rv) < 0 || json_object_set_new(o, "metadata", md) < 0) {
 		json_decref(md);
 		json_decref(o);
 		return NULL;
@@ -156,31 +153,48 @@ static json_t *refused_object(const char *ns, const char *name, const char *rv, 
 	return o;
 }
 
+/* The source's own refusal of a kv, naming the key (the cache holds an older version of it, or
+ * reports the refusal). *ret_refused set. */
+static json_t *refusal(const char *key, const char *ns, const char *name, const char *rv, const char *why,
+		       bool *ret_refused) {
+	_cleanup_free_ char *reason = strdup_printf("etcd key %s: %s", key, why);
+
+	*ret_refused = true;
+	return reason ? object_source_refusal_new(ns, name, rv, reason) : NULL;
+}
+
 /*
  * The Kubernetes JSON for one kv: its value with metadata.resourceVersion = rev and
- * namespace/name from the key. `deleted`: only the key matters (metadata alone). New reference;
- * NULL on OOM.
+ * namespace/name from the key. `deleted`: only the key matters (metadata alone). A value or key
+ * the source must refuse gives an object_source_refusal_new() entry and *ret_refused. New
+ * reference; NULL on OOM.
  */
-static json_t *object_from_kv(const ObjectSourceRequest *r, const EtcdKv *kv, int64_t rev, bool deleted) {
+static json_t *object_from_kv(const ObjectSourceRequest *r, const EtcdKv *kv, int64_t rev, bool deleted,
+			      bool *ret_refused) {
 	_cleanup_free_ char *ns = NULL, *name = NULL;
 	char rv[24];
 	json_t *o, *md, *v;
 	int k;
 
+	*ret_refused = false;
 	snprintf(rv, sizeof(rv), "%" PRId64, rev);
 	k = key_split(r, kv->key, &ns, &name);
 	if (k == -ENOMEM)
 		return NULL;
 	if (k < 0)
-		return refused_object(NULL, NULL, rv, "etcd key names no object");
+		return refusal(kv->key, NULL, NULL, rv,
+			       kube_kind_info(r->kind)->namespaced
+					       ? "names no object (expected <prefix>/objects/<resource>/<namespace>/<name>)"
+					       : "names no object (expected <prefix>/objects/<resource>/<name>)",
+			       ret_refused);
 	if (deleted)
-		return refused_object(ns, name, rv, NULL); /* no labels: plain metadata */
+		return key_object(ns, name, rv);
 
 	o = json_loadb(kv->value ?: "", kv->value_size, 0, NULL);
 	md = json_object_get(o, "metadata");
 	if (!json_is_object(o) || (md && !json_is_object(md))) {
 		json_decref(o);
-		return refused_object(ns, name, rv, "etcd value is not a Kubernetes object");
+		return refusal(kv->key, ns, name, rv, "value is not a Kubernetes object", ret_refused);
 	}
 	if (!md) {
 		md = json_object();
@@ -193,12 +207,12 @@ static json_t *object_from_kv(const ObjectSourceRequest *r, const EtcdKv *kv, in
 	v = json_object_get(md, "name");
 	if (v && (!json_is_string(v) || !streq(json_string_value(v), name))) {
 		json_decref(o);
-		return refused_object(ns, name, rv, "metadata.name differs from the etcd key");
+		return refusal(kv->key, ns, name, rv, "metadata.name differs from the key", ret_refused);
 	}
 	v = json_object_get(md, "namespace");
 	if (ns && v && (!json_is_string(v) || !streq(json_string_value(v), ns))) {
 		json_decref(o);
-		return refused_object(ns, name, rv, "metadata.namespace differs from the etcd key");
+		return refusal(kv->key, ns, name, rv, "metadata.namespace differs from the key", ret_refused);
 	}
 	if ((!json_object_get(md, "name") && set_str(md, "name", name) < 0) ||
 	    (ns && !json_object_get(md, "namespace") && set_str(md, "namespace", ns) < 0) ||
@@ -218,7 +232,7 @@ static void list_fail(ObjectSourceRequest *r, int error) {
 	void *userdata = r->userdata;
 
 	request_free(r);
-	fn(map_error(error), NULL, NULL, userdata);
+	fn(map_error(error), NULL, NULL, NULL, userdata);
 }
 
 static void on_range_done(EtcdClient *c, int error, json_t *resp, void *userdata) {
@@ -228,7 +242,7 @@ static void on_range_done(EtcdClient *c, int error, json_t *resp, void *userdata
 	int64_t rev = 0;
 	ObjectSourceListFn fn;
 	char rv[24];
-	json_t *all;
+	json_t *all, *refused;
 	int k;
 
 	r->req = NULL;
@@ -238,9 +252,10 @@ static void on_range_done(EtcdClient *c, int error, json_t *resp, void *userdata
 	if (r->rev == 0)
 		r->rev = rev;
 	for (size_t i = 0; i < n; i++) {
-		json_t *o = object_from_kv(r, &kvs[i], kvs[i].mod_revision, false);
+		bool bad;
+		json_t *o = object_from_kv(r, &kvs[i], kvs[i].mod_revision, false, &bad);
 
-		if (!o || json_array_append_new(r->items, o) < 0) {
+		if (!o || json_array_append_new(bad ? r->refused : r->items, o) < 0) {
 			etcd_kvs_free(kvs, n);
 			return list_fail(r, -ENOMEM);
 		}
@@ -261,9 +276,11 @@ static void on_range_done(EtcdClient *c, int error, json_t *resp, void *userdata
 	fn = r->list_done;
 	userdata = r->userdata;
 	all = TAKE_PTR(r->items);
+	refused = TAKE_PTR(r->refused);
 	request_free(r);
-	fn(0, all, rv, userdata);
+	fn(0, all, refused, rv, userdata);
 	json_decref(all);
+	json_decref(refused);
 }
 
 static int list_page(ObjectSourceRequest *r, const char *start, size_t start_len) {
@@ -295,7 +312,8 @@ static int src_list(void *source, KubeKind kind, ObjectSourceListFn done, void *
 	r->list_done = done;
 	r->userdata = userdata;
 	r->items = json_array();
-	if (!r->items) {
+	r->refused = json_array();
+	if (!r->items || !r->refused) {
 		request_free(r);
 		return -ENOMEM;
 	}
@@ -352,15 +370,22 @@ static int on_watch_message(EtcdClient *c, json_t *msg, void *userdata) {
 		const json_t *type = json_object_get(ev, "type");
 		bool del = json_is_string(type) && streq(json_string_value(type), "DELETE");
 		_cleanup_(etcd_kv_done) EtcdKv kv = {};
+		bool refused;
 		json_t *o;
 
 		if (etcd_kv_decode(json_object_get(ev, "kv"), &kv) < 0)
 			return -EBADMSG;
-		o = object_from_kv(r, &kv, kv.mod_revision, del);
+		o = object_from_kv(r, &kv, kv.mod_revision, del, &refused);
 		if (!o)
 			return -ENOMEM;
+		/* A DELETE of a key that names no object is nothing: it deletes nothing weft holds. */
+		if (refused && del) {
+			json_decref(o);
+			continue;
+		}
 		if (!deliver(r,
-			     del                                     ? OBJECT_EVENT_DELETED
+			     refused                                 ? OBJECT_EVENT_REFUSED
+			     : del                                   ? OBJECT_EVENT_DELETED
 			     : kv.create_revision == kv.mod_revision ? OBJECT_EVENT_ADDED
 								     : OBJECT_EVENT_MODIFIED,
 			     o))

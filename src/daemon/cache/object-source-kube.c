@@ -66,7 +66,7 @@ static void list_fail(ObjectSourceRequest *r, int error) {
 	void *userdata = r->userdata;
 
 	request_free(r);
-	fn(error, NULL, NULL, userdata);
+	fn(error, NULL, NULL, NULL, userdata);
 }
 
 static void on_list_page(KubeClient *c, int error, json_t *resp, void *userdata) {
@@ -99,7 +99,7 @@ static void on_list_page(KubeClient *c, int error, json_t *resp, void *userdata)
 	all = TAKE_PTR(r->items);
 	list_rv = TAKE_PTR(r->rv);
 	request_free(r);
-	fn(0, all, list_rv, userdata);
+	fn(0, all, NULL, list_rv, userdata);
 	json_decref(all);
 	free(list_rv);
 }

@@ -609,6 +609,10 @@ static char *query_get(const char *query, const char *key) {
 	return NULL;
 }
 
+static const char *explain_held_reason(const KubeObject *o, void *userdata) {
+	return object_cache_held_reason(userdata, o);
+}
+
 int policy_agent_explain(PolicyAgent *a, const char *query, int *ret_status, char **ret_body) {
 	_cleanup_free_ char *from = query_get(query, "from"), *to = query_get(query, "to"),
 			    *port_s = query_get(query, "port"), *proto_s = query_get(query, "proto");
@@ -647,7 +651,9 @@ int policy_agent_explain(PolicyAgent *a, const char *query, int *ret_status, cha
 						    .namespaces = (const KubeNamespace *const *) nss.v,
 						    .n_namespaces = nss.n,
 						    .policies = (const KubeNetworkPolicy *const *) pols.v,
-						    .n_policies = pols.n },
+						    .n_policies = pols.n,
+						    .held_reason = explain_held_reason,
+						    .held_userdata = a->cache },
 				   from, to, (uint16_t) port, proto, ret_body, &allowed);
 	free(pods.v);
 	free(nss.v);

@@ -69,6 +69,10 @@ typedef struct PolicyInput {
 	uint16_t log_group;
 	bool namespaces_sorted; /* by name (policy_compile() sorts a copy itself) */
 	unsigned set_hash_bits; /* bits of a shared set's name hash: 0 = 64; tests use fewer to collide */
+	/* policy_explain() only: why an object is held at its last good version (its newest version
+	 * was refused, object-cache.h), NULL if it is current. NULL: nothing is held. */
+	const char *(*held_reason)(const KubeObject *o, void *userdata);
+	void *held_userdata;
 } PolicyInput;
 
 typedef enum PolicyObjectKind {

@@ -100,6 +100,27 @@ static bool ports_match(const KubePolicyRule *r, const Endpoint *dst, uint16_t p
 	return false;
 }
 
+static const char *held_reason(const PolicyInput *in, const KubeObject *o) {
+	return in->held_reason && o ? in->held_reason(o, in->held_userdata) : NULL;
+}
+
+/* Fail closed is visible: an object in force at its last good version says so, and why. */
+static void note_held(const PolicyInput *in, const KubeObject *o, const char *indent, FILE *f) {
+	const char *why = held_reason(in, o);
+
+	if (why)
+		fprintf(f, "%s(%s %s%s%s is held at its last good version: its newest version was refused: %s)\n",
+			indent, kube_kind_info(o->kind)->kind, o->namespace ?: "", o->namespace ? "/" : "", o->name,
+			why);
+}
+
+static void note_held_pod_and_namespace(const PolicyInput *in, const KubePod *p, FILE *f) {
+	note_held(in, &p->meta, "    ", f);
+	for (size_t i = 0; i < in->n_namespaces; i++)
+		if (streq(in->namespaces[i]->meta.name, p->meta.namespace))
+			note_held(in, &in->namespaces[i]->meta, "    ", f);
+}
+
 /* One direction: 1 allowed, 0 denied. `me` is the pod whose policies apply, `other` the far end. */
 static int direction(const PolicyInput *in, const Endpoint *me, const Endpoint *other, const Endpoint *dst,
 		     uint16_t port, KubeProtocol proto, bool ingress, FILE *f) {
@@ -114,6 +135,9 @@ static int direction(const PolicyInput *in, const Endpoint *me, const Endpoint *
 	}
 	fprintf(f, "%s/%s (enforced on node %s):\n", me->pod->meta.namespace, me->pod->meta.name,
 		me->pod->node_name ?: "-");
+	note_held_pod_and_namespace(in, me->pod, f);
+	if (other->pod)
+		note_held_pod_and_namespace(in, other->pod, f);
 	for (size_t k = 0; k < in->n_policies; k++) {
 		const KubeNetworkPolicy *pol = in->policies[k];
 		const KubePolicyRule *rules = ingress ? pol->ingress_rules : pol->egress_rules;
@@ -124,6 +148,7 @@ static int direction(const PolicyInput *in, const Endpoint *me, const Endpoint *
 		n_sel++;
 		fprintf(f, "    policy %s/%s selects it%s\n", pol->meta.namespace, pol->meta.name,
 			n_rules ? "" : ", with no rules for this direction (deny all)");
+		note_held(in, &pol->meta, "      ", f);
 		for (size_t r = 0; r < n_rules; r++) {
 			const KubePolicyRule *rule = &rules[r];
 			bool peer_ok = rule->n_peers == 0;
