@@ -214,9 +214,13 @@ static json_t *object_from_kv(const ObjectSourceRequest *r, const EtcdKv *kv, in
 		json_decref(o);
 		return refusal(kv->key, ns, name, rv, "metadata.namespace differs from the key", ret_refused);
 	}
+	/* When the object was created is etcd's word, not the writer's: metadata.creationTimestamp is
+	 * whatever was written, so "the older wins" (Service conflicts) goes by the key's
+	 * create_revision, which no writer can backdate. */
 	if ((!json_object_get(md, "name") && set_str(md, "name", name) < 0) ||
 	    (ns && !json_object_get(md, "namespace") && set_str(md, "namespace", ns) < 0) ||
-	    set_str(md, "resourceVersion", rv) < 0) {
+	    set_str(md, "resourceVersion", rv) < 0 ||
+	    json_object_set_new(o, KUBE_CREATE_REVISION_FIELD, json_integer(kv->create_revision)) < 0) {
 		json_decref(o);
 		return NULL;
 	}

@@ -85,6 +85,10 @@ static void on_list_page(KubeClient *c, int error, json_t *resp, void *userdata)
 		return list_fail(r, -EBADMSG);
 	if (!r->rv && !(r->rv = strdup(rv)))
 		return list_fail(r, -ENOMEM);
+	/* Only a source may say when an object was created (kube-objects.h): the API server drops
+	 * unknown fields of its own kinds, but a proxy or a fixture need not. */
+	for (size_t i = 0; i < json_array_size(items); i++)
+		(void) json_object_del(json_array_get(items, i), KUBE_CREATE_REVISION_FIELD);
 	if (json_array_extend(r->items, (json_t *) items) < 0)
 		return list_fail(r, -ENOMEM);
 	if (!isempty(cont)) {
@@ -166,8 +170,10 @@ static int on_watch_event(KubeClient *c, const char *type, json_t *object, void 
 
 	/* Types a newer server may add are skipped. The cache may cancel r from inside on_event:
 	 * nothing of r is touched afterwards. */
-	if (object_event_type_from_string(type, &t) >= 0)
-		r->on_event(t, object, r->userdata);
+	if (object_event_type_from_string(type, &t) < 0)
+		return 0;
+	(void) json_object_del(object, KUBE_CREATE_REVISION_FIELD);
+	r->on_event(t, object, r->userdata);
 	return 0;
 }
 
