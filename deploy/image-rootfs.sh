@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Stages the root filesystem of the weft image (deploy/Containerfile is FROM scratch and copies
-# it): the binaries of a build directory, stripped, and exactly the shared libraries they load,
-# taken from this machine (Debian 12), at the paths the dynamic loader looks in.
+# it): the binaries of a build directory, stripped, and exactly the shared libraries weftd and the
+# weft tool load, taken from this machine (Debian 12), at the paths the dynamic loader looks in.
+# The plugins are the static multi-call suite and need none of them.
 #
 #   deploy/image-rootfs.sh BUILD_DIR OUT_DIR      (make image calls it; OUT_DIR/rootfs is made)
 #
 #   /usr/bin/weftd, /usr/bin/weft          the node agent and the runtime tool (install-cni)
-#   /opt/weft/bin/*                        every CNI plugin (what install-cni copies to the host)
+#   /opt/weft/bin/weft-plugins             the CNI plugins, one static multi-call file (what
+#   /opt/weft/bin/<plugin> -> weft-plugins install-cni copies to the host), a symlink per name
 #   /usr/lib/x86_64-linux-gnu/*.so.*       their libraries, as ldd resolves them here
 #   /lib64/ld-linux-x86-64.so.2            the ELF interpreter; /lib, /lib64, /bin: merged-/usr links
 #   /etc/passwd, /etc/group, /etc/nsswitch.conf, /tmp, /run, /var/lib
@@ -37,13 +39,43 @@ install_bin() { # SRC DEST
 	strip --strip-unneeded "$2"
 	chmod 0755 "$2"
 }
+# The plugins are one multi-call file (build/bin/weft-plugins; every plugin name a hard link to
+# it): stored once, each name a symlink to it (symlinks survive any image layer tool; install-cni
+# follows them and writes one file with a hard link per name on the host).
+mc=$build/bin/weft-plugins
+[ -x "$mc" ] || { echo "image-rootfs: no $mc (run make first)" >&2; exit 1; }
+install_bin "$mc" "$root/opt/weft/bin/weft-plugins"
 for f in "$build"/bin/*; do
-	if [ ! -f "$f" ] || [ ! -x "$f" ]; then continue; fi
+	if [ ! -f "$f" ] || [ ! -x "$f" ] || [ "$f" = "$mc" ]; then continue; fi
 	case ${f##*/} in
 	weftd) install_bin "$f" "$root/usr/bin/weftd" ;;
-	*) install_bin "$f" "$root/opt/weft/bin/${f##*/}" ;;
+	*)
+		[ "$(stat -c %i "$f")" = "$(stat -c %i "$mc")" ] || {
+			echo "image-rootfs: $f is not a link to $mc: a stale per-plugin build? (make clean; make)" >&2
+			exit 1
+		}
+		ln -s weft-plugins "$root/opt/weft/bin/${f##*/}"
+		;;
 	esac
 done
+# What lands on the hosts must be static (it runs with whatever root the node has). A dynamic
+# suite (the build could not make the static libraries: build/static-deps/UNAVAILABLE) is refused
+# unless WEFT_ALLOW_DYNAMIC_PLUGINS=1 says to ship it anyway, for a test image on this machine.
+linkage=$(cat "$build/linkage" 2>/dev/null || echo unknown)
+if [ "$linkage" = static ]; then
+	if readelf -lW "$root/opt/weft/bin/weft-plugins" | grep -q INTERP ||
+		readelf -dW "$root/opt/weft/bin/weft-plugins" | grep -q NEEDED; then
+		echo "image-rootfs: $build/linkage says static but weft-plugins needs a loader" >&2
+		exit 1
+	fi
+elif [ "${WEFT_ALLOW_DYNAMIC_PLUGINS:-0}" = 1 ]; then
+	echo "image-rootfs: WARNING: the plugins are DYNAMIC ($linkage): they will only run on hosts with Debian 12's libraries" >&2
+else
+	echo "image-rootfs: the plugins in $build are not static ($linkage): refusing to build an image whose plugins" >&2
+	echo "  need the host's libraries (tools/build-static-deps.sh; see build/static-deps/UNAVAILABLE)." >&2
+	echo "  WEFT_ALLOW_DYNAMIC_PLUGINS=1 builds it anyway (a test image for this machine only)." >&2
+	exit 1
+fi
 install_bin "$build/tool/weft" "$root/usr/bin/weft"
 
 # libraries: the union of what ldd resolves for every executable, copied (dereferenced) under

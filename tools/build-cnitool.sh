@@ -9,19 +9,9 @@ out=build/tools/cnitool
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p build/tools
-if ! grep -rqs '^Types:.*deb-src' /etc/apt/sources.list.d/ /etc/apt/sources.list 2>/dev/null &&
-	! grep -qs '^deb-src' /etc/apt/sources.list 2>/dev/null; then
-	echo "adding a deb-src entry for Debian bookworm (needed for 'apt-get source')" >&2
-	cat >/etc/apt/sources.list.d/weft-debian-src.sources <<'SRC'
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-	apt-get update -qq
-fi
-(cd "$work" && apt-get source -qq --download-only golang-github-appc-cni-dev >/dev/null 2>&1)
+# shellcheck source=tools/debian-source.sh
+. tools/debian-source.sh
+debian_source_fetch golang-github-appc-cni-dev "$work" >/dev/null
 tar -C "$work" -xf "$work"/golang-github-appc-cni_*.orig.tar.*
 main=$(ls "$work"/golang-github-appc-cni-*/cnitool/cnitool.go)
 mkdir -p "$work/src"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs everything the build, the tests and the bench need (Debian 12), then builds cnitool.
+# Installs everything the build, the tests and the bench need (Debian 12), then builds the static
+# libmnl/libnftnl/libnftables the host suite links (tools/build-static-deps.sh) and cnitool.
 # Idempotent and fast when everything is there: asks dpkg-query first and only runs apt-get
 # (update + install, no recommends) for what is missing.
 #
@@ -52,6 +53,13 @@ if ((${#missing[@]} > 0)); then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# The static host suite's libraries (cached in build/static-deps; a no-op when up to date). When
+# Debian's source packages cannot be fetched the build goes on with a DYNAMIC host suite (the
+# Makefile's STATIC=auto), loudly: build/static-deps/UNAVAILABLE says why, test-static-suite
+# reports it, and `make image` refuses such a suite unless told otherwise.
+if ! tools/build-static-deps.sh; then
+	echo "install-deps: WARNING: no static libmnl/libnftnl/libnftables; the plugins will be dynamic" >&2
+fi
 tools/build-cnitool.sh
 # the CRI test client: npm packages and CRI's api.proto from Debian's containerd source package
 test/runtime/cri/setup.sh

@@ -31,7 +31,6 @@
 
 #include "basic/log.h"
 #include "basic/macro.h"
-#include "basic/mem-util.h"
 #include "basic/string-util.h"
 #include "daemon/weftd.h"
 
@@ -93,8 +92,6 @@ static int run_reconcile(Manager *m, bool full) {
 	 * give it back after the passes that follow one, so RSS tracks the live state. */
 	if (full || !m->trimmed) {
 		malloc_trim(0);
-		/* Likewise the library pages only start-up touched (see mem-util.h): ~8 MiB of RSS. */
-		(void) mem_drop_clean_file_pages();
 		m->trimmed = true;
 	}
 	return r;

@@ -59,6 +59,7 @@ static void usage(FILE *f) {
 		   "Copies plugin executables from --src into --dest (atomic per file: temp + fsync + rename,\n"
 		   "so running plugins are unaffected), skipping files that are already identical. Default\n"
 		   "plugin list: every executable in --src. Only the listed names are written in --dest.\n"
+		   "Names of one source file (the multi-call suite's links) stay one file: hard links.\n"
 		   "--conf-src/--conf-dest install one CNI config file the same way (mode 0644).\n");
 }
 
@@ -206,6 +207,18 @@ static int copy_fd(int src, int dst) {
 	}
 }
 
+/* Two init containers of a rolling update may run at once, both as PID 1 of their own namespace:
+ * a temp name needs real randomness, and O_EXCL (or linkat's EEXIST) settles any collision. */
+static int tmp_name(const char *name, char tmp[static NAME_MAX + 1]) {
+	uint64_t rnd = 0;
+
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+		rnd = (uint64_t) random();
+	if (snprintf(tmp, NAME_MAX + 1, TMP_PREFIX "%s.%016llx", name, (unsigned long long) rnd) >= NAME_MAX + 1)
+		return log_error_errno(ENAMETOOLONG, "%s: name too long", name);
+	return 0;
+}
+
 /*
  * Installs `it` as dest/it->name with `mode`. The current target (if any) is only ever opened for
  * reading and then replaced by rename(2): a process executing it keeps the old inode, and the
@@ -240,16 +253,10 @@ static int install_item(const InstallItem *it, int dest_dfd, const char *dest, m
 	} else if (errno != ENOENT)
 		return log_error_errno(errno, "Failed to stat %s/%s: %m", dest, it->name);
 
-	/* Two init containers of a rolling update may run at once, both as PID 1 of their own
-	 * namespace: the name needs real randomness, and O_EXCL settles any collision. */
 	for (unsigned attempt = 0; attempt < 16; attempt++) {
-		uint64_t rnd = 0;
-
-		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-			rnd = (uint64_t) random();
-		if (snprintf(tmp, sizeof(tmp), TMP_PREFIX "%s.%016llx", it->name, (unsigned long long) rnd) >=
-		    (int) sizeof(tmp))
-			return log_error_errno(ENAMETOOLONG, "%s: name too long", it->name);
+		r = tmp_name(it->name, tmp);
+		if (r < 0)
+			return r;
 		tmp_fd = openat(dest_dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (tmp_fd >= 0 || errno != EEXIST)
 			break;
@@ -279,6 +286,54 @@ static int install_item(const InstallItem *it, int dest_dfd, const char *dest, m
 fail:
 	(void) unlinkat(dest_dfd, tmp, 0);
 	return r;
+}
+
+/*
+ * Installs `it` as another name of dest/anchor, which install_item() has just installed from a
+ * source with the same inode: the multi-call suite is one file with a name per plugin, and stays
+ * one file on the host. A hard link under a temp name, renamed over the target: as for a copy,
+ * a process executing the old target keeps its inode, and the name always points at a complete
+ * file. A target that is already that inode is left alone.
+ */
+static int install_link(const InstallItem *it, const char *anchor, int dest_dfd, const char *dest,
+			InstallOutcome *ret) {
+	char tmp[NAME_MAX + 1];
+	struct stat ast, cst;
+	bool exists = false;
+	int r;
+
+	if (fstatat(dest_dfd, anchor, &ast, AT_SYMLINK_NOFOLLOW) < 0)
+		return log_error_errno(errno, "Failed to stat %s/%s: %m", dest, anchor);
+	if (fstatat(dest_dfd, it->name, &cst, AT_SYMLINK_NOFOLLOW) >= 0) {
+		exists = true;
+		if (S_ISDIR(cst.st_mode))
+			return log_error_errno(EISDIR, "%s/%s: is a directory, refusing to replace it", dest, it->name);
+		if (cst.st_dev == ast.st_dev && cst.st_ino == ast.st_ino) {
+			*ret = INSTALL_UNCHANGED;
+			return 0;
+		}
+	} else if (errno != ENOENT)
+		return log_error_errno(errno, "Failed to stat %s/%s: %m", dest, it->name);
+
+	for (unsigned attempt = 0;; attempt++) {
+		r = tmp_name(it->name, tmp);
+		if (r < 0)
+			return r;
+		if (linkat(dest_dfd, anchor, dest_dfd, tmp, 0) >= 0)
+			break;
+		if (errno != EEXIST || attempt >= 16) {
+			r = -errno;
+			return log_error_errno(r, "Failed to link %s/%s to %s: %m%s", dest, anchor, tmp,
+					       r == -EROFS ? " (the destination must be mounted read-write)" : "");
+		}
+	}
+	if (renameat(dest_dfd, tmp, dest_dfd, it->name) < 0) {
+		r = log_error_errno(errno, "Failed to rename %s/%s to %s: %m", dest, tmp, it->name);
+		(void) unlinkat(dest_dfd, tmp, 0);
+		return r;
+	}
+	*ret = exists ? INSTALL_UPDATED : INSTALL_NEW;
+	return 0;
 }
 
 /* Removes our temp files left behind by a run that died between create and rename. */
@@ -324,9 +379,18 @@ static int install_all(const InstallItem *items, size_t n, int dest_dfd, const c
 
 	remove_stale_temps(dest_dfd);
 	for (size_t i = 0; i < n; i++) {
+		const InstallItem *anchor = NULL;
 		InstallOutcome o;
 
-		r = install_item(&items[i], dest_dfd, dest, mode, &o);
+		/* Names of one source file (the multi-call suite's hard links) become names of one
+		 * installed file: the first is copied, the others linked to it. */
+		for (size_t j = 0; j < i && !anchor; j++)
+			if (items[j].st.st_dev == items[i].st.st_dev && items[j].st.st_ino == items[i].st.st_ino)
+				anchor = &items[j];
+		if (anchor)
+			r = install_link(&items[i], anchor->name, dest_dfd, dest, &o);
+		else
+			r = install_item(&items[i], dest_dfd, dest, mode, &o);
 		if (r < 0)
 			break;
 		counts[o]++;

@@ -12,6 +12,9 @@
  * the target is never opened for writing, so a plugin that is running right now (ETXTBSY for an
  * in-place write) keeps its old inode and a runtime never execs a half-written binary. Files
  * whose size and content already match are left alone, so restarting the pod changes nothing.
+ * Source names that are one file (hard links or symlinks to it: the multi-call plugin suite)
+ * stay one file: the first name is copied, the others become hard links to it, each put in place
+ * by a rename of a temp link, so the same guarantees hold for every name.
  * Only names from the plugin list (default: every executable in --src) are ever written.
  *
  * Prints one line per file ("installed|updated|unchanged DEST/NAME") and a summary; exits 0, or

@@ -331,8 +331,10 @@ static int bridge_del(CniRequest *req, void *userdata) {
 	/* The pod's interface; the host end of the veth goes with it. */
 	RET_GATHER(r, pod_link_del_in_netns(req));
 
-	/* By attachment id, so it works without the netns and without knowing the addresses. */
-	if ((c->ip_masq && c->is_layer3) || c->macspoofchk) {
+	/* By attachment id, so it works without the netns and without knowing the addresses. Asked
+	 * over raw netlink first: a DEL with nothing to remove opens no nftables context. */
+	if (((c->ip_masq && c->is_layer3) || c->macspoofchk) &&
+	    nft_bridge_present(req->name, req->container_id, req->ifname) != 0) {
 		k = pod_nft_open(req, &nft);
 		if (k < 0)
 			RET_GATHER(r, k);

@@ -22,6 +22,7 @@
 #include "shared/nft/nft-bridge.h"
 #include "shared/nft/nft-batch.h"
 #include "shared/nft/nft-elem.h"
+#include "shared/nft/nft-raw.h"
 #include "shared/nft/nft-table.h"
 
 /* ---- table layout ---- */
@@ -210,6 +211,18 @@ out:
 
 int nft_bridge_macspoof_del(NftCtx *c, const char *net, const char *cid, const char *ifname) {
 	return nft_elem_remove_attachment(c, &all_sets[MAC_PORTS], N_SETS - MAC_PORTS, net, cid, ifname);
+}
+
+int nft_bridge_present(const char *net, const char *cid, const char *ifname) {
+	char id[NFT_COMMENT_MAX + 1];
+	int r;
+
+	r = nft_attachment_id(net, cid, ifname, id);
+	if (r == -EINVAL || r == -ENAMETOOLONG)
+		return 0; /* as nft_elem_remove_attachment(): ADD refuses such ids */
+	if (r < 0)
+		return r;
+	return nft_raw_has_comment(all_sets, N_SETS, id);
 }
 
 /* ---- flush ---- */

@@ -55,6 +55,14 @@ int nft_bridge_macspoof_add(NftCtx *c, const char *net, const char *cid, const c
 /* Removes this attachment's macspoof elements. Missing table/set/element = 0. */
 int nft_bridge_macspoof_del(NftCtx *c, const char *net, const char *cid, const char *ifname);
 
+/*
+ * Whether any masq or macspoof element carries this attachment's comment: 1 yes, 0 no (also when
+ * the tables or sets do not exist), -errno on a netlink error (callers then take the libnftables
+ * path). A raw set-element dump per set (nft-raw.h), no nftables context: DEL asks it first, so a
+ * DEL with nothing to remove (a repeated DEL, one after a failed ADD) never sets up libnftables.
+ */
+int nft_bridge_present(const char *net, const char *cid, const char *ifname);
+
 /* Removes every br-* chain and set in both weft tables (and the tables if they end up empty).
  * For tests and uninstall. Missing = 0. */
 int nft_bridge_flush_all(NftCtx *c);

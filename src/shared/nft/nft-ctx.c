@@ -13,16 +13,21 @@
  * libnftables 1.0.6 has no switch to skip the cache; we keep it small by never listing the whole
  * ruleset (listings name one table or set).
  *
- * libnftables is loaded with dlopen() on the first nft_ctx_open(), not linked: it drags in
- * libnftnl, libxtables and libgmp, and mapping and relocating those four cost every process that
- * links them ~0.4 ms at exec (measured: a trivial C program execs in 0.68 ms, 1.05 ms with them).
- * Most plugin runs never touch nftables (bridge without ipMasq, weft, portmap ADD without
- * mappings), and a CNI ADD is a chain of such execs. The eight functions below are all we use.
+ * Linking: the host suite is static (Makefile), so libnftables, libnftnl and libmnl are in the
+ * executable and the calls below go straight to them; mapping a static executable costs nothing
+ * per library, and a plugin that never opens a context never touches that code. Only a DYNAMIC
+ * host suite (STATIC=0, sanitizer builds, a machine where tools/build-static-deps.sh could not
+ * run) builds this file with WEFT_NFT_DLOPEN: there libnftables is dlopen()ed on the first
+ * nft_ctx_open(), because linking it would drag libnftnl, libxtables and libgmp into every
+ * plugin's exec (~0.4 ms measured: a trivial C program execs in 0.68 ms, 1.05 ms with them) and
+ * most plugin runs never touch nftables.
  */
 
+#ifdef WEFT_NFT_DLOPEN
 #include <dlfcn.h>
-#include <errno.h>
 #include <pthread.h>
+#endif
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +40,7 @@
 #include "shared/nft/nft-table.h"
 #include "shared/nft/nft.h"
 
-/* The soname Debian's libnftables1 ships (the ABI we compile against). */
-#define LIBNFTABLES_SONAME "libnftables.so.1"
-
-static struct {
+typedef struct NftLib {
 	typeof(nft_ctx_new) *ctx_new;
 	typeof((nft_ctx_free)) *ctx_free;
 	typeof(nft_ctx_buffer_output) *buffer_output;
@@ -47,7 +49,13 @@ static struct {
 	typeof(nft_ctx_get_error_buffer) *get_error_buffer;
 	typeof(nft_ctx_output_set_flags) *output_set_flags;
 	typeof(nft_run_cmd_from_buffer) *run_cmd_from_buffer;
-} lib;
+} NftLib;
+
+#ifdef WEFT_NFT_DLOPEN
+/* The soname Debian's libnftables1 ships (the ABI we compile against). */
+#define LIBNFTABLES_SONAME "libnftables.so.1"
+
+static NftLib lib;
 static int lib_r = 1; /* 1: not tried yet; 0: loaded; -errno: failed (not retried) */
 static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
 
@@ -74,6 +82,27 @@ static void lib_load(void) {
 	lib_r = 0; /* the handle stays open for the life of the process */
 }
 
+static int lib_open(void) {
+	(void) pthread_once(&lib_once, lib_load);
+	return lib_r;
+}
+#else
+static const NftLib lib = {
+	.ctx_new = nft_ctx_new,
+	.ctx_free = (nft_ctx_free),
+	.buffer_output = nft_ctx_buffer_output,
+	.buffer_error = nft_ctx_buffer_error,
+	.get_output_buffer = nft_ctx_get_output_buffer,
+	.get_error_buffer = nft_ctx_get_error_buffer,
+	.output_set_flags = nft_ctx_output_set_flags,
+	.run_cmd_from_buffer = nft_run_cmd_from_buffer,
+};
+
+static int lib_open(void) {
+	return 0;
+}
+#endif
+
 struct NftCtx {
 	struct nft_ctx *nft;
 };
@@ -93,12 +122,13 @@ static struct nft_ctx *lib_ctx_new(void) {
 
 int nft_ctx_open(NftCtx **ret) {
 	_cleanup_free_ NftCtx *c = NULL;
+	int r;
 
 	if (!ret)
 		return -EINVAL;
-	(void) pthread_once(&lib_once, lib_load);
-	if (lib_r < 0)
-		return lib_r;
+	r = lib_open();
+	if (r < 0)
+		return r;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;

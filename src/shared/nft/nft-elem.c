@@ -72,7 +72,17 @@ static int render(FILE *f, json_t *v, json_t *types, size_t idx) {
 		return 0;
 	}
 	if (json_is_integer(v)) {
-		fprintf(f, "%lld", (long long) json_integer_value(v));
+		json_t *t = json_is_array(types) ? json_array_get(types, idx) : types;
+		long long n = json_integer_value(v);
+
+		/* nft names a protocol with getprotobynumber(), i.e. from the host's /etc/protocols: a
+		 * plugin run from a root without that file (a static plugin on a minimal node, or the
+		 * chroot of test-static-chroot) lists 6 where others list "tcp". Our keys use the names. */
+		if (json_is_string(t) && streq(json_string_value(t), "inet_proto") && (n == 6 || n == 17 || n == 132)) {
+			fputs(n == 6 ? "tcp" : n == 17 ? "udp" : "sctp", f);
+			return 0;
+		}
+		fprintf(f, "%lld", n);
 		return 0;
 	}
 	if ((x = json_object_get(v, "prefix"))) {

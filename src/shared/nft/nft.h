@@ -18,9 +18,10 @@ typedef struct NftCtx NftCtx;
 
 /* Creates a context for the CURRENT network namespace: libnftables opens its netlink socket in
  * nft_ctx_new(), so the context keeps acting on that namespace even if the thread setns()es
- * elsewhere later (verified on 1.0.6). Open one context per namespace. libnftables.so.1 is
- * dlopen()ed on the first call (see nft-ctx.c). 0, -ENOMEM, or -ELIBACC / -ELIBBAD when the
- * library cannot be loaded or lacks a function. */
+ * elsewhere later (verified on 1.0.6). Open one context per namespace. libnftables is linked
+ * into the static host suite; only a dynamic one dlopen()s libnftables.so.1 on the first call
+ * (see nft-ctx.c). 0, -ENOMEM, or (dynamic only) -ELIBACC / -ELIBBAD when the library cannot be
+ * loaded or lacks a function. */
 int nft_ctx_open(NftCtx **ret);
 
 /*
