@@ -202,6 +202,14 @@ int nft_list_json_full(NftCtx *c, const char *cmd, json_t **ret, char **ret_erro
 	if (!ret)
 		return -EINVAL;
 	r = run(c, cmd, NFT_CTX_OUTPUT_JSON, &out, ret_error);
+	/*
+	 * What the listing fetched stays in libnftables' cache until the next command: even `list
+	 * chains inet` brings every rule and set element of the table (34 MB for 2,000 Services), held
+	 * for good by a caller that lists and seldom writes (the policy agent's stale-chain scan after a
+	 * restart under load). The output is ours now; the next command fetches anew anyway when the
+	 * ruleset changed meanwhile.
+	 */
+	(void) nft_ctx_drop_cache(c);
 	if (r < 0)
 		return r;
 	j = json_loads(out, 0, &jerr);

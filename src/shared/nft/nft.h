@@ -42,6 +42,7 @@ static inline void nft_ctx_freep(NftCtx **c) {
  * large batch holds every chain, rule and element of it (tens of MiB at 10k Services or 1k
  * policies) until the next command replaces it. The next command fills it again, as it would
  * anyway after our own commit changed the ruleset's generation. 0 or -ENOMEM (c unchanged).
+ * The listings (nft_list_json*, nft_list_names) drop it themselves once their output is copied.
  */
 int nft_ctx_drop_cache(NftCtx *c);
 
