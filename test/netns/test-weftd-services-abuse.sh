@@ -22,7 +22,7 @@
 cluster_require
 require_cmd python3 curl jq
 N=${ABUSE_SERVICES:-2000}
-RSS_BOUND_KB=${RSS_BOUND_KB:-150000}
+RSS_BOUND_KB=${RSS_BOUND_KB:-80000}
 TXN=$TOP/test/netns/service/etcd-txn.py
 PROBE=$TOP/test/netns/service/healthz-probe.py
 ETCD_ARGS="--max-txn-ops 50000 --max-request-bytes 67108864"
