@@ -209,6 +209,7 @@ static void ds_dispatch(Manager *m) {
 				  m->ds_ops->last_error ? m->ds_ops->last_error(m->ds) : "");
 		m->lease_lost = true;
 		m->metrics.lease_lost = true;
+		manager_health_publish(m); /* not a tick later */
 		manager_ds_rearm(m);
 		return;
 	}

@@ -16,9 +16,11 @@
 #      (output), and not one packet reaches the underlay.
 #   4  a DNAT element for etcd's address:2379 put into svc-ips4 by hand takes a node's own curl to
 #      the pods, but a weftd restarted under it still reaches etcd and programs new Services.
-#   2  an element injected into svc-ips4 makes nftables refuse one Service's batch: that Service is
-#      quarantined (counted, logged once) and the others written in the same transaction are
-#      programmed; once the element goes and the Service changes, it is programmed.
+#   2  a set injected under the name of one Service's affinity set makes nftables refuse every batch
+#      with that Service, a full one too: the Service is quarantined (counted, logged once), the
+#      others written in the same transaction are programmed, later changes apply, a restart under
+#      the conflict programs everyone else; once the set goes and the Service changes, it is
+#      programmed.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/weft-cluster-lib.sh"
 
@@ -161,12 +163,15 @@ grep -q "HTTP/0.9" "$(node_dir 1)/weftd.log" && check_fail "weftd talked to the 
 
 # ---- 2: quarantine ----
 case_ "a Service nftables refuses is quarantined; the others of the same transaction are programmed"
-# node2 gets an element of its own for the address the Service is about to take: the Service's
-# "add element" then fails with "File exists", as two Services with one address did
-nft_in 2 add element inet weft svc-ips4 '{ 10.96.0.30 . tcp . 80 : drop }'
+# node2 gets a set of its own under the name of shop/broken's affinity set, with another type: the
+# Service's "add set" then fails with "File exists" in every batch, a full one too (the set is one
+# the Service wants, so a full sync keeps it), as a duplicate of two Services did
+AFF_SET="svc-shop/broken/tcp/80/ip4/ep/$P1/8080/aff3"
+nft_in 2 add set inet weft "$AFF_SET" '{ type ipv6_addr; }'
+BROKEN='{"clusterIP":"10.96.0.30","sessionAffinity":"ClientIP","sessionAffinityConfig":{"clientIP":{"timeoutSeconds":3}},"ports":[{"port":80,"targetPort":8080}]}'
 TAB=$'\t'
 ip netns exec "$ETCD_NS" python3 "$TOP/test/netns/service/etcd-txn.py" "$ETCD_URL" >/dev/null <<EOF ||
-$ETCD_PREFIX/objects/services/shop/broken$TAB$(service_json broken '{"clusterIP":"10.96.0.30","ports":[{"port":80,"targetPort":8080}]}')
+$ETCD_PREFIX/objects/services/shop/broken$TAB$(service_json broken "$BROKEN")
 $ETCD_PREFIX/objects/endpointslices/shop/broken-1$TAB$(slice_json broken-1 broken "$(endpoint "$P1" node1)" '{"port":8080}')
 $ETCD_PREFIX/objects/services/shop/fine$TAB$(service_json fine '{"clusterIP":"10.96.0.31","ports":[{"port":80,"targetPort":8080}]}')
 $ETCD_PREFIX/objects/endpointslices/shop/fine-1$TAB$(slice_json fine-1 fine "$(endpoint "$P1" node1)" '{"port":8080}')
@@ -176,31 +181,49 @@ wait_for 10 sh -c "ip netns exec $(node_ns 2) nft list map inet weft svc-ips4 | 
 	check_fail "node2: a refused Service stopped the others: $(grep -i refused "$(node_dir 2)/weftd.log" | tail -3)"
 r=$(in_node 2 tcp 10.96.0.31 80)
 [[ $r =~ ^p1\  ]] || check_fail "node2: the Service next to the refused one does not answer: $r"
-q=$(ip netns exec "$(node_ns 2)" curl -s -m 2 http://127.0.0.1:9876/metrics | awk '$1 == "weft_service_quarantined" { print $2 }')
-rej=$(ip netns exec "$(node_ns 2)" curl -s -m 2 http://127.0.0.1:9876/metrics | awk '$1 == "weft_service_rejected_total{reason=\"nftables\"}" { print $2 }')
-info "  node2: weft_service_quarantined $q, weft_service_rejected_total{reason=\"nftables\"} $rej"
-assert_eq "$q" 1 "node2: quarantined Services"
-assert_eq "$rej" 1 "node2: nftables refusals counted"
-n=$(grep -c "nftables refused the objects of Service shop/broken" "$(node_dir 2)/weftd.log")
+# quarantined NODE: "gauge counter" of node NODE
+quarantined() {
+	local m
+	m=$(ip netns exec "$(node_ns "$1")" curl -s -m 2 http://127.0.0.1:9876/metrics)
+	echo "$(awk '$1 == "weft_service_quarantined" { print $2 }' <<<"$m") $(awk '$1 == "weft_service_rejected_total{reason=\"nftables\"}" { print $2 }' <<<"$m")"
+}
+q=$(quarantined 2)
+info "  node2: weft_service_quarantined, weft_service_rejected_total{reason=\"nftables\"}: $q"
+assert_eq "$q" "1 1" "node2: quarantined Services and nftables refusals counted"
+n=$(grep -c "nftables refused the objects of Service shop/broken" "$(node_dir 2)/weftd.log" || true)
 assert_eq "$n" 1 "node2: the refusal logged once"
 case_ "later changes of other Services keep syncing on that node"
 service fine '{"clusterIP":"10.96.0.31","ports":[{"port":80,"targetPort":8080},{"name":"b","port":81,"targetPort":8080}]}'
-wait_for 10 sh -c "ip netns exec $(node_ns 2) nft list ruleset | grep -q '10.96.0.31 . tcp . 81'" ||
+# (port b has no endpoint port of its name: svc-noep4)
+wait_for 10 sh -c "ip netns exec $(node_ns 2) nft list map inet weft svc-noep4 | grep -q '10.96.0.31 . tcp . 81'" ||
 	check_fail "node2: a change after the quarantine was not applied"
 for i in 1 3; do
 	wait_for 10 sh -c "ip netns exec $(node_ns "$i") nft list map inet weft svc-ips4 | grep -q '10.96.0.30 . tcp . 80'" ||
 		check_fail "node$i (no conflict): shop/broken not programmed"
 done
-case_ "the conflicting element gone, the Service's next change programs it"
-nft_in 2 delete element inet weft svc-ips4 '{ 10.96.0.30 . tcp . 80 }'
-service broken '{"clusterIP":"10.96.0.30","ports":[{"port":80,"targetPort":8080}],"sessionAffinity":"None"}'
+case_ "a restart under the conflict: the full sync is narrowed, everyone else is programmed"
+weftd_stop 2
+weftd_start 2 --objects-datastore etcd --relist-interval 0 --service-cluster-ip-range "$RANGE"
+weftd_wait_ready 2
+wait_for 20 sh -c "ip netns exec $(node_ns 2) nft list map inet weft svc-noep4 | grep -q '10.96.0.31 . tcp . 81'" ||
+	check_fail "node2 restarted: the full sync programmed nothing: $(grep -i refused "$(node_dir 2)/weftd.log" | tail -3)"
+r=$(in_node 2 tcp 10.96.0.10 80)
+[[ $r =~ ^p[12]\  ]] || check_fail "node2 restarted: shop/web does not answer: $r"
+wait_for 5 sh -c "ip netns exec $(node_ns 2) curl -s http://127.0.0.1:9876/metrics | grep -q '^weft_service_quarantined 1$'" ||
+	check_fail "node2 restarted: shop/broken not quarantined: $(quarantined 2)"
+if nft_in 2 list map inet weft svc-ips4 | grep -q '10.96.0.30 . tcp . 80'; then
+	check_fail "node2 restarted: the refused Service has an entry"
+fi
+case_ "the conflicting set gone, the Service's next change programs it"
+# (the restarted weftd's full sync may have deleted it already: a svc-* set no programmed Service wants)
+nft_in 2 delete set inet weft "$AFF_SET" 2>/dev/null || true
 slice broken-1 broken "$(endpoint "$P1" node1),$(endpoint "$P2" node2)" '{"port":8080}'
 wait_for 10 sh -c "ip netns exec $(node_ns 2) nft list map inet weft svc-ips4 | grep -q '10.96.0.30 . tcp . 80 : goto'" ||
 	check_fail "node2: shop/broken not programmed after the conflict went"
 r=$(in_node 2 tcp 10.96.0.30 80)
 [[ $r =~ ^p[12]\  ]] || check_fail "node2: shop/broken does not answer: $r"
-q=$(ip netns exec "$(node_ns 2)" curl -s -m 2 http://127.0.0.1:9876/metrics | awk '$1 == "weft_service_quarantined" { print $2 }')
-assert_eq "$q" 0 "node2: quarantined Services after the fix"
+q=$(quarantined 2)
+assert_eq "${q%% *}" 0 "node2: quarantined Services after the fix"
 
 for i in 1 2 3; do weftd_alive "$i" || check_fail "weftd on node $i died"; done
 info "$N_CASES cases"

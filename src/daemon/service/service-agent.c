@@ -378,7 +378,7 @@ static int render_full(ServiceAgent *a, ServiceUnit *const *units, size_t n, cha
 typedef struct FullBisect {
 	ServiceAgent *a;
 	char **kernel, **kernel_sets;
-	ServiceUnit **good; /* accepted so far (what the kernel holds) */
+	ServiceUnit **good; /* accepted by the kernel's check so far */
 	size_t n_good;
 	ServiceUnit **cand; /* scratch: good + a range */
 	bool *refused;
@@ -388,8 +388,8 @@ typedef struct FullBisect {
 
 /*
  * A refused full batch: each attempt is a whole full batch of the Services accepted so far plus a
- * range of the rest, so the kernel only ever goes from one complete, consistent program to the next
- * (never an emptied table while the culprit is searched for). Costly, but only after a refusal.
+ * range of the rest, checked by the kernel and aborted (nft_check), so what is programmed stays in
+ * force while the culprits are searched for; the caller then applies the accepted ones for real.
  */
 static void full_bisect(FullBisect *fb, ServiceUnit **v, size_t lo, size_t hi) {
 	char *buf = NULL, *err = NULL;
@@ -405,7 +405,7 @@ static void full_bisect(FullBisect *fb, ServiceUnit **v, size_t lo, size_t hi) {
 	r = render_full(fb->a, fb->cand, n, fb->kernel, fb->kernel_sets, &buf, &len);
 	if (r >= 0) {
 		fb->batches++;
-		r = nft_apply(fb->a->nft, buf, &err);
+		r = nft_check(fb->a->nft, buf, &err);
 		(void) nft_ctx_drop_cache(fb->a->nft);
 		free(buf);
 	}
@@ -466,20 +466,15 @@ static int sync_full(ServiceAgent *a) {
 		fb.error = calloc(f.n + 1, sizeof(char *));
 		if (fb.good && fb.cand && fb.refused && fb.error) {
 			full_bisect(&fb, f.v, 0, f.n);
-			if (fb.n_good == 0) { /* nothing accepted: what the kernel holds is not ours to keep */
-				_cleanup_free_ char *b0 = NULL;
-				size_t l0 = 0;
-
-				r = render_full(a, NULL, 0, kernel, kernel_sets, &b0, &l0);
-				if (r >= 0)
-					r = nft_apply(a->nft, b0, NULL);
-				(void) nft_ctx_drop_cache(a->nft);
-			} else { /* the counts of what the kernel holds: the last batch accepted */
-				svc_refs_reset(a->refs);
-				for (size_t i = 0; i < fb.n_good; i++)
-					(void) svc_refs_update(a->refs, NULL, fb.good[i], NULL);
-				r = 0;
-			}
+			/* the accepted ones, for real (render_full counts their shared elements anew) */
+			free(buf);
+			buf = NULL;
+			free(err);
+			err = NULL;
+			r = render_full(a, fb.good, fb.n_good, kernel, kernel_sets, &buf, &len);
+			if (r >= 0)
+				r = nft_apply(a->nft, buf, &err);
+			(void) nft_ctx_drop_cache(a->nft);
 			log_debug("Services: full batch narrowed in %u batches", fb.batches);
 			for (size_t i = 0; i < f.n; i++)
 				if (fb.refused[i]) {

@@ -47,6 +47,7 @@ static struct {
 	typeof(nft_ctx_get_error_buffer) *get_error_buffer;
 	typeof(nft_ctx_output_set_flags) *output_set_flags;
 	typeof(nft_run_cmd_from_buffer) *run_cmd_from_buffer;
+	typeof(nft_ctx_set_dry_run) *set_dry_run;
 } lib;
 static int lib_r = 1; /* 1: not tried yet; 0: loaded; -errno: failed (not retried) */
 static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
@@ -66,7 +67,8 @@ static void lib_load(void) {
 	    !(*(void **) &lib.get_output_buffer = dlsym(h, "nft_ctx_get_output_buffer")) ||
 	    !(*(void **) &lib.get_error_buffer = dlsym(h, "nft_ctx_get_error_buffer")) ||
 	    !(*(void **) &lib.output_set_flags = dlsym(h, "nft_ctx_output_set_flags")) ||
-	    !(*(void **) &lib.run_cmd_from_buffer = dlsym(h, "nft_run_cmd_from_buffer"))) {
+	    !(*(void **) &lib.run_cmd_from_buffer = dlsym(h, "nft_run_cmd_from_buffer")) ||
+	    !(*(void **) &lib.set_dry_run = dlsym(h, "nft_ctx_set_dry_run"))) {
 		dlclose(h);
 		lib_r = -ELIBBAD;
 		return;
@@ -191,6 +193,17 @@ static int run(NftCtx *c, const char *cmd, unsigned flags, char **ret_output, ch
 
 int nft_apply(NftCtx *c, const char *batch, char **ret_error) {
 	return run(c, batch, 0, NULL, ret_error);
+}
+
+int nft_check(NftCtx *c, const char *batch, char **ret_error) {
+	int r;
+
+	if (!c)
+		return -EINVAL;
+	lib.set_dry_run(c->nft, true);
+	r = run(c, batch, 0, NULL, ret_error);
+	lib.set_dry_run(c->nft, false);
+	return r;
 }
 
 int nft_list_json_full(NftCtx *c, const char *cmd, json_t **ret, char **ret_error) {

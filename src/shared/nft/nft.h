@@ -57,6 +57,13 @@ int nft_ctx_drop_cache(NftCtx *c);
 int nft_apply(NftCtx *c, const char *batch, char **ret_error);
 
 /*
+ * As nft_apply(), but the kernel checks the batch and aborts it (libnftables' dry run, `nft -c`):
+ * the same errors ("File exists" included), nothing changed. For narrowing a refused batch without
+ * touching what is programmed.
+ */
+int nft_check(NftCtx *c, const char *batch, char **ret_error);
+
+/*
  * Runs one listing command (e.g. "list set inet weft br-masq4") with JSON output and returns
  * the parsed document ({"nftables": [...]}) in *ret (caller owns, json_decref()).
  * Same error convention as nft_apply(); a missing table/set is -ENOENT.
