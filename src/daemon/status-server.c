@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +43,13 @@ struct StatusServer {
 	void *userdata;
 	StatusConn *conns;
 	unsigned n_conns;
+	/* the front (status_server_start_front): its own loop in its own thread, sharing fd */
+	StatusServer *front; /* the main server's front; NULL if none */
+	StatusServer *main;  /* the front's main server */
+	pthread_t thread;
+	int handoff[2]; /* front -> main: StatusConn pointers of deferred requests */
+	int stop[2];    /* main -> front: stop */
+	EventSource *handoff_source, *stop_source;
 };
 
 int status_server_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len) {
@@ -174,6 +184,10 @@ static int conn_respond(StatusConn *c) {
 	if (status_server_parse_request_line(c->in, method, path) >= 0) {
 		status_server_parse_query(c->in, query);
 		r = c->server->handler(method, path, query, &resp, c->server->userdata);
+		if (r == STATUS_DEFER && c->server->main) {
+			free(resp.body);
+			return STATUS_DEFER + 1; /* the main loop's to answer */
+		}
 		if (r < 0) {
 			free(resp.body);
 			resp = (StatusResponse) { .status = 500, .content_type = "text/plain; charset=utf-8" };
@@ -195,6 +209,27 @@ static int conn_respond(StatusConn *c) {
 	if (r == 0)
 		return event_source_set_io_events(c->source, EPOLLOUT);
 	return r < 0 ? r : 1;
+}
+
+/* Moves a conn whose request is read from the front's thread to the main loop (on_handoff). */
+static int front_handoff(StatusConn *c) {
+	StatusServer *f = c->server;
+
+	for (StatusConn **p = &f->conns; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	f->n_conns--;
+	c->source = event_source_free(c->source);
+	c->next = NULL;
+	c->server = f->main;
+	/* a pointer is less than PIPE_BUF: written whole or not at all */
+	if (write(f->handoff[1], &c, sizeof(c)) != (ssize_t) sizeof(c)) {
+		safe_close(c->fd);
+		free(c);
+	}
+	return 0;
 }
 
 static int conn_io(EventSource *src, int fd, uint32_t revents, void *userdata) {
@@ -231,6 +266,8 @@ static int conn_io(EventSource *src, int fd, uint32_t revents, void *userdata) {
 		}
 	}
 	r = conn_respond(c);
+	if (r == STATUS_DEFER + 1)
+		return front_handoff(c);
 	if (r != 0)
 		conn_free(c);
 	return 0;
@@ -283,6 +320,99 @@ static int listen_io(EventSource *src, int fd, uint32_t revents, void *userdata)
 	}
 }
 
+static int on_handoff(EventSource *src, int fd, uint32_t revents, void *userdata) {
+	StatusServer *s = userdata;
+	StatusConn *c;
+
+	while (read(fd, &c, sizeof(c)) == (ssize_t) sizeof(c)) {
+		if (event_loop_add_io(s->loop, c->fd, EPOLLIN, conn_io, c, &c->source) < 0) {
+			safe_close(c->fd);
+			free(c);
+			continue;
+		}
+		c->next = s->conns;
+		s->conns = c;
+		s->n_conns++;
+		c->started = now_usec(); /* the main loop's own idle bound from here */
+		if (!event_source_armed(s->sweep))
+			(void) event_source_arm(s->sweep, USEC_PER_SEC, USEC_PER_SEC);
+		if (conn_respond(c) != 0)
+			conn_free(c);
+	}
+	return 0;
+}
+
+static int on_stop(EventSource *src, int fd, uint32_t revents, void *userdata) {
+	StatusServer *f = userdata;
+
+	event_loop_exit(f->loop, 0);
+	return 0;
+}
+
+static void *front_run(void *userdata) {
+	StatusServer *f = userdata;
+
+	(void) event_loop_run(f->loop);
+	return NULL;
+}
+
+static StatusServer *front_free(StatusServer *f) {
+	if (!f)
+		return NULL;
+	while (f->conns)
+		conn_free(f->conns);
+	event_source_free(f->listen_source);
+	event_source_free(f->sweep);
+	event_source_free(f->stop_source);
+	event_loop_free(f->loop);
+	free(f);
+	return NULL;
+}
+
+int status_server_start_front(StatusServer *s, StatusHandlerFn front_handler, void *userdata) {
+	StatusServer *f;
+	sigset_t all, old;
+	int r;
+
+	if (s->front)
+		return -EBUSY;
+	if (pipe2(s->handoff, O_CLOEXEC | O_NONBLOCK) < 0)
+		return negative_errno();
+	if (pipe2(s->stop, O_CLOEXEC | O_NONBLOCK) < 0)
+		return negative_errno();
+	f = calloc(1, sizeof(StatusServer));
+	if (!f)
+		return -ENOMEM;
+	*f = (StatusServer) { .fd = s->fd, .handler = front_handler, .userdata = userdata, .main = s };
+	f->handoff[1] = s->handoff[1];
+	r = event_loop_new(&f->loop);
+	if (r >= 0)
+		r = event_loop_add_io(f->loop, s->fd, EPOLLIN, listen_io, f, &f->listen_source);
+	if (r >= 0)
+		r = event_loop_add_timer(f->loop, sweep_cb, f, &f->sweep);
+	if (r >= 0)
+		r = event_loop_add_io(f->loop, s->stop[0], EPOLLIN, on_stop, f, &f->stop_source);
+	if (r >= 0)
+		r = event_loop_add_io(s->loop, s->handoff[0], EPOLLIN, on_handoff, s, &s->handoff_source);
+	if (r < 0) {
+		front_free(f);
+		return r;
+	}
+	/* the thread takes no signal: the main loop's signalfd gets them all */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = -pthread_create(&f->thread, NULL, front_run, f);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r < 0) {
+		front_free(f);
+		return r;
+	}
+	/* from now on the front accepts; the main loop only answers what it is handed */
+	s->listen_source = event_source_free(s->listen_source);
+	s->front = f;
+	return 0;
+}
+
 int status_server_new(EventLoop *e, const char *listen_addr, StatusHandlerFn handler, void *userdata,
 		      StatusServer **ret) {
 	_cleanup_(status_server_freep) StatusServer *s = NULL;
@@ -297,6 +427,7 @@ int status_server_new(EventLoop *e, const char *listen_addr, StatusHandlerFn han
 	if (!s)
 		return -ENOMEM;
 	s->fd = -EBADF;
+	s->handoff[0] = s->handoff[1] = s->stop[0] = s->stop[1] = -EBADF;
 	s->loop = e;
 	s->handler = handler;
 	s->userdata = userdata;
@@ -319,6 +450,27 @@ int status_server_new(EventLoop *e, const char *listen_addr, StatusHandlerFn han
 StatusServer *status_server_free(StatusServer *s) {
 	if (!s)
 		return NULL;
+	if (s->front) {
+		char b = 0;
+
+		(void) !write(s->stop[1], &b, 1);
+		(void) pthread_join(s->front->thread, NULL);
+		s->front = front_free(s->front);
+	}
+	if (s->handoff[0] >= 0) {
+		StatusConn *c;
+
+		/* conns handed over that the loop never took */
+		while (read(s->handoff[0], &c, sizeof(c)) == (ssize_t) sizeof(c)) {
+			safe_close(c->fd);
+			free(c);
+		}
+	}
+	event_source_free(s->handoff_source);
+	safe_close(s->handoff[0]);
+	safe_close(s->handoff[1]);
+	safe_close(s->stop[0]);
+	safe_close(s->stop[1]);
 	while (s->conns)
 		conn_free(s->conns);
 	event_source_free(s->listen_source);

@@ -31,6 +31,16 @@ int status_server_parse_request_line(const char *line, char method[static 16], c
 /* The query string of a request line ("kind=pods&namespace=x"; "" if none, or longer than 255). */
 void status_server_parse_query(const char *line, char query[static 256]);
 
+/*
+ * Answers some requests apart from the loop (weftd's /healthz while a long sync holds the loop):
+ * a thread with its own small loop takes over the listening socket and reads each request; the
+ * front handler answers it there, or returns STATUS_DEFER and the connection is handed to the
+ * main loop, whose handler answers it as before. The front handler runs in that thread: it may
+ * read only what is safe to read from another thread (atomics). 0, -EBUSY (started already) or -errno.
+ */
+#define STATUS_DEFER 1
+int status_server_start_front(StatusServer *s, StatusHandlerFn front_handler, void *userdata);
+
 int status_server_new(EventLoop *e, const char *listen, StatusHandlerFn handler, void *userdata, StatusServer **ret);
 StatusServer *status_server_free(StatusServer *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(StatusServer *, status_server_free);

@@ -17,6 +17,33 @@ static bool healthy(Manager *m) {
 	       cni_conf_present(m->args.cni_conf_dir) && masquerade_check(m->nft, &m->masq) > 0;
 }
 
+void manager_health_publish(Manager *m) {
+	atomic_store(&m->health_ok, healthy(m));
+	atomic_store(&m->health_beat, now_usec());
+}
+
+/*
+ * In the status server's front thread: a long Service or policy batch holds the loop for seconds
+ * (2,000 Services in one transaction), and a kubelet whose probe times out restarts weftd, which
+ * then rebuilds the same batch. The verdict is the loop's own, at most HEALTH_PUBLISH_USEC old; a
+ * loop silent for HEALTH_STALL_USEC is wedged and reported so.
+ */
+int manager_status_front_handler(const char *method, const char *path, const char *query, StatusResponse *resp,
+				 void *userdata) {
+	Manager *m = userdata;
+	uint64_t beat = atomic_load(&m->health_beat);
+	bool ok;
+
+	if ((!streq(method, "GET") && !streq(method, "HEAD")) || !streq(path, "/healthz") ||
+	    (query && strstr(query, "verbose")) || beat == 0)
+		return STATUS_DEFER;
+	ok = atomic_load(&m->health_ok) && now_usec() - beat < HEALTH_STALL_USEC;
+	resp->status = ok ? 200 : 503;
+	resp->content_type = "text/plain; charset=utf-8";
+	resp->body = strdup(ok ? "ok\n" : beat && !atomic_load(&m->health_ok) ? "not ready\n" : "event loop stalled\n");
+	return resp->body ? 0 : -ENOMEM;
+}
+
 /* /healthz?verbose: the checks one per line. BIRD is reported but never fails the check: the
  * kubelet would restart weftd, which cannot fix BIRD (a separate process with its own restart
  * policy), and with graceful restart the datapath keeps working while BIRD is down. */

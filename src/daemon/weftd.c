@@ -32,6 +32,8 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
+#include "daemon/client/http-multi.h"
+#include "daemon/service/service-model.h"
 #include "daemon/weftd.h"
 
 static void manager_done(Manager *m) {
@@ -64,6 +66,7 @@ static void become_ready(Manager *m) {
 	m->ready = true;
 	m->state = STARTUP_DONE;
 	m->metrics.ready = true;
+	manager_health_publish(m); /* not a tick later */
 	log_info("Node %s ready: subnet %s, MTU %u, %zu remote nodes", m->args.node_name,
 		 ip_prefix_to_string(&m->backend.self.subnet, (char[IP_PREFIX_STRLEN]) {}), m->backend.mtu,
 		 m->rec.n_nodes);
@@ -99,6 +102,11 @@ static int run_reconcile(Manager *m, bool full) {
 
 static int on_debounce(EventSource *s, void *userdata) {
 	(void) run_reconcile(userdata, false);
+	return 0;
+}
+
+static int on_health_timer(EventSource *s, void *userdata) {
+	manager_health_publish(userdata);
 	return 0;
 }
 
@@ -198,6 +206,7 @@ static void ds_dispatch(Manager *m) {
 				  m->ds_ops->last_error ? m->ds_ops->last_error(m->ds) : "");
 		m->lease_lost = true;
 		m->metrics.lease_lost = true;
+		manager_health_publish(m); /* not a tick later */
 		manager_ds_rearm(m);
 		return;
 	}
@@ -328,6 +337,16 @@ static int run_daemon(Manager *m) {
 	r = status_server_new(m->loop, m->args.listen, manager_status_handler, m, &m->status);
 	if (r < 0)
 		return log_error_errno(r, "Failed to listen on %s: %m", m->args.listen);
+	/* /healthz apart from the loop (weftd-status.c); published from the first tick on */
+	r = event_loop_add_timer(m->loop, on_health_timer, m, &m->health_timer);
+	if (r >= 0)
+		r = event_source_arm(m->health_timer, 0, HEALTH_PUBLISH_USEC);
+	if (r >= 0)
+		r = status_server_start_front(m->status, manager_status_front_handler, m);
+	if (r < 0)
+		return log_error_errno(r, "Failed to start the health listener: %m");
+	/* weftd's own datastore and API server sockets: never a Service's (service-model.h) */
+	http_set_socket_mark(SVC_SELF_MARK_VALUE);
 	r = manager_monitor_open(m);
 	if (r < 0)
 		return r;

@@ -12,6 +12,7 @@
  */
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -119,6 +120,10 @@ typedef struct Manager {
 	bool ready;
 	bool trimmed;    /* heap trimmed after the first reconcile pass */
 	bool lease_lost; /* another node holds our subnet: unhealthy until restarted */
+	/* /healthz as the loop last saw it, for the status server's front thread (weftd-status.c) */
+	atomic_bool health_ok;
+	_Atomic uint64_t health_beat; /* now_usec() of the loop's last publish */
+	EventSource *health_timer;
 	uint64_t resyncs_since_relist;
 	char lease_path[PATH_MAX];
 } Manager;
@@ -152,6 +157,14 @@ int manager_state_write_subnet(Manager *m, const IpPrefix *p);
 /* weftd-status.c: the StatusServer handler for /healthz and /metrics. */
 int manager_status_handler(const char *method, const char *path, const char *query, StatusResponse *resp,
 			   void *userdata);
+/* The front thread's handler: plain /healthz from what the loop published; the rest STATUS_DEFER. */
+int manager_status_front_handler(const char *method, const char *path, const char *query, StatusResponse *resp,
+				 void *userdata);
+/* Publishes the /healthz verdict for the front (the loop's health timer, every HEALTH_PUBLISH_USEC). */
+void manager_health_publish(Manager *m);
+#define HEALTH_PUBLISH_USEC (2 * USEC_PER_SEC)
+/* A loop that has not published for this long is reported unhealthy (it is wedged, not busy). */
+#define HEALTH_STALL_USEC (60 * USEC_PER_SEC)
 
 /* weftd-objects.c: the object cache (--objects-datastore), started once the loop exists; its
  * /metrics lines and /debug/objects[?kind=K[&namespace=NS]]. start: 0, -EXIT_CONFIG or -errno. */

@@ -78,10 +78,11 @@ etcdctl_() { ip netns exec "$ETCD_NS" etcdctl --endpoints "$ETCD_URL" --dial-tim
 # cluster_etcd_start: (re)starts etcd in its namespace (same data dir) and waits until it answers
 cluster_etcd_start() {
 	mkdir -p "$T/etcd"
+	# shellcheck disable=SC2086 # ETCD_ARGS: extra flags (--max-txn-ops 3000), split on purpose
 	ip netns exec "$ETCD_NS" etcd --name weft-test --data-dir "$T/etcd/data" \
 		--listen-client-urls "$ETCD_URL" --advertise-client-urls "$ETCD_URL" \
 		--listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
-		--initial-cluster weft-test=http://127.0.0.1:2380 --log-level error \
+		--initial-cluster weft-test=http://127.0.0.1:2380 --log-level error ${ETCD_ARGS:-} \
 		>>"$T/etcd/etcd.log" 2>&1 &
 	ETCD_PID=$!
 	local i

@@ -145,6 +145,34 @@ static void test_apply_errors(void **state) {
 	assert_int_equal(nft_apply(ctx, "list table inet ok", NULL), 0);
 }
 
+/* nft_check: the kernel's verdict on a batch ("File exists" included), nothing applied */
+static void test_check(void **state) {
+	_cleanup_free_ char *err = NULL;
+	json_t *j = NULL;
+
+	assert_int_equal(nft_apply(ctx,
+				   "add table inet chk\nadd map inet chk m { type ipv4_addr : verdict; }\n"
+				   "add element inet chk m { 10.0.0.1 : accept }\n",
+				   NULL),
+			 0);
+	/* the same key with another verdict: only the kernel knows it conflicts */
+	assert_int_equal(nft_check(ctx, "add element inet chk m { 10.0.0.1 : drop }", &err), -EEXIST);
+	assert_non_null(strstr(err, "File exists"));
+	assert_int_equal(nft_check(ctx, "add element inet chk m { 10.0.0.2 : drop }", NULL), 0);
+	assert_int_equal(nft_list_json(ctx, "list map inet chk m", &j), 0);
+	{
+		char *dump = json_dumps(j, JSON_COMPACT);
+
+		assert_non_null(strstr(dump, "10.0.0.1"));
+		assert_null(strstr(dump, "10.0.0.2")); /* checked, not applied */
+		free(dump);
+	}
+	json_decref(j);
+	/* and the context applies for real afterwards */
+	assert_int_equal(nft_apply(ctx, "add element inet chk m { 10.0.0.2 : drop }", NULL), 0);
+	assert_int_equal(nft_apply(ctx, "delete table inet chk", NULL), 0);
+}
+
 static void test_list_json(void **state) {
 	json_t *j, *arr, *item;
 	size_t i;
@@ -561,6 +589,7 @@ static void test_cost(void **state) {
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_apply_errors, setup),
+		cmocka_unit_test_setup(test_check, setup),
 		cmocka_unit_test_setup(test_list_json, setup),
 		cmocka_unit_test_setup(test_nfnl_call, setup),
 		cmocka_unit_test_setup(test_attachment_id, setup),

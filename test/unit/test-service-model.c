@@ -178,7 +178,7 @@ static void render_diff(FILE *f, const void *arg) {
 	const Diff *d = arg;
 
 	if (d->full) {
-		service_render_base(f);
+		service_render_base(f, NULL, 0);
 		service_render_flush_maps(f);
 		svc_refs_reset(refs);
 	}
@@ -274,8 +274,9 @@ static void test_cluster_ip_protocols_and_named_ports(void **state) {
 	assert_non_null(elem(u, "svc-hairpin4", "10.244.1.10 . 10.244.1.10"));
 	assert_null(elem(u, "svc-hairpin4", "10.244.2.10 . 10.244.2.10"));
 	assert_null(elem(u, "svc-nodeports4", "tcp . 80"));
-	/* 3 ClusterIP entries + 2 + 2 endpoint-map entries + 1 hairpin */
-	assert_int_equal(u->n_elems, 8);
+	/* 3 ClusterIP entries + 2 + 2 endpoint-map entries + 1 hairpin + the ClusterIP in svc-cluster-ips4 */
+	assert_non_null(elem(u, "svc-cluster-ips4", "10.96.0.10"));
+	assert_int_equal(u->n_elems, 9);
 	/* no chain per endpoint */
 	assert_int_equal(u->n_chains, 3);
 	assert_int_equal(u->n_targets, 5);
@@ -400,6 +401,146 @@ static void test_external_entries(void **state) {
 	}
 	service_unit_free(u);
 	free_all(o, 2);
+}
+
+/* The kernel's svc-* set elements of one set, as nft prints them (JSON), newline separated. */
+static char *kernel_set(const char *set) {
+	_cleanup_free_ char *cmd = strdup_printf("list set inet weft %s", set);
+	json_t *j = NULL;
+	char *s;
+
+	assert_int_equal(nft_list_json(nft, cmd, &j), 0);
+	s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return s;
+}
+
+/* loadBalancerSourceRanges (issue 17 item 9): LB IPs only, per family, fail closed */
+static void test_source_ranges(void **state) {
+	KubeObject *o[2];
+	ServiceUnit *u, *u2;
+
+	o[0] = svc("fw",
+		   "\"type\":\"LoadBalancer\",\"clusterIP\":\"10.96.0.40\",\"externalIPs\":[\"192.0.2.8\"],"
+		   "\"loadBalancerSourceRanges\":[\"10.251.0.200/32\",\"10.252.0.0/16\",\"2001:db8::/64\"],"
+		   "\"ports\":[{\"port\":80,\"nodePort\":30081,\"targetPort\":8080},"
+		   "{\"port\":53,\"protocol\":\"UDP\",\"nodePort\":30053,\"targetPort\":53}]",
+		   "\"loadBalancer\":{\"ingress\":[{\"ip\":\"10.250.0.40\"}]}");
+	o[1] = slice("fw-1", "fw", "IPv4", EP("10.244.1.41", "node1", true, true, false),
+		     "{\"port\":8080},{\"port\":53,\"protocol\":\"UDP\"}");
+	u = build("node1", o[0], o + 1, 1);
+	/* the LB IP is restricted on each port, the externalIP and the ClusterIP are not */
+	assert_non_null(elem(u, "svc-fw-ips4", "10.250.0.40 . tcp . 80"));
+	assert_non_null(elem(u, "svc-fw-ips4", "10.250.0.40 . udp . 53"));
+	assert_non_null(elem(u, "svc-fw-allow4", "10.250.0.40 . tcp . 80 . 10.251.0.200/32"));
+	assert_non_null(elem(u, "svc-fw-allow4", "10.250.0.40 . tcp . 80 . 10.252.0.0/16"));
+	assert_non_null(elem(u, "svc-fw-allow4", "10.250.0.40 . udp . 53 . 10.252.0.0/16"));
+	assert_null(elem(u, "svc-fw-ips4", "192.0.2.8 . tcp . 80"));
+	assert_null(elem(u, "svc-fw-ips4", "10.96.0.40 . tcp . 80"));
+	/* the IPv6 range is not one of an IPv4 LB IP's */
+	for (size_t i = 0; i < u->n_elems; i++)
+		assert_null(strstr(u->elems[i].key, "2001:db8"));
+	/* the LB IP still goes to the Service (the check is before the DNAT, in the base rules) */
+	assert_string_equal(elem(u, "svc-ips4", "10.250.0.40 . tcp . 80")->value, "goto svc-shop/fw/tcp/80/ip4/ext");
+	apply("source ranges", render_diff, &(Diff) { .new = u, .full = true });
+	assert_kernel_matches(u);
+	if (nft) {
+		_cleanup_free_ char *k = kernel_set("svc-fw-allow4");
+
+		assert_non_null(strstr(k, "10.251.0.200"));
+		assert_non_null(strstr(k, "10.252.0.0"));
+	}
+	/* the list changes: one range gone; only its element goes */
+	kube_object_free(o[0], pool);
+	o[0] = svc("fw",
+		   "\"type\":\"LoadBalancer\",\"clusterIP\":\"10.96.0.40\","
+		   "\"loadBalancerSourceRanges\":[\"10.252.0.0/16\"],"
+		   "\"ports\":[{\"port\":80,\"nodePort\":30081,\"targetPort\":8080},"
+		   "{\"port\":53,\"protocol\":\"UDP\",\"nodePort\":30053,\"targetPort\":53}]",
+		   "\"loadBalancer\":{\"ingress\":[{\"ip\":\"10.250.0.40\"}]}");
+	u2 = build_from(u, "node1", o[0], o + 1, 1);
+	assert_null(elem(u2, "svc-fw-allow4", "10.250.0.40 . tcp . 80 . 10.251.0.200/32"));
+	apply("source ranges narrowed", render_diff, &(Diff) { .old = u, .new = u2 });
+	if (nft) {
+		_cleanup_free_ char *k = kernel_set("svc-fw-allow4");
+
+		assert_null(strstr(k, "10.251.0.200"));
+		assert_non_null(strstr(k, "10.252.0.0"));
+	}
+	service_unit_free(u);
+	/* only IPv6 ranges for an IPv4 LB IP: restricted, nothing allowed */
+	kube_object_free(o[0], pool);
+	o[0] = svc("fw",
+		   "\"type\":\"LoadBalancer\",\"clusterIP\":\"10.96.0.40\","
+		   "\"loadBalancerSourceRanges\":[\"2001:db8::/64\"],"
+		   "\"ports\":[{\"port\":80,\"nodePort\":30081,\"targetPort\":8080}]",
+		   "\"loadBalancer\":{\"ingress\":[{\"ip\":\"10.250.0.40\"}]}");
+	u = build_from(u2, "node1", o[0], o + 1, 1);
+	assert_non_null(elem(u, "svc-fw-ips4", "10.250.0.40 . tcp . 80"));
+	for (size_t i = 0; i < u->n_elems; i++)
+		assert_false(streq(u->elems[i].map, "svc-fw-allow4"));
+	apply("source ranges v6 only", render_diff, &(Diff) { .old = u2, .new = u });
+	apply("cleanup", render_diff, &(Diff) { .old = u });
+	if (nft) {
+		_cleanup_free_ char *k = kernel_set("svc-fw-ips4");
+
+		assert_null(strstr(k, "10.250.0.40"));
+	}
+	service_unit_free(u2);
+	service_unit_free(u);
+	free_all(o, 2);
+}
+
+/* The fixed rules: the Service range check (item 10) and weftd's own sockets (SVC_SELF_MARK) */
+static void test_base_rules(void **state) {
+	IpPrefix ranges[2];
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	assert_int_equal(ip_prefix_parse("10.96.0.0/16", &ranges[0]), 0);
+	assert_int_equal(ip_prefix_parse("fd00:96::/108", &ranges[1]), 0);
+	/* no range: no check at all */
+	f = open_memstream(&buf, &len);
+	service_render_base(f, NULL, 0);
+	fclose(f);
+	assert_null(strstr(buf, "add rule inet weft svc-cluster-ips-check"));
+	assert_non_null(strstr(buf, "add rule inet weft svc-filter-forward jump svc-cluster-ips-check\n"));
+	free(buf);
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	service_render_base(f, ranges, 2);
+	fclose(f);
+	/* undefined ports of an allocated ClusterIP rejected, the rest of the range dropped */
+	assert_non_null(strstr(buf,
+			       "add rule inet weft svc-cluster-ips-check ip daddr @svc-cluster-ips4 meta l4proto tcp "
+			       "reject with tcp reset"));
+	assert_non_null(strstr(buf, "add rule inet weft svc-cluster-ips-check ip daddr @svc-cluster-ips4 reject"));
+	assert_non_null(strstr(buf, "add rule inet weft svc-cluster-ips-check ip daddr 10.96.0.0/16 drop"));
+	assert_non_null(strstr(buf, "add rule inet weft svc-cluster-ips-check ip6 daddr fd00:96::/108 drop"));
+	/* forwarded pod traffic and node-local clients, not input */
+	assert_non_null(strstr(buf, "add rule inet weft svc-filter-output jump svc-cluster-ips-check\n"));
+	assert_null(strstr(buf, "add rule inet weft svc-filter-input jump svc-cluster-ips-check\n"));
+	/* weftd's own connections skip every Service entry but a ClusterIP, before svc-services */
+	{
+		const char *self = strstr(buf, "add rule inet weft svc-output meta mark & " SVC_SELF_MARK
+					       " != 0 meta nfproto ipv4 ip daddr != @svc-cluster-ips4 return");
+		const char *jump = strstr(buf, "add rule inet weft svc-output jump svc-services\n");
+
+		assert_non_null(self);
+		assert_non_null(jump);
+		assert_true(self < jump);
+	}
+	assert_int_equal(SVC_SELF_MARK_VALUE, strtoul(SVC_SELF_MARK, NULL, 16));
+	assert_int_equal(SVC_SELF_MARK_VALUE & strtoul(SVC_MASQ_MARK, NULL, 16), 0);
+	if (nft) {
+		char *err = NULL;
+
+		if (nft_apply(nft, buf, &err) < 0)
+			fail_msg("base refused: %s", err ?: "");
+		free(err);
+	}
+	free(buf);
 }
 
 static void test_internal_local_and_dual_stack(void **state) {
@@ -840,7 +981,7 @@ static int bench(size_t n, const char *target) {
 	t0 = ms_now();
 	c0 = cpu_ms_now();
 	f = open_memstream(&buf, &len);
-	service_render_base(f);
+	service_render_base(f, NULL, 0);
 	service_render_flush_maps(f);
 	for (size_t i = 0; i < n_all; i++) {
 		if (service_unit_build(&(ServiceModelInput) { .node = "node1",
@@ -938,6 +1079,8 @@ int main(int argc, char *argv[]) {
 		cmocka_unit_test(test_stale_udp),
 		cmocka_unit_test(test_shared_hairpin_and_slots),
 		cmocka_unit_test(test_session_affinity),
+		cmocka_unit_test(test_source_ranges),
+		cmocka_unit_test(test_base_rules),
 	};
 	int r;
 

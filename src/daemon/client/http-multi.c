@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
 
@@ -35,6 +36,22 @@ struct HttpMulti {
 	unsigned in_curl; /* >0 while curl may be calling our callbacks */
 	HttpTransfer *transfers;
 };
+
+/* Process-wide: set once at start-up, before any transfer exists (weftd is one thread then). */
+static uint32_t socket_mark;
+
+void http_set_socket_mark(uint32_t mark) {
+	socket_mark = mark;
+}
+
+static int sockopt_cb(void *userdata, curl_socket_t fd, curlsocktype purpose) {
+	uint32_t mark = (uint32_t) (uintptr_t) userdata;
+
+	/* best effort: an unprivileged caller (tests, the weft tool) keeps a working, unmarked socket */
+	if (purpose == CURLSOCKTYPE_IPCXN && mark != 0)
+		(void) setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark));
+	return CURL_SOCKOPT_OK;
+}
 
 uint64_t http_now_usec(void) {
 	struct timespec ts;
@@ -154,6 +171,10 @@ int http_transfer_new(size_t max_response, HttpTransfer **ret) {
 	curl_easy_setopt(t->easy, CURLOPT_PRIVATE, t);
 	curl_easy_setopt(t->easy, CURLOPT_ERRORBUFFER, t->errbuf);
 	curl_easy_setopt(t->easy, CURLOPT_NOSIGNAL, 1L);
+	if (socket_mark != 0) {
+		curl_easy_setopt(t->easy, CURLOPT_SOCKOPTFUNCTION, sockopt_cb);
+		curl_easy_setopt(t->easy, CURLOPT_SOCKOPTDATA, (void *) (uintptr_t) socket_mark);
+	}
 	*ret = t;
 	return 0;
 }

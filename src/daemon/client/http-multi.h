@@ -45,6 +45,13 @@ int http_multi_next_timeout_ms(HttpMulti *m);
 /* The owner's own timer: the fd becomes readable at this CLOCK_MONOTONIC time (usec; 0 = none). */
 void http_multi_set_wakeup(HttpMulti *m, uint64_t deadline_usec);
 
+/*
+ * SO_MARK for the sockets of every transfer created after this call (0: none, the default). weftd
+ * marks its datastore and API server connections so that its own Service rules leave them alone
+ * (service-model.h, SVC_SELF_MARK). Needs CAP_NET_ADMIN; without it the socket stays unmarked.
+ */
+void http_set_socket_mark(uint32_t mark);
+
 /* A new transfer with its write callback, error buffer and NOSIGNAL set. Responses larger than
  * max_response bytes (0 = 64 MiB) fail it. */
 int http_transfer_new(size_t max_response, HttpTransfer **ret);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -15,6 +16,13 @@
 #include "shared/nft/nft.h"
 
 #define RETRY_USEC (1000 * 1000)
+/*
+ * A partial sync goes to the kernel in batches of about this much text. libnftables holds the parse
+ * of a whole batch at once, about 20 bytes per byte of text: 2,000 new Services in one etcd
+ * transaction made a 3 MB batch and a 62 MB peak (heaptrack), which glibc then kept. Each Service's
+ * change stays in one batch, so it is still applied atomically; only the set of Services is split.
+ */
+#define BATCH_BYTES (256 * 1024)
 
 struct ServiceAgent {
 	ObjectCache *cache;
@@ -37,7 +45,14 @@ struct ServiceAgent {
 	double last_sync_ms, max_sync_ms, last_full_ms;
 	size_t last_batch_bytes;
 	uint64_t conntrack_deleted;
+	/* Services whose objects nftables refused (quarantine_add): not programmed in their refused
+	 * version, retried when they change and every QUARANTINE_RETRY_USEC */
+	char **quarantined;
+	EventSource *retry_timer;
+	uint64_t rejected_nftables;
 };
+
+#define QUARANTINE_RETRY_USEC (30 * 1000 * 1000)
 
 static double now_ms(void) {
 	struct timespec ts;
@@ -233,12 +248,185 @@ static void clear_dirty(ServiceAgent *a) {
 	a->dirty_oom = false;
 }
 
+/* ---- quarantine: a batch nftables refuses is narrowed to the Services that cause it ---- */
+
+static bool is_quarantined(ServiceAgent *a, const char *key) {
+	return strv_contains(a->quarantined, key);
+}
+
+/* Logged once: a retry refused again stays quiet. */
+static void quarantine_add(ServiceAgent *a, const char *key, const char *err) {
+	if (is_quarantined(a, key))
+		return;
+	if (strv_extend(&a->quarantined, key) < 0)
+		return; /* retried on its next change all the same */
+	a->rejected_nftables++;
+	log_error("Services: nftables refused the objects of Service %s, not programmed until it changes: %s", key,
+		  err ?: "");
+	if (!event_source_armed(a->retry_timer))
+		(void) event_source_arm(a->retry_timer, QUARANTINE_RETRY_USEC, 0);
+}
+
+static void quarantine_drop(ServiceAgent *a, const char *key) {
+	size_t w = 0, n = strv_length(a->quarantined);
+
+	for (size_t i = 0; i < n; i++)
+		if (streq(a->quarantined[i], key)) {
+			free(a->quarantined[i]);
+			log_info("Services: %s programmed again", key);
+		} else
+			a->quarantined[w++] = a->quarantined[i];
+	if (a->quarantined)
+		a->quarantined[w] = NULL;
+}
+
+typedef struct Segments {
+	const char *prefix; /* in every batch (the fixed objects, first Service of a cluster) */
+	size_t prefix_len;
+	char **text; /* per dirty Service: its part of the batch (NULL: none) */
+	size_t *len;
+	bool *refused;
+	char **error; /* nftables' text for a refused one */
+	unsigned batches;
+} Segments;
+
+/*
+ * Applies the prefix and the segments idx[0..n) as one batch; refused, the set is halved down to
+ * single Services, so k bad Services among n cost about 2k log2(n) batches and every good one is
+ * applied. Segments touch only their own Service's objects, so applying them in groups keeps each
+ * Service's change atomic.
+ */
+static void apply_bisect(ServiceAgent *a, Segments *sg, const size_t *idx, size_t n) {
+	char *buf = NULL, *err = NULL;
+	size_t len = 0;
+	FILE *out;
+	int r;
+
+	if (n == 0)
+		return;
+	out = open_memstream(&buf, &len);
+	if (!out)
+		return (void) (sg->refused[idx[0]] = true); /* ENOMEM: not applied; a later sync retries */
+	fwrite(sg->prefix, 1, sg->prefix_len, out);
+	for (size_t i = 0; i < n; i++)
+		fwrite(sg->text[idx[i]], 1, sg->len[idx[i]], out);
+	if (fclose(out) != 0) {
+		free(buf);
+		for (size_t i = 0; i < n; i++)
+			sg->refused[idx[i]] = true;
+		return;
+	}
+	sg->batches++;
+	r = nft_apply(a->nft, buf, &err);
+	(void) nft_ctx_drop_cache(a->nft);
+	if (r < 0 && n == 1) {
+		sg->refused[idx[0]] = true;
+		sg->error[idx[0]] = TAKE_PTR(err);
+		log_debug("Services batch refused:\n%s", buf);
+	} else if (r < 0) {
+		apply_bisect(a, sg, idx, n / 2);
+		apply_bisect(a, sg, idx + n / 2, n - n / 2);
+	}
+	free(buf);
+	free(err);
+}
+
+/* The full batch of units[0..n) (refs reset and counted anew). 0 or -ENOMEM. */
+static int render_full(ServiceAgent *a, ServiceUnit *const *units, size_t n, char *const *kernel,
+		       char *const *kernel_sets, char **ret_buf, size_t *ret_len) {
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out;
+	int r;
+
+	svc_refs_reset(a->refs);
+	out = open_memstream(&buf, &len);
+	if (!out)
+		return -ENOMEM;
+	service_render_base(out, a->cfg.service_ranges, a->cfg.n_service_ranges);
+	service_render_flush_maps(out);
+	for (size_t i = 0; kernel && kernel[i]; i++)
+		if (strchr(kernel[i], '/')) /* per-Service chains; the fixed ones are flushed above */
+			fprintf(out, "flush chain " NFT_TABLE_INET " %s\n", kernel[i]);
+	r = service_render_full(out, units, n, a->refs);
+	for (size_t i = 0; kernel && kernel[i]; i++) {
+		bool wanted = false;
+
+		for (size_t k = 0; k < n && !wanted; k++)
+			wanted = service_unit_chain(units[k], kernel[i]) != NULL;
+		if (!wanted && strchr(kernel[i], '/'))
+			fprintf(out, "delete chain " NFT_TABLE_INET " %s\n", kernel[i]);
+	}
+	/* affinity sets of Services gone or changed meanwhile (after their chains) */
+	for (size_t i = 0; kernel_sets && kernel_sets[i]; i++) {
+		bool wanted = false;
+
+		for (size_t k = 0; k < n && !wanted; k++)
+			wanted = service_unit_set(units[k], kernel_sets[i]) != NULL;
+		if (!wanted && strchr(kernel_sets[i], '/'))
+			fprintf(out, "delete set " NFT_TABLE_INET " %s\n", kernel_sets[i]);
+	}
+	if (fclose(out) != 0 || r < 0) {
+		free(buf);
+		return -ENOMEM;
+	}
+	*ret_buf = buf;
+	*ret_len = len;
+	return 0;
+}
+
+typedef struct FullBisect {
+	ServiceAgent *a;
+	char **kernel, **kernel_sets;
+	ServiceUnit **good; /* accepted by the kernel's check so far */
+	size_t n_good;
+	ServiceUnit **cand; /* scratch: good + a range */
+	bool *refused;
+	char **error;
+	unsigned batches;
+} FullBisect;
+
+/*
+ * A refused full batch: each attempt is a whole full batch of the Services accepted so far plus a
+ * range of the rest, checked by the kernel and aborted (nft_check), so what is programmed stays in
+ * force while the culprits are searched for; the caller then applies the accepted ones for real.
+ */
+static void full_bisect(FullBisect *fb, ServiceUnit **v, size_t lo, size_t hi) {
+	char *buf = NULL, *err = NULL;
+	size_t len = 0, n = 0;
+	int r;
+
+	if (lo >= hi)
+		return;
+	for (size_t i = 0; i < fb->n_good; i++)
+		fb->cand[n++] = fb->good[i];
+	for (size_t i = lo; i < hi; i++)
+		fb->cand[n++] = v[i];
+	r = render_full(fb->a, fb->cand, n, fb->kernel, fb->kernel_sets, &buf, &len);
+	if (r >= 0) {
+		fb->batches++;
+		r = nft_check(fb->a->nft, buf, &err);
+		(void) nft_ctx_drop_cache(fb->a->nft);
+		free(buf);
+	}
+	if (r >= 0) {
+		for (size_t i = lo; i < hi; i++)
+			fb->good[fb->n_good++] = v[i];
+	} else if (hi - lo == 1) {
+		fb->refused[lo] = true;
+		fb->error[lo] = TAKE_PTR(err);
+	} else {
+		full_bisect(fb, v, lo, lo + (hi - lo) / 2);
+		full_bisect(fb, v, lo + (hi - lo) / 2, hi);
+	}
+	free(err);
+}
+
 static int sync_full(ServiceAgent *a) {
 	Full f = { .a = a };
 	_cleanup_strv_free_ char **kernel = NULL, **kernel_sets = NULL;
 	char *buf = NULL, *err = NULL;
 	size_t len = 0;
-	FILE *out;
 	int r;
 
 	/* everything is rendered anew: new slots, counts from zero */
@@ -262,47 +450,57 @@ static int sync_full(ServiceAgent *a) {
 		r = 0;
 		goto out;
 	}
-	out = open_memstream(&buf, &len);
-	if (!out) {
-		r = -ENOMEM;
+	r = render_full(a, f.v, f.n, kernel, kernel_sets, &buf, &len);
+	if (r < 0)
 		goto out;
-	}
-	service_render_base(out);
-	service_render_flush_maps(out);
-	for (size_t i = 0; kernel && kernel[i]; i++)
-		if (strchr(kernel[i], '/')) /* per-Service chains; the fixed ones are flushed above */
-			fprintf(out, "flush chain " NFT_TABLE_INET " %s\n", kernel[i]);
-	r = service_render_full(out, f.v, f.n, a->refs);
-	for (size_t i = 0; kernel && kernel[i]; i++) {
-		bool wanted = false;
-		SvcChain key = { .name = kernel[i] };
-
-		for (size_t k = 0; k < f.n && !wanted; k++)
-			wanted = service_unit_chain(f.v[k], key.name) != NULL;
-		if (!wanted && strchr(kernel[i], '/'))
-			fprintf(out, "delete chain " NFT_TABLE_INET " %s\n", kernel[i]);
-	}
-	/* affinity sets of Services gone or changed meanwhile (after their chains) */
-	for (size_t i = 0; kernel_sets && kernel_sets[i]; i++) {
-		bool wanted = false;
-
-		for (size_t k = 0; k < f.n && !wanted; k++)
-			wanted = service_unit_set(f.v[k], kernel_sets[i]) != NULL;
-		if (!wanted && strchr(kernel_sets[i], '/'))
-			fprintf(out, "delete set " NFT_TABLE_INET " %s\n", kernel_sets[i]);
-	}
-	if (fclose(out) != 0 || r < 0) {
-		free(buf);
-		buf = NULL;
-		r = -ENOMEM;
-		goto out;
-	}
 	r = nft_apply(a->nft, buf, &err);
-	if (r < 0) {
-		log_error_errno(r, "Services: nftables refused the full batch: %s", err ?: "");
-		goto out;
-	}
 	(void) nft_ctx_drop_cache(a->nft); /* nft.h: the batch's objects, held until the next one */
+	if (r < 0) {
+		FullBisect fb = { .a = a, .kernel = kernel, .kernel_sets = kernel_sets };
+		size_t w = 0, n_all = f.n;
+
+		log_warning("Services: nftables refused the full batch, narrowing it: %s", err ?: "");
+		fb.good = calloc(f.n + 1, sizeof(ServiceUnit *));
+		fb.cand = calloc(f.n + 1, sizeof(ServiceUnit *));
+		fb.refused = calloc(f.n + 1, sizeof(bool));
+		fb.error = calloc(f.n + 1, sizeof(char *));
+		if (fb.good && fb.cand && fb.refused && fb.error) {
+			full_bisect(&fb, f.v, 0, f.n);
+			/* the accepted ones, for real (render_full counts their shared elements anew) */
+			free(buf);
+			buf = NULL;
+			free(err);
+			err = NULL;
+			r = render_full(a, fb.good, fb.n_good, kernel, kernel_sets, &buf, &len);
+			if (r >= 0)
+				r = nft_apply(a->nft, buf, &err);
+			(void) nft_ctx_drop_cache(a->nft);
+			log_debug("Services: full batch narrowed in %u batches", fb.batches);
+			for (size_t i = 0; i < f.n; i++)
+				if (fb.refused[i]) {
+					quarantine_add(a, f.v[i]->key, fb.error[i]);
+					svc_slot_pool_release(a->slots, f.v[i], NULL);
+					service_unit_free(f.v[i]);
+				} else {
+					quarantine_drop(a, f.v[i]->key);
+					f.v[w++] = f.v[i];
+				}
+			f.n = w;
+		} else
+			r = -ENOMEM;
+		for (size_t i = 0; fb.error && i < n_all; i++)
+			free(fb.error[i]);
+		free(fb.good);
+		free(fb.cand);
+		free(fb.refused);
+		free(fb.error);
+		if (r < 0) {
+			log_error_errno(r, "Services: nftables refused the full batch: %s", err ?: "");
+			goto out;
+		}
+	} else
+		for (size_t i = 0; i < f.n; i++)
+			quarantine_drop(a, f.v[i]->key);
 	a->last_batch_bytes = len;
 	for (size_t i = 0; i < a->n_units; i++)
 		service_unit_free(a->units[i]);
@@ -320,6 +518,13 @@ out:
 	free(f.v);
 	free(buf);
 	free(err);
+	/*
+	 * A full batch stays one batch (the kernel never holds half a program), so libnftables' parse of
+	 * it peaks at ~20x its text (62 MB for 2,000 Services) and is freed when nft_apply() returns;
+	 * glibc keeps that freed heap unless asked. Give it back: a real free, once per full sync.
+	 */
+	if (len > BATCH_BYTES)
+		malloc_trim(0);
 	return r;
 }
 
@@ -346,20 +551,36 @@ static void clear_conntrack(ServiceAgent *a, const char *key, const ServiceUnit 
 
 static int sync_dirty(ServiceAgent *a) {
 	_cleanup_free_ ServiceUnit **next = NULL;
-	char *buf = NULL, *err = NULL;
-	size_t len = 0, n = a->n_dirty;
+	_cleanup_free_ size_t *idx = NULL;
+	char *prefix = NULL, *repair = NULL, *err = NULL;
+	size_t plen = 0, rlen = 0, n = a->n_dirty, n_idx = 0, total = 0;
+	Segments sg = {};
 	FILE *out;
 	int r = 0;
 
 	next = calloc(n + 1, sizeof(ServiceUnit *));
-	if (!next)
-		return -ENOMEM;
-	out = open_memstream(&buf, &len);
-	if (!out)
-		return -ENOMEM;
+	idx = calloc(n + 1, sizeof(size_t));
+	sg.text = calloc(n + 1, sizeof(char *));
+	sg.len = calloc(n + 1, sizeof(size_t));
+	sg.refused = calloc(n + 1, sizeof(bool));
+	sg.error = calloc(n + 1, sizeof(char *));
+	if (!next || !idx || !sg.text || !sg.len || !sg.refused || !sg.error) {
+		r = -ENOMEM;
+		goto out;
+	}
+	out = open_memstream(&prefix, &plen);
+	if (!out) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (!a->base) /* the first Service of a cluster that had none */
+		service_render_base(out, a->cfg.service_ranges, a->cfg.n_service_ranges);
+	if (fclose(out) != 0) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* each Service's change rendered apart, so a refused batch can be narrowed to it */
 	for (size_t i = 0; i < n && r >= 0; i++) {
-		if (!a->base && i == 0) /* the first Service of a cluster that had none */
-			service_render_base(out);
 		char *slash = strchr(a->dirty[i], '/');
 		const KubeService *svc;
 		bool found, dup = false;
@@ -377,53 +598,105 @@ static int sync_dirty(ServiceAgent *a) {
 			r = build(a, svc, found ? a->units[at] : NULL, &next[i]);
 		if (r < 0)
 			break;
-		if (!service_unit_equal(found ? a->units[at] : NULL, next[i])) {
-			service_render_unit_diff(out, found ? a->units[at] : NULL, next[i], false);
-			r = svc_refs_update(a->refs, found ? a->units[at] : NULL, next[i], out);
+		if (service_unit_equal(found ? a->units[at] : NULL, next[i]))
+			continue;
+		out = open_memstream(&sg.text[i], &sg.len[i]);
+		if (!out) {
+			r = -ENOMEM;
+			break;
 		}
+		service_render_unit_diff(out, found ? a->units[at] : NULL, next[i], false);
+		r = svc_refs_update(a->refs, found ? a->units[at] : NULL, next[i], out);
+		if (fclose(out) != 0 && r >= 0)
+			r = -ENOMEM;
+		if (sg.len[i] > 0)
+			idx[n_idx++] = i;
+		total += sg.len[i];
 	}
-	if (fclose(out) != 0) {
-		free(buf);
-		buf = NULL;
-		r = r < 0 ? r : -ENOMEM;
-	}
-	if (r >= 0 && len > 0) {
-		r = nft_apply(a->nft, buf, &err);
-		if (r < 0) {
-			log_error_errno(r, "Services: nftables refused the batch: %s", err ?: "");
-			log_debug("Services batch:\n%s", buf);
-		} else
-			(void) nft_ctx_drop_cache(a->nft);
-	} else if (r >= 0)
+	if (r < 0)
+		goto out;
+	if (total == 0 && plen == 0) {
 		a->noops++;
-	if (r >= 0) {
-		for (size_t i = 0; i < n; i++) {
-			bool dup = false;
-
-			for (size_t k = 0; k < i && !dup; k++)
-				dup = streq(a->dirty[k], a->dirty[i]);
-			if (dup)
-				continue;
-			clear_conntrack(a, a->dirty[i], next[i]);
-			{
-				bool found;
-				size_t at = unit_find(a, a->dirty[i], &found);
-
-				svc_slot_pool_release(a->slots, found ? a->units[at] : NULL, next[i]);
-			}
-			if (unit_replace(a, a->dirty[i], next[i]) < 0) {
-				r = -ENOMEM; /* the next (full) sync repairs it */
-				continue;
-			}
-			next[i] = NULL;
-		}
-		a->last_batch_bytes = len;
-		a->base = a->base || len > 0;
-		clear_dirty(a);
+		goto done;
 	}
-	for (size_t i = 0; i < n; i++)
-		service_unit_free(next[i]);
-	free(buf);
+	/* the fixed objects alone first: refused, no Service is to blame (retried as a full sync) */
+	if (plen > 0) {
+		r = nft_apply(a->nft, prefix, &err);
+		if (r < 0) {
+			log_error_errno(r, "Services: nftables refused the fixed objects: %s", err ?: "");
+			goto out;
+		}
+		(void) nft_ctx_drop_cache(a->nft);
+		a->base = true;
+	}
+	sg.prefix = "";
+	/* in batches of about BATCH_BYTES, each Service's change whole in one of them (service-agent.h) */
+	for (size_t k = 0, j; k < n_idx; k = j) {
+		size_t bytes = 0;
+
+		for (j = k; j < n_idx && (j == k || bytes + sg.len[idx[j]] <= BATCH_BYTES); j++)
+			bytes += sg.len[idx[j]];
+		apply_bisect(a, &sg, idx + k, j - k);
+	}
+	if (sg.batches > 1)
+		log_debug("Services: batch narrowed in %u batches", sg.batches);
+	/* the refused ones: counts undone, new slots freed, the old version stays in force */
+	out = open_memstream(&repair, &rlen);
+	for (size_t k = 0; k < n_idx; k++) {
+		size_t i = idx[k];
+		bool found;
+		size_t at;
+
+		if (!sg.refused[i])
+			continue;
+		at = unit_find(a, a->dirty[i], &found);
+		(void) svc_refs_update(a->refs, next[i], found ? a->units[at] : NULL, NULL);
+		svc_slot_pool_release(a->slots, next[i], found ? a->units[at] : NULL);
+		if (out)
+			svc_refs_render_held(a->refs, next[i], out);
+		quarantine_add(a, a->dirty[i], sg.error[i]);
+		next[i] = service_unit_free(next[i]);
+	}
+	if (out && fclose(out) == 0 && rlen > 0) {
+		free(err);
+		err = NULL;
+		if (nft_apply(a->nft, repair, &err) < 0)
+			log_warning("Services: shared elements of refused Services not restored: %s", err ?: "");
+		(void) nft_ctx_drop_cache(a->nft);
+	}
+done:
+	for (size_t i = 0; i < n; i++) {
+		bool dup = false, found;
+		size_t at;
+
+		for (size_t k = 0; k < i && !dup; k++)
+			dup = streq(a->dirty[k], a->dirty[i]);
+		if (dup || sg.refused[i])
+			continue;
+		clear_conntrack(a, a->dirty[i], next[i]);
+		at = unit_find(a, a->dirty[i], &found);
+		svc_slot_pool_release(a->slots, found ? a->units[at] : NULL, next[i]);
+		if (unit_replace(a, a->dirty[i], next[i]) < 0) {
+			r = -ENOMEM; /* the next (full) sync repairs it */
+			continue;
+		}
+		next[i] = NULL;
+		quarantine_drop(a, a->dirty[i]);
+	}
+	a->last_batch_bytes = total + plen;
+	clear_dirty(a);
+out:
+	for (size_t i = 0; i < n; i++) {
+		service_unit_free(next ? next[i] : NULL);
+		free(sg.text ? sg.text[i] : NULL);
+		free(sg.error ? sg.error[i] : NULL);
+	}
+	free(sg.text);
+	free(sg.len);
+	free(sg.refused);
+	free(sg.error);
+	free(prefix);
+	free(repair);
 	free(err);
 	return r;
 }
@@ -511,6 +784,28 @@ static int on_timer(EventSource *s, void *userdata) {
 	return 0;
 }
 
+static void mark_dirty(ServiceAgent *a, const char *ns, const char *name);
+static void schedule(ServiceAgent *a);
+
+/* Quarantined Services tried again (the kernel may take them now: the conflicting element is gone). */
+static int on_retry(EventSource *s, void *userdata) {
+	ServiceAgent *a = userdata;
+
+	for (size_t i = 0; a->quarantined && a->quarantined[i]; i++) {
+		_cleanup_free_ char *ns = strdup(a->quarantined[i]);
+		char *slash = ns ? strchr(ns, '/') : NULL;
+
+		if (!slash)
+			continue;
+		*slash = '\0';
+		mark_dirty(a, ns, slash + 1);
+	}
+	schedule(a);
+	if (a->quarantined && a->quarantined[0])
+		(void) event_source_arm(a->retry_timer, QUARANTINE_RETRY_USEC, 0);
+	return 0;
+}
+
 static void schedule(ServiceAgent *a) {
 	if (a->scheduled || !object_cache_all_synced(a->cache))
 		return;
@@ -592,6 +887,8 @@ int service_agent_new(ObjectCache *cache, EventLoop *loop, const ServiceAgentCon
 		r = service_health_new(loop, &a->health);
 	if (r >= 0)
 		r = event_loop_add_timer(loop, on_timer, a, &a->timer);
+	if (r >= 0)
+		r = event_loop_add_timer(loop, on_retry, a, &a->retry_timer);
 	if (r < 0) {
 		service_agent_free(a);
 		return r;
@@ -604,6 +901,8 @@ ServiceAgent *service_agent_free(ServiceAgent *a) {
 	if (!a)
 		return NULL;
 	event_source_free(a->timer);
+	event_source_free(a->retry_timer);
+	strv_free(a->quarantined);
 	service_health_free(a->health);
 	svc_slot_pool_free(a->slots);
 	svc_refs_free(a->refs);
@@ -630,8 +929,16 @@ int service_agent_render_metrics(ServiceAgent *a, FILE *f) {
 		"# TYPE weft_service_conntrack_deleted_total counter\nweft_service_conntrack_deleted_total %" PRIu64
 		"\n"
 		"# HELP weft_services Services programmed (headless and ExternalName ones hold no objects).\n"
-		"# TYPE weft_services gauge\nweft_services %zu\n",
+		"# TYPE weft_services gauge\nweft_services %zu\n"
+		"# HELP weft_service_quarantined Services whose objects nftables refused, not programmed in that "
+		"version.\n"
+		"# TYPE weft_service_quarantined gauge\nweft_service_quarantined %zu\n"
+		/* the address policy counts its refusals under other reasons of the same counter */
+		"# HELP weft_service_rejected_total Services (or their addresses) refused, by reason.\n"
+		"# TYPE weft_service_rejected_total counter\n"
+		"weft_service_rejected_total{reason=\"nftables\"} %" PRIu64 "\n",
 		a->syncs, a->full_syncs, a->failures, a->last_sync_ms / 1e3, a->last_full_ms / 1e3,
-		a->max_sync_ms / 1e3, a->conntrack_deleted, a->n_units);
+		a->max_sync_ms / 1e3, a->conntrack_deleted, a->n_units, strv_length(a->quarantined),
+		a->rejected_nftables);
 	return 0;
 }

@@ -7,8 +7,14 @@
  * first program is one full batch (which also removes svc-* chains a previous run left behind and
  * empties the svc-* maps before filling them). After that every delta of a Service or of an
  * EndpointSlice marks that Service dirty; SERVICE_AGENT_DEBOUNCE_USEC later the dirty Services are
- * rebuilt and the difference goes in as one batch touching only their objects. A failed batch is
- * retried as a full sync after a second.
+ * rebuilt and the difference goes in as one batch touching only their objects.
+ *
+ * A batch nftables refuses is narrowed to the Services that cause it (halving the set of changed
+ * Services, or of all Services in a full sync); those are quarantined: not programmed in the
+ * refused version, logged once, counted (weft_service_quarantined,
+ * weft_service_rejected_total{reason="nftables"}), retried when they change and every 30 s. The rest
+ * is applied. Only a failure that no Service explains (out of memory, the fixed objects refused) is
+ * retried as a full sync after a second. docs/service-datapath.md.
  */
 
 #include <stdio.h>

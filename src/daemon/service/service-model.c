@@ -303,8 +303,9 @@ static RefEntry *refs_find(SvcRefs *r, const char *key, bool create) {
 	return &r->v[h];
 }
 
+/* The fixed sets whose elements several units may hold (rendered from the counts, SvcRefs). */
 static bool is_shared_set(const char *map) {
-	return startswith(map, "svc-hairpin");
+	return startswith(map, "svc-hairpin") || startswith(map, "svc-cluster-ips") || startswith(map, "svc-fw-");
 }
 
 int svc_refs_update(SvcRefs *r, const ServiceUnit *old, const ServiceUnit *new, FILE *f) {
@@ -346,6 +347,21 @@ int svc_refs_update(SvcRefs *r, const ServiceUnit *old, const ServiceUnit *new, 
 		}
 	}
 	return 0;
+}
+
+void svc_refs_render_held(SvcRefs *r, const ServiceUnit *u, FILE *f) {
+	for (size_t i = 0; u && i < u->n_elems; i++) {
+		const SvcElem *e = &u->elems[i];
+		_cleanup_free_ char *k = NULL;
+		RefEntry *x;
+
+		if (!is_shared_set(e->map))
+			continue;
+		k = strdup_printf("%s\n%s", e->map, e->key);
+		x = k ? refs_find(r, k, false) : NULL;
+		if (x && x->count > 0)
+			fprintf(f, "add element " T " %s { %s }\n", e->map, e->key);
+	}
 }
 
 /* ---- unit building ---- */
@@ -565,6 +581,32 @@ static char *endpoint_rules(const KubeService *svc, const KubeServicePort *sp, c
 			     comment);
 }
 
+/*
+ * loadBalancerSourceRanges of one LB IP . proto . port (kube-proxy's firewall-ips): the key in
+ * svc-fw-ips, and key . range in svc-fw-allow for each range of the IP's family. None of the family
+ * (only IPv6 ranges for an IPv4 LB IP): the key alone, every source dropped; a restriction is never
+ * lifted because of how it was written.
+ */
+static void add_firewall(Builder *b, const KubeService *svc, const IpAddr *ip, const char *lproto, uint16_t port) {
+	bool v4 = ip->family == AF_INET;
+	char a[IP_ADDR_STRLEN];
+
+	if (svc->n_source_ranges == 0)
+		return;
+	ip_addr_to_string(ip, a);
+	add_elem(b, v4 ? SVC_FW_IPS4 : SVC_FW_IPS6, strdup_printf("%s . %s . %u", a, lproto, port), strdup(""));
+	for (size_t i = 0; i < svc->n_source_ranges; i++) {
+		char p[IP_PREFIX_STRLEN];
+
+		if (svc->source_ranges[i].addr.family != ip->family)
+			continue;
+		add_elem(b, v4 ? SVC_FW_ALLOW4 : SVC_FW_ALLOW6,
+			 strdup_printf("%s . %s . %u . %s", a, lproto, port,
+				       ip_prefix_to_string(&svc->source_ranges[i], p)),
+			 strdup(""));
+	}
+}
+
 static bool in_set(const size_t *idx, size_t k, size_t i) {
 	for (size_t j = 0; j < k; j++)
 		if (idx[j] == i)
@@ -657,6 +699,7 @@ static void build_port(Builder *b, const ServiceModelInput *in, const KubeServic
 	/* internal traffic: the ClusterIP */
 	ip_comment(comment, sizeof(comment), &svc->meta, sp, "");
 	ip_addr_to_string(cips, cip);
+	add_elem(b, family == AF_INET ? SVC_CLUSTER_IPS4 : SVC_CLUSTER_IPS6, strdup(cip), strdup(""));
 	if (n_cluster > 0) {
 		SvcChain *c = add_chain(b, strdup(base));
 
@@ -741,6 +784,8 @@ static void build_port(Builder *b, const ServiceModelInput *in, const KubeServic
 			ip_addr_to_string(ip, a);
 			add_elem(b, n_all > 0 ? m_ips : m_noep, strdup_printf("%s . %s . %u", a, lproto, sp->port),
 				 strdup(go));
+			if (i >= svc->n_external_ips)
+				add_firewall(b, svc, ip, lproto, sp->port);
 		}
 	}
 }
@@ -897,7 +942,7 @@ static const char *const svc_maps[][2] = {
 	{ "svc-noep-nodeports6", "inet_proto . inet_service : verdict" },
 };
 
-void service_render_base(FILE *f) {
+void service_render_base(FILE *f, const IpPrefix *ranges, size_t n_ranges) {
 	fputs("add table " T "\n", f);
 	for (size_t i = 0; i < ELEMENTSOF(svc_maps); i++)
 		fprintf(f, "add map " T " %s { type %s; }\n", svc_maps[i][0], svc_maps[i][1]);
@@ -909,7 +954,15 @@ void service_render_base(FILE *f) {
 				eps_map(AF_INET, eps_protos[p], i), eps_protos[p], eps_map(AF_INET6, eps_protos[p], i),
 				eps_protos[p]);
 	fputs("add set " T " " SVC_HAIRPIN4 " { type ipv4_addr . ipv4_addr; }\n"
-	      "add set " T " " SVC_HAIRPIN6 " { type ipv6_addr . ipv6_addr; }\n",
+	      "add set " T " " SVC_HAIRPIN6 " { type ipv6_addr . ipv6_addr; }\n"
+	      "add set " T " " SVC_CLUSTER_IPS4 " { type ipv4_addr; }\n"
+	      "add set " T " " SVC_CLUSTER_IPS6 " { type ipv6_addr; }\n"
+	      "add set " T " " SVC_FW_IPS4 " { type ipv4_addr . inet_proto . inet_service; }\n"
+	      "add set " T " " SVC_FW_IPS6 " { type ipv6_addr . inet_proto . inet_service; }\n"
+	      "add set " T " " SVC_FW_ALLOW4
+	      " { type ipv4_addr . inet_proto . inet_service . ipv4_addr; flags interval; }\n"
+	      "add set " T " " SVC_FW_ALLOW6
+	      " { type ipv6_addr . inet_proto . inet_service . ipv6_addr; flags interval; }\n",
 	      f);
 	fputs("add chain " T " svc-reject\nflush chain " T " svc-reject\n"
 	      "add rule " T " svc-reject meta l4proto tcp reject with tcp reset comment \"Service without endpoints\"\n"
@@ -935,7 +988,28 @@ void service_render_base(FILE *f) {
 	      "add rule " T " svc-prerouting jump svc-services\n"
 	      "add chain " T " svc-output { type nat hook output priority -90; policy accept; }\n"
 	      "flush chain " T " svc-output\n"
+	      /* weftd's own datastore and API server connections (SVC_SELF_MARK) */
+	      "add rule " T " svc-output meta mark & " SVC_SELF_MARK
+	      " != 0 meta nfproto ipv4 ip daddr != @" SVC_CLUSTER_IPS4 " return comment \"weftd's own connections\"\n"
+	      "add rule " T " svc-output meta mark & " SVC_SELF_MARK
+	      " != 0 meta nfproto ipv6 ip6 daddr != @" SVC_CLUSTER_IPS6 " return comment \"weftd's own connections\"\n"
 	      "add rule " T " svc-output jump svc-services\n"
+	      /* loadBalancerSourceRanges: before the DNAT, while the LB IP is the destination */
+	      "add chain " T " svc-firewall-check\nflush chain " T " svc-firewall-check\n"
+	      "add rule " T " svc-firewall-check ip daddr . meta l4proto . th dport . ip saddr @" SVC_FW_ALLOW4
+	      " return\n"
+	      "add rule " T " svc-firewall-check ip6 daddr . meta l4proto . th dport . ip6 saddr @" SVC_FW_ALLOW6
+	      " return\n"
+	      "add rule " T " svc-firewall-check ip daddr . meta l4proto . th dport @" SVC_FW_IPS4
+	      " drop comment \"not in loadBalancerSourceRanges\"\n"
+	      "add rule " T " svc-firewall-check ip6 daddr . meta l4proto . th dport @" SVC_FW_IPS6
+	      " drop comment \"not in loadBalancerSourceRanges\"\n"
+	      "add chain " T " svc-fw-prerouting { type filter hook prerouting priority -110; policy accept; }\n"
+	      "flush chain " T " svc-fw-prerouting\n"
+	      "add rule " T " svc-fw-prerouting ct state new jump svc-firewall-check\n"
+	      "add chain " T " svc-fw-output { type filter hook output priority -110; policy accept; }\n"
+	      "flush chain " T " svc-fw-output\n"
+	      "add rule " T " svc-fw-output ct state new jump svc-firewall-check\n"
 	      /* srcnat - 5: between pm-postrouting (srcnat - 10) and br-postrouting (srcnat) */
 	      "add chain " T " svc-postrouting { type nat hook postrouting priority srcnat - 5; policy accept; }\n"
 	      "flush chain " T " svc-postrouting\n"
@@ -947,14 +1021,40 @@ void service_render_base(FILE *f) {
 	      "add rule " T " svc-postrouting meta mark set meta mark xor " SVC_MASQ_MARK
 	      " masquerade fully-random comment \"Service hairpin and external traffic\"\n",
 	      f);
+	/*
+	 * The Service range (kube-proxy's nftables cluster-ips-check): what is still addressed to it
+	 * after the DNAT had no Service entry. Every packet, not only ct state new: a leak of a
+	 * reply-less stream is still a leak.
+	 */
+	fputs("add chain " T " svc-cluster-ips-check\nflush chain " T " svc-cluster-ips-check\n", f);
+	for (size_t i = 0; i < n_ranges; i++) {
+		bool v4 = ranges[i].addr.family == AF_INET;
+		char p[IP_PREFIX_STRLEN];
+
+		if (ranges[i].addr.family != AF_INET && ranges[i].addr.family != AF_INET6)
+			continue;
+		ip_prefix_to_string(&ranges[i], p);
+		fprintf(f,
+			"add rule " T " svc-cluster-ips-check %s daddr @%s meta l4proto tcp reject with tcp reset "
+			"comment \"ClusterIP: port not defined\"\n"
+			"add rule " T
+			" svc-cluster-ips-check %s daddr @%s reject comment \"ClusterIP: port not defined\"\n"
+			"add rule " T
+			" svc-cluster-ips-check %s daddr %s drop comment \"no Service holds this address\"\n",
+			v4 ? "ip" : "ip6", v4 ? SVC_CLUSTER_IPS4 : SVC_CLUSTER_IPS6, v4 ? "ip" : "ip6",
+			v4 ? SVC_CLUSTER_IPS4 : SVC_CLUSTER_IPS6, v4 ? "ip" : "ip6", p);
+	}
 	/* filter - 5: the no-endpoint reject comes before any filter chain of policy or plugins */
 	static const char *const hooks[] = { "input", "forward", "output" };
-	for (size_t i = 0; i < ELEMENTSOF(hooks); i++)
+	for (size_t i = 0; i < ELEMENTSOF(hooks); i++) {
 		fprintf(f,
 			"add chain " T " svc-filter-%s { type filter hook %s priority filter - 5; policy accept; }\n"
 			"flush chain " T " svc-filter-%s\n"
 			"add rule " T " svc-filter-%s ct state new jump svc-endpoints-check\n",
 			hooks[i], hooks[i], hooks[i], hooks[i]);
+		if (i > 0) /* forwarded pod traffic and node-local clients */
+			fprintf(f, "add rule " T " svc-filter-%s jump svc-cluster-ips-check\n", hooks[i]);
+	}
 }
 
 void service_render_flush_maps(FILE *f) {
@@ -964,7 +1064,11 @@ void service_render_flush_maps(FILE *f) {
 		for (uint32_t i = 0; i < SVC_EPS_BUCKETS; i++)
 			fprintf(f, "flush map " T " %s\nflush map " T " %s\n", eps_map(AF_INET, eps_protos[p], i),
 				eps_map(AF_INET6, eps_protos[p], i));
-	fputs("flush set " T " " SVC_HAIRPIN4 "\nflush set " T " " SVC_HAIRPIN6 "\n", f);
+	fputs("flush set " T " " SVC_HAIRPIN4 "\nflush set " T " " SVC_HAIRPIN6 "\n"
+	      "flush set " T " " SVC_CLUSTER_IPS4 "\nflush set " T " " SVC_CLUSTER_IPS6 "\n"
+	      "flush set " T " " SVC_FW_IPS4 "\nflush set " T " " SVC_FW_IPS6 "\n"
+	      "flush set " T " " SVC_FW_ALLOW4 "\nflush set " T " " SVC_FW_ALLOW6 "\n",
+	      f);
 }
 
 static void render_rules(FILE *f, const SvcChain *c) {

@@ -15,6 +15,17 @@
  *                         (filter - 5, ct state new): reject = ICMP port unreachable / TCP reset
  *   chain svc-postrouting srcnat - 5: masquerade what carries mark 0x4000 (hairpin, external
  *                         traffic with externalTrafficPolicy Cluster)
+ *   set svc-cluster-ips4/6   every ClusterIP (counted over the units, as svc-hairpin4/6)
+ *   chain svc-cluster-ips-check   from svc-filter-{forward,output}, only for a family whose
+ *                         --service-cluster-ip-range is known: a ClusterIP on a port it does not
+ *                         define is rejected (TCP reset / ICMP port unreachable), any other
+ *                         address of the range dropped, so nothing follows the range's route out
+ *   sets svc-fw-ips4/6 (LB IP . proto . port with loadBalancerSourceRanges) and svc-fw-allow4/6
+ *                         (LB IP . proto . port . source prefix, interval): chain svc-firewall-check,
+ *                         from svc-fw-prerouting / svc-fw-output (filter, -110: before dstnat, the LB IP is
+ *                         still the destination), drops new connections from other sources
+ *   svc-output returns before any DNAT for packets carrying SVC_SELF_MARK (weftd's own datastore
+ *                         and API server sockets), unless their destination is a ClusterIP
  *
  * Per Service (one ServiceUnit: its chains and map elements), per port and family:
  *
@@ -30,6 +41,11 @@
  * only its own elements); the map is one of SVC_EPS_BUCKETS by slot, because the kernel checks each new element of a
  * map against every rule bound to it. One endpoint: a plain dnat. No chain per endpoint: every chain is one more entry
  * in the dump libnftables reads before each batch, which the kernel serves in time quadratic in the number of chains.
+ *
+ * loadBalancerSourceRanges (kube-proxy's firewall-ips): per LB IP . proto . port of the Service an
+ * element of svc-fw-ips4/6 and one of svc-fw-allow4/6 per source range of the family (none of the
+ * family: every source of that family is dropped: fail closed). Sets, not a chain per Service: the
+ * check is two lookups whatever the number of Services and ranges.
  *
  * Hairpin (a pod reaching itself through its Service): svc-postrouting masquerades DNATed
  * packets whose saddr . daddr is in svc-hairpin4/6, which holds A . A for every endpoint A on
@@ -59,12 +75,26 @@
 
 #define SVC_PREFIX "svc-"
 #define SVC_MASQ_MARK "0x4000"
+/*
+ * weftd's own sockets (etcd, the API server: http-multi.c sets SO_MARK): svc-output does not DNAT
+ * them except to a ClusterIP (an in-cluster weftd reaches the API server through the `kubernetes`
+ * Service), so no externalIP, LB IP or NodePort can take weftd's datastore traffic. Bit 12: kube-proxy
+ * uses 14 (masquerade) and 15 (drop), the portmap plugin 13, Calico the upper 16 bits, Cilium 8-11.
+ */
+#define SVC_SELF_MARK_VALUE 0x1000u
+#define SVC_SELF_MARK "0x1000"
 
 #define SVC_SLOT_BITS 14 /* endpoints one choosing chain can map: 16384 */
 #define SVC_SLOTS (1u << (32 - SVC_SLOT_BITS))
 #define SVC_EPS_BUCKETS 128 /* endpoint maps per family and protocol */
 #define SVC_HAIRPIN4 "svc-hairpin4"
 #define SVC_HAIRPIN6 "svc-hairpin6"
+#define SVC_CLUSTER_IPS4 "svc-cluster-ips4"
+#define SVC_CLUSTER_IPS6 "svc-cluster-ips6"
+#define SVC_FW_IPS4 "svc-fw-ips4"
+#define SVC_FW_IPS6 "svc-fw-ips6"
+#define SVC_FW_ALLOW4 "svc-fw-allow4"
+#define SVC_FW_ALLOW6 "svc-fw-allow6"
 
 typedef struct SvcChain {
 	char *name;
@@ -134,9 +164,13 @@ SvcRefs *svc_refs_free(SvcRefs *r);
 void svc_refs_reset(SvcRefs *r);
 int svc_refs_update(SvcRefs *r, const ServiceUnit *old, const ServiceUnit *new, FILE *f);
 size_t svc_refs_size(const SvcRefs *r);
+/* "add element" (idempotent) of u's shared elements that other units still hold: after a batch with
+ * u's diff was refused and u's counts were undone, an element only u's part of the batch added. */
+void svc_refs_render_held(SvcRefs *r, const ServiceUnit *u, FILE *f);
 
-/* The fixed objects (idempotent: add, flush, rules). */
-void service_render_base(FILE *f);
+/* The fixed objects (idempotent: add, flush, rules). ranges: --service-cluster-ip-range (at most one
+ * per family; none: no svc-cluster-ips-check rule for that family). */
+void service_render_base(FILE *f, const IpPrefix *ranges, size_t n_ranges);
 /* The fixed maps' and sets' elements removed (start-up full sync: the units then add theirs again). */
 void service_render_flush_maps(FILE *f);
 /*

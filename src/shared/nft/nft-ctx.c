@@ -49,6 +49,7 @@ typedef struct NftLib {
 	typeof(nft_ctx_get_error_buffer) *get_error_buffer;
 	typeof(nft_ctx_output_set_flags) *output_set_flags;
 	typeof(nft_run_cmd_from_buffer) *run_cmd_from_buffer;
+	typeof(nft_ctx_set_dry_run) *set_dry_run;
 } NftLib;
 
 #ifdef WEFT_NFT_DLOPEN
@@ -74,7 +75,8 @@ static void lib_load(void) {
 	    !(*(void **) &lib.get_output_buffer = dlsym(h, "nft_ctx_get_output_buffer")) ||
 	    !(*(void **) &lib.get_error_buffer = dlsym(h, "nft_ctx_get_error_buffer")) ||
 	    !(*(void **) &lib.output_set_flags = dlsym(h, "nft_ctx_output_set_flags")) ||
-	    !(*(void **) &lib.run_cmd_from_buffer = dlsym(h, "nft_run_cmd_from_buffer"))) {
+	    !(*(void **) &lib.run_cmd_from_buffer = dlsym(h, "nft_run_cmd_from_buffer")) ||
+	    !(*(void **) &lib.set_dry_run = dlsym(h, "nft_ctx_set_dry_run"))) {
 		dlclose(h);
 		lib_r = -ELIBBAD;
 		return;
@@ -96,6 +98,7 @@ static const NftLib lib = {
 	.get_error_buffer = nft_ctx_get_error_buffer,
 	.output_set_flags = nft_ctx_output_set_flags,
 	.run_cmd_from_buffer = nft_run_cmd_from_buffer,
+	.set_dry_run = nft_ctx_set_dry_run,
 };
 
 static int lib_open(void) {
@@ -223,6 +226,17 @@ int nft_apply(NftCtx *c, const char *batch, char **ret_error) {
 	return run(c, batch, 0, NULL, ret_error);
 }
 
+int nft_check(NftCtx *c, const char *batch, char **ret_error) {
+	int r;
+
+	if (!c)
+		return -EINVAL;
+	lib.set_dry_run(c->nft, true);
+	r = run(c, batch, 0, NULL, ret_error);
+	lib.set_dry_run(c->nft, false);
+	return r;
+}
+
 int nft_list_json_full(NftCtx *c, const char *cmd, json_t **ret, char **ret_error) {
 	_cleanup_free_ char *out = NULL;
 	json_error_t jerr;
@@ -232,6 +246,14 @@ int nft_list_json_full(NftCtx *c, const char *cmd, json_t **ret, char **ret_erro
 	if (!ret)
 		return -EINVAL;
 	r = run(c, cmd, NFT_CTX_OUTPUT_JSON, &out, ret_error);
+	/*
+	 * What the listing fetched stays in libnftables' cache until the next command: even `list
+	 * chains inet` brings every rule and set element of the table (34 MB for 2,000 Services), held
+	 * for good by a caller that lists and seldom writes (the policy agent's stale-chain scan after a
+	 * restart under load). The output is ours now; the next command fetches anew anyway when the
+	 * ruleset changed meanwhile.
+	 */
+	(void) nft_ctx_drop_cache(c);
 	if (r < 0)
 		return r;
 	j = json_loads(out, 0, &jerr);

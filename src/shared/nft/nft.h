@@ -43,6 +43,7 @@ static inline void nft_ctx_freep(NftCtx **c) {
  * large batch holds every chain, rule and element of it (tens of MiB at 10k Services or 1k
  * policies) until the next command replaces it. The next command fills it again, as it would
  * anyway after our own commit changed the ruleset's generation. 0 or -ENOMEM (c unchanged).
+ * The listings (nft_list_json*, nft_list_names) drop it themselves once their output is copied.
  */
 int nft_ctx_drop_cache(NftCtx *c);
 
@@ -55,6 +56,13 @@ int nft_ctx_drop_cache(NftCtx *c);
  * *ret_error gets nft's malloc'ed error text (caller frees); untouched on success.
  */
 int nft_apply(NftCtx *c, const char *batch, char **ret_error);
+
+/*
+ * As nft_apply(), but the kernel checks the batch and aborts it (libnftables' dry run, `nft -c`):
+ * the same errors ("File exists" included), nothing changed. For narrowing a refused batch without
+ * touching what is programmed.
+ */
+int nft_check(NftCtx *c, const char *batch, char **ret_error);
 
 /*
  * Runs one listing command (e.g. "list set inet weft br-masq4") with JSON output and returns
