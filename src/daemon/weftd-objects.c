@@ -281,6 +281,8 @@ static int node_addresses(void *userdata, IpAddr **ret, size_t *ret_n) {
 	AddrList l = {};
 	int r;
 
+	if (!m->rec.synced)
+		return -EAGAIN;
 	r = nl_addr_dump(m->nl, AF_UNSPEC, 0, collect_addr, &l);
 	if (r >= 0 && ip_addr_is_set(&m->backend.public_ip))
 		r = addr_list_add(&l, &m->backend.public_ip);

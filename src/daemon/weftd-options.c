@@ -192,19 +192,21 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 			free(a->service_external_ip_cidrs);
 			a->service_external_ip_cidrs = NULL;
 			a->n_service_external_ip_cidrs = 0;
-			if (service_cidrs_parse(optarg, &a->service_external_ip_cidrs, &a->n_service_external_ip_cidrs) <
-			    0)
-				return log_error_errno(EINVAL,
-						       "Invalid --service-external-ip-cidrs '%s' (CIDR[,CIDR...]: networks, "
-						       "host bits zero)",
-						       optarg);
+			if (service_cidrs_parse(optarg, &a->service_external_ip_cidrs,
+						&a->n_service_external_ip_cidrs) < 0)
+				return log_error_errno(
+						EINVAL,
+						"Invalid --service-external-ip-cidrs '%s' (CIDR[,CIDR...]: networks, "
+						"host bits zero)",
+						optarg);
 			break;
 		case ARG_SERVICE_NODE_PORT_RANGE:
-			if (service_node_port_range_parse(optarg, &a->service_node_port_min, &a->service_node_port_max) <
-			    0)
-				return log_error_errno(EINVAL,
-						       "Invalid --service-node-port-range '%s' (A-B, 1 <= A <= B <= 65535)",
-						       optarg);
+			if (service_node_port_range_parse(optarg, &a->service_node_port_min,
+							  &a->service_node_port_max) < 0)
+				return log_error_errno(
+						EINVAL,
+						"Invalid --service-node-port-range '%s' (A-B, 1 <= A <= B <= 65535)",
+						optarg);
 			break;
 		case ARG_ETCD_TIMEOUT:
 			if (parse_duration(optarg, &a->etcd_timeout_usec) < 0)

@@ -586,7 +586,8 @@ static void test_service_limits(void **state) {
 				char v[64];
 
 				if (strstr(arrays[i].path, "ports"))
-					json_array_append_new(a, json_pack("{s:i,s:i}", "port", k + 1, "targetPort", 8080));
+					json_array_append_new(a, json_pack("{s:i,s:i}", "port", k + 1, "targetPort",
+									   8080));
 				else if (strstr(arrays[i].path, "ingress")) {
 					snprintf(v, sizeof(v), "192.0.2.%d", k + 1);
 					json_array_append_new(a, json_pack("{s:s}", "ip", v));

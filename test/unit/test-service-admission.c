@@ -232,8 +232,10 @@ static void test_node_ports(void **state) {
 
 	assert_int_equal(service_admission_check_node_port(&pol, KUBE_PROTO_TCP, 30000), SERVICE_ADMIT);
 	assert_int_equal(service_admission_check_node_port(&pol, KUBE_PROTO_TCP, 32767), SERVICE_ADMIT);
-	assert_int_equal(service_admission_check_node_port(&pol, KUBE_PROTO_TCP, 29999), SERVICE_REJECT_NODE_PORT_RANGE);
-	assert_int_equal(service_admission_check_node_port(&pol, KUBE_PROTO_TCP, 32768), SERVICE_REJECT_NODE_PORT_RANGE);
+	assert_int_equal(service_admission_check_node_port(&pol, KUBE_PROTO_TCP, 29999),
+			 SERVICE_REJECT_NODE_PORT_RANGE);
+	assert_int_equal(service_admission_check_node_port(&pol, KUBE_PROTO_TCP, 32768),
+			 SERVICE_REJECT_NODE_PORT_RANGE);
 	assert_int_equal(service_admission_check_node_port(&pol, KUBE_PROTO_TCP, 9876), SERVICE_REJECT_NODE_PORT_RANGE);
 	assert_int_equal(service_admission_check_node_port(&pol, KUBE_PROTO_TCP, 22), SERVICE_REJECT_NODE_PORT_RANGE);
 	/* an operator's wide range still never hands out weftd's port or the tunnel's */
@@ -308,17 +310,23 @@ static void test_claim_keys(void **state) {
 	size_t n = 0;
 	/* an externalIP equal to its clusterIP, an LB IP equal to an externalIP: one claim each; the
 	 * refused ones none */
-	KubeObject *s = svc("shop", "web",
-			    "\"type\":\"LoadBalancer\",\"clusterIP\":\"10.96.0.10\",\"externalTrafficPolicy\":\"Local\","
-			    "\"healthCheckNodePort\":31000,"
-			    "\"externalIPs\":[\"192.0.2.7\",\"10.96.0.10\",\"10.0.0.100\",\"10.0.0.1\"],"
-			    "\"ports\":[{\"name\":\"http\",\"port\":80,\"nodePort\":30080},"
-			    "{\"name\":\"ssh\",\"port\":22,\"nodePort\":22}]",
-			    "\"loadBalancer\":{\"ingress\":[{\"ip\":\"192.0.2.7\"},{\"ip\":\"203.0.113.1\"}]}");
+	KubeObject *s = svc(
+			"shop", "web",
+			"\"type\":\"LoadBalancer\",\"clusterIP\":\"10.96.0.10\",\"externalTrafficPolicy\":\"Local\","
+			"\"healthCheckNodePort\":31000,"
+			"\"externalIPs\":[\"192.0.2.7\",\"10.96.0.10\",\"10.0.0.100\",\"10.0.0.1\"],"
+			"\"ports\":[{\"name\":\"http\",\"port\":80,\"nodePort\":30080},"
+			"{\"name\":\"ssh\",\"port\":22,\"nodePort\":22}]",
+			"\"loadBalancer\":{\"ingress\":[{\"ip\":\"192.0.2.7\"},{\"ip\":\"203.0.113.1\"}]}");
 	KubeObject *h = svc("shop", "headless", "\"clusterIP\":\"None\",\"ports\":[{\"port\":80}]", NULL);
 	static const char *const want[] = {
-		"10.96.0.10 . tcp . 22", "10.96.0.10 . tcp . 80",  "192.0.2.7 . tcp . 22", "192.0.2.7 . tcp . 80",
-		"nodeport . tcp . 30080", "nodeport . tcp . 31000", NULL,
+		"10.96.0.10 . tcp . 22",
+		"10.96.0.10 . tcp . 80",
+		"192.0.2.7 . tcp . 22",
+		"192.0.2.7 . tcp . 80",
+		"nodeport . tcp . 30080",
+		"nodeport . tcp . 31000",
+		NULL,
 	};
 	static const char *const none[] = { NULL };
 
@@ -498,9 +506,11 @@ static void test_model_filter(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_special),	    cmocka_unit_test(test_addresses),	 cmocka_unit_test(test_node_ports),
-		cmocka_unit_test(test_cidrs_parse), cmocka_unit_test(test_endpoints),	 cmocka_unit_test(test_claim_keys),
-		cmocka_unit_test(test_claims),	    cmocka_unit_test(test_claims_order), cmocka_unit_test(test_model_filter),
+		cmocka_unit_test(test_special),      cmocka_unit_test(test_addresses),
+		cmocka_unit_test(test_node_ports),   cmocka_unit_test(test_cidrs_parse),
+		cmocka_unit_test(test_endpoints),    cmocka_unit_test(test_claim_keys),
+		cmocka_unit_test(test_claims),       cmocka_unit_test(test_claims_order),
+		cmocka_unit_test(test_model_filter),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

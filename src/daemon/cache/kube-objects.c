@@ -1108,8 +1108,8 @@ static int service_ports_parse(const json_t *spec, StringPool *pool, KubeService
 			const KubeServicePort *o = &s->ports[k];
 
 			if (e->name && o->name == e->name) /* interned: equal strings are one pointer */
-				return decode_error(err, "spec.ports[%zu].name: \"%s\" repeats spec.ports[%zu]", i, e->name,
-						    k);
+				return decode_error(err, "spec.ports[%zu].name: \"%s\" repeats spec.ports[%zu]", i,
+						    e->name, k);
 			if (o->port == e->port && o->protocol == e->protocol)
 				return decode_error(err, "spec.ports[%zu]: port %u/%s repeats spec.ports[%zu]", i,
 						    e->port, kube_protocol_to_string(e->protocol), k);
@@ -1190,7 +1190,8 @@ static int service_decode(const json_t *j, StringPool *pool, KubeObject **ret, D
 		goto fail;
 	}
 	if (jlen(a) > KUBE_SERVICE_MAX_EXTERNAL_IPS) {
-		r = decode_error(err, "spec.externalIPs: %zu entries, at most %d", jlen(a), KUBE_SERVICE_MAX_EXTERNAL_IPS);
+		r = decode_error(err, "spec.externalIPs: %zu entries, at most %d", jlen(a),
+				 KUBE_SERVICE_MAX_EXTERNAL_IPS);
 		goto fail;
 	}
 	r = parse_ip_array(a, "spec.externalIPs", NULL, &v->external_ips, &v->n_external_ips, err);

@@ -110,8 +110,8 @@ static bool port_reserved(const ServiceAdmissionPolicy *p, KubeProtocol protocol
 	return false;
 }
 
-ServiceRejectReason service_admission_check_addr(const ServiceAdmissionPolicy *p, ServiceAddrUse use,
-						 const IpAddr *ip, KubeProtocol protocol, uint16_t port) {
+ServiceRejectReason service_admission_check_addr(const ServiceAdmissionPolicy *p, ServiceAddrUse use, const IpAddr *ip,
+						 KubeProtocol protocol, uint16_t port) {
 	ServiceRejectReason r = service_admission_check_special(ip);
 	bool has_range = false;
 
@@ -254,8 +254,7 @@ static int push(char ***v, size_t *n, char *s) {
 	return 0;
 }
 
-int service_admission_claim_keys(const ServiceAdmissionPolicy *p, const KubeService *svc, char ***ret,
-				 size_t *ret_n) {
+int service_admission_claim_keys(const ServiceAdmissionPolicy *p, const KubeService *svc, char ***ret, size_t *ret_n) {
 	_cleanup_strv_free_ char **v = NULL;
 	size_t n = 0, w = 0;
 	bool lb = svc->type == KUBE_SERVICE_LOAD_BALANCER;
@@ -287,7 +286,8 @@ int service_admission_claim_keys(const ServiceAdmissionPolicy *p, const KubeServ
 				if (svc->lb_ips[e].family == cip->family &&
 				    service_admission_check_addr(p, SERVICE_ADDR_LB_IP, &svc->lb_ips[e], sp->protocol,
 								 sp->port) == SERVICE_ADMIT)
-					r = push(&v, &n, service_claim_key_addr(&svc->lb_ips[e], sp->protocol, sp->port));
+					r = push(&v, &n,
+						 service_claim_key_addr(&svc->lb_ips[e], sp->protocol, sp->port));
 		}
 		if (r >= 0 && np && sp->node_port && svc->n_cluster_ips > 0 &&
 		    service_admission_check_node_port(p, sp->protocol, sp->node_port) == SERVICE_ADMIT)

@@ -33,10 +33,10 @@ typedef enum ServiceRejectReason {
 	SERVICE_REJECT_OUTSIDE_SERVICE_RANGE, /* a clusterIP outside --service-cluster-ip-range */
 	SERVICE_REJECT_EXTERNAL_IP_NOT_ALLOWED,
 	SERVICE_REJECT_LB_IP_NOT_ALLOWED,
-	SERVICE_REJECT_NODE_ADDRESS,   /* a node's address the allow-list does not name exactly */
-	SERVICE_REJECT_RESERVED_PORT,  /* weftd's listen port or the backend's tunnel port */
+	SERVICE_REJECT_NODE_ADDRESS,    /* a node's address the allow-list does not name exactly */
+	SERVICE_REJECT_RESERVED_PORT,   /* weftd's listen port or the backend's tunnel port */
 	SERVICE_REJECT_NODE_PORT_RANGE, /* outside --service-node-port-range */
-	SERVICE_REJECT_CONFLICT,       /* an older Service holds the key */
+	SERVICE_REJECT_CONFLICT,        /* an older Service holds the key */
 	_SERVICE_REJECT_MAX,
 } ServiceRejectReason;
 
@@ -82,7 +82,7 @@ typedef struct ServiceAdmissionPolicy {
 	const ServiceReservedPort *reserved;
 	size_t n_reserved;
 	uint16_t node_port_min, node_port_max; /* --service-node-port-range */
-	bool kube_mode; /* objects from the API server: default/kubernetes may point at it */
+	bool kube_mode;                        /* objects from the API server: default/kubernetes may point at it */
 } ServiceAdmissionPolicy;
 
 /* Loopback, link-local, multicast, unspecified (both families), else SERVICE_ADMIT. */
@@ -92,8 +92,8 @@ ServiceRejectReason service_admission_check_special(const IpAddr *ip);
  * May `ip` be svc's address of kind `use` (CLUSTER_IP, EXTERNAL_IP, LB_IP) for protocol . port?
  * Conflicts are not checked here (ServiceClaims).
  */
-ServiceRejectReason service_admission_check_addr(const ServiceAdmissionPolicy *p, ServiceAddrUse use,
-						 const IpAddr *ip, KubeProtocol protocol, uint16_t port);
+ServiceRejectReason service_admission_check_addr(const ServiceAdmissionPolicy *p, ServiceAddrUse use, const IpAddr *ip,
+						 KubeProtocol protocol, uint16_t port);
 /* A nodePort or healthCheckNodePort: in the range, not a reserved port. */
 ServiceRejectReason service_admission_check_node_port(const ServiceAdmissionPolicy *p, KubeProtocol protocol,
 						      uint16_t port);
@@ -121,8 +121,7 @@ char *service_claim_key_node_port(KubeProtocol protocol, uint16_t port);
  * nodePorts and healthCheckNodePort. Headless and ExternalName Services claim nothing.
  * 0 or -ENOMEM.
  */
-int service_admission_claim_keys(const ServiceAdmissionPolicy *p, const KubeService *svc, char ***ret,
-				 size_t *ret_n);
+int service_admission_claim_keys(const ServiceAdmissionPolicy *p, const KubeService *svc, char ***ret, size_t *ret_n);
 
 typedef struct ServiceClaims ServiceClaims;
 

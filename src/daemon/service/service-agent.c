@@ -154,7 +154,7 @@ static int ipaddr_cmp(const void *x, const void *y) {
 /*
  * The policy as of now: the pod networks (the config may arrive late), the backend's tunnel port,
  * the node's addresses. 1 if it changed since the last call (every Service must be judged again:
- * a full sync), 0 if not.
+ * a full sync), 0 if not, -EAGAIN while the node addresses cannot be known yet.
  */
 static int policy_refresh(ServiceAgent *a) {
 	const NetworkConfig *cfg = a->cfg.network ? *a->cfg.network : NULL;
@@ -175,9 +175,33 @@ static int policy_refresh(ServiceAgent *a) {
 		res[n_res++] = (ServiceReservedPort) { KUBE_PROTO_UDP, cfg->backend.port };
 	if (cfg && cfg->backend.type == NETWORK_BACKEND_BGP)
 		res[n_res++] = (ServiceReservedPort) { KUBE_PROTO_TCP, 179 };
-	if (a->cfg.node_addresses && a->cfg.node_addresses(a->cfg.node_addresses_userdata, &addrs, &n_addrs) < 0)
-		/* keep the last known ones rather than admit a node address by not knowing it */
-		return 0;
+	if (a->cfg.node_addresses) {
+		int r = a->cfg.node_addresses(a->cfg.node_addresses_userdata, &addrs, &n_addrs);
+
+		if (r == -EAGAIN) /* the leases are not listed yet: judging now would admit their addresses */
+			return r;
+		if (r < 0) /* keep the last known ones rather than admit a node address by not knowing it */
+			return 0;
+	}
+	/* Sticky: a node whose lease went (restarting, or gone for good) keeps its address protected
+	 * until weftd restarts, so a Service cannot take it in the meantime and keep it when the node
+	 * comes back. */
+	for (size_t i = 0; i < a->n_node_addrs; i++) {
+		bool found = false;
+		IpAddr *nv;
+
+		for (size_t k = 0; k < n_addrs && !found; k++)
+			found = ip_addr_equal(&addrs[k], &a->node_addrs[i]);
+		if (found)
+			continue;
+		nv = reallocarray(addrs, n_addrs + 1, sizeof(IpAddr));
+		if (!nv) {
+			free(addrs);
+			return 0;
+		}
+		addrs = nv;
+		addrs[n_addrs++] = a->node_addrs[i];
+	}
 	qsort_safe(addrs, n_addrs, sizeof(IpAddr), ipaddr_cmp);
 	changed = n_nets != p->n_pod_networks || memcmp(nets, a->pod_networks, sizeof(nets)) != 0 ||
 		  n_res != p->n_reserved || memcmp(res, a->reserved, sizeof(res)) != 0 || n_addrs != a->n_node_addrs ||
@@ -285,8 +309,8 @@ static bool admit(void *userdata, ServiceAddrUse use, const IpAddr *ip, KubeProt
 	if (ip)
 		ip_addr_to_string(ip, s);
 	line = strdup_printf("%s: %s %s%s%s/%u refused: %s%s%s", ad->key, service_addr_use_to_string(use), s,
-			     ip ? " " : "", kube_protocol_to_string(protocol), port, service_reject_reason_to_string(why),
-			     holder ? ", held by the older " : "", holder ?: "");
+			     ip ? " " : "", kube_protocol_to_string(protocol), port,
+			     service_reject_reason_to_string(why), holder ? ", held by the older " : "", holder ?: "");
 	nv = line ? reallocarray(ad->v, ad->n + 1, sizeof(Report)) : NULL;
 	if (!nv) {
 		free(line);
@@ -745,7 +769,7 @@ static bool health_admitted(ServiceAgent *a, const KubeService *svc) {
 
 	return key && ckey &&
 	       service_admission_check_node_port(&a->policy, KUBE_PROTO_TCP, svc->health_check_node_port) ==
-		       SERVICE_ADMIT &&
+			       SERVICE_ADMIT &&
 	       service_claims_wins(a->claims, key, ckey);
 }
 
@@ -785,7 +809,13 @@ static int agent_sync(ServiceAgent *a) {
 	bool full = !a->programmed_once || a->dirty_oom;
 	int r;
 
-	if (policy_refresh(a) > 0) /* a node address or the pod network changed: judge everything again */
+	r = policy_refresh(a);
+	if (r == -EAGAIN) { /* again once the leases are listed; not a failure */
+		(void) event_source_arm_once(a->timer, RETRY_USEC);
+		a->scheduled = true;
+		return 0;
+	}
+	if (r > 0) /* a node address or the pod network changed: judge everything again */
 		full = true;
 	r = full ? sync_full(a) : sync_dirty(a);
 	if (r < 0) {
@@ -822,7 +852,7 @@ static void schedule(ServiceAgent *a);
 static int on_recheck(EventSource *s, void *userdata) {
 	ServiceAgent *a = userdata;
 
-	if (!a->programmed_once || policy_refresh(a) == 0)
+	if (!a->programmed_once || policy_refresh(a) <= 0)
 		return 0;
 	a->dirty_oom = true; /* "sync everything" */
 	schedule(a);
@@ -980,10 +1010,11 @@ int service_agent_render_metrics(ServiceAgent *a, FILE *f) {
 		   "policy or lost in a conflict (docs/service-address-policy.md), each counted when first seen.\n"
 		   "# TYPE weft_service_rejected_total counter\n");
 	for (int i = SERVICE_ADMIT + 1; i < _SERVICE_REJECT_MAX; i++)
-		fprintf(f, "weft_service_rejected_total{reason=\"%s\"} %" PRIu64 "\n", service_reject_reason_to_string(i),
-			a->rejected[i]);
-	fprintf(f, "# HELP weft_service_claims Service address and node-port keys claimed (conflicts count once).\n"
-		   "# TYPE weft_service_claims gauge\nweft_service_claims %zu\n",
+		fprintf(f, "weft_service_rejected_total{reason=\"%s\"} %" PRIu64 "\n",
+			service_reject_reason_to_string(i), a->rejected[i]);
+	fprintf(f,
+		"# HELP weft_service_claims Service address and node-port keys claimed (conflicts count once).\n"
+		"# TYPE weft_service_claims gauge\nweft_service_claims %zu\n",
 		service_claims_size(a->claims));
 	return 0;
 }

@@ -30,8 +30,8 @@ typedef struct ServiceAgentConfig {
 	const IpPrefix *service_ranges; /* --service-cluster-ip-range: at most one per family */
 	size_t n_service_ranges;
 	/* the address policy (service-admission.h, docs/service-address-policy.md) */
-	bool kube_mode;                    /* objects from the API server (default/kubernetes may point at it) */
-	const IpAddr *infra;               /* the datastore and API server addresses weftd uses */
+	bool kube_mode;      /* objects from the API server (default/kubernetes may point at it) */
+	const IpAddr *infra; /* the datastore and API server addresses weftd uses */
 	size_t n_infra;
 	const IpPrefix *external_ip_cidrs; /* --service-external-ip-cidrs: none = no externalIP, no LB IP */
 	size_t n_external_ip_cidrs;
@@ -40,7 +40,8 @@ typedef struct ServiceAgentConfig {
 	uint16_t node_port_min, node_port_max; /* --service-node-port-range; 0, 0: 30000-32767 */
 	uint16_t listen_port;                  /* weftd's /healthz and /metrics (tcp): never a Service's */
 	/* this node's link addresses and every accepted lease's public IP, read at each sync (*ret:
-	 * caller frees). NULL: none known. */
+	 * caller frees); -EAGAIN until the leases are listed (nothing is programmed before). NULL:
+	 * none known. */
 	int (*node_addresses)(void *userdata, IpAddr **ret, size_t *ret_n);
 	void *node_addresses_userdata;
 } ServiceAgentConfig;
