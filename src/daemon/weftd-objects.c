@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +187,132 @@ static int on_relist(EventSource *src, void *userdata) {
 	return 0;
 }
 
+/*
+ * The datastore and API server addresses weftd itself talks to: no Service may take them
+ * (service-admission.h). Names are resolved once, at start: a Service created later cannot make
+ * weftd's own connections its own by a DNS answer, and the event loop never blocks on DNS.
+ */
+static int infra_add(Manager *m, const IpAddr *a) {
+	ObjectsState *s = &m->objects;
+	IpAddr *v;
+
+	for (size_t i = 0; i < s->n_infra; i++)
+		if (ip_addr_equal(&s->infra[i], a))
+			return 0;
+	v = reallocarray(s->infra, s->n_infra + 1, sizeof(IpAddr));
+	if (!v)
+		return -ENOMEM;
+	s->infra = v;
+	s->infra[s->n_infra++] = *a;
+	return 0;
+}
+
+/* "scheme://host:port/path", "host:port", "[v6]:port": the host's addresses. An unresolvable name
+ * is logged (weftd cannot reach it either) and skipped. */
+static int infra_add_url(Manager *m, const char *url) {
+	const char *h = strstr(url, "://");
+	_cleanup_free_ char *host = NULL;
+	struct addrinfo *res = NULL, hints = { .ai_socktype = SOCK_STREAM };
+	IpAddr a;
+	size_t n;
+	int r = 0;
+
+	h = h ? h + 3 : url;
+	if (*h == '[') {
+		n = strcspn(h + 1, "]");
+		host = strndup(h + 1, n);
+	} else {
+		n = strcspn(h, ":/");
+		host = strndup(h, n);
+	}
+	if (!host)
+		return -ENOMEM;
+	if (isempty(host))
+		return 0;
+	if (ip_addr_parse(host, &a) >= 0)
+		return infra_add(m, &a);
+	if (getaddrinfo(host, NULL, &hints, &res) != 0) {
+		log_warning("Cannot resolve %s (%s): Services may not be refused its addresses", host, url);
+		return 0;
+	}
+	for (struct addrinfo *ai = res; ai && r >= 0; ai = ai->ai_next) {
+		a = (IpAddr) { .family = ai->ai_family };
+		if (ai->ai_family == AF_INET)
+			a.in = ((struct sockaddr_in *) ai->ai_addr)->sin_addr;
+		else if (ai->ai_family == AF_INET6)
+			a.in6 = ((struct sockaddr_in6 *) ai->ai_addr)->sin6_addr;
+		else
+			continue;
+		r = infra_add(m, &a);
+	}
+	freeaddrinfo(res);
+	return r;
+}
+
+static int infra_add_etcd(Manager *m) {
+	_cleanup_strv_free_ char **urls = NULL;
+	int r;
+
+	r = strv_split(m->args.etcd_endpoints, ",", &urls);
+	for (size_t i = 0; r >= 0 && urls && urls[i]; i++)
+		r = infra_add_url(m, urls[i]);
+	return r;
+}
+
+typedef struct AddrList {
+	IpAddr *v;
+	size_t n;
+} AddrList;
+
+static int addr_list_add(AddrList *l, const IpAddr *a) {
+	IpAddr *v;
+
+	for (size_t i = 0; i < l->n; i++)
+		if (ip_addr_equal(&l->v[i], a))
+			return 0;
+	v = reallocarray(l->v, l->n + 1, sizeof(IpAddr));
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
+	l->v[l->n++] = *a;
+	return 0;
+}
+
+static int collect_addr(const NlAddr *a, void *userdata) {
+	return addr_list_add(userdata, &a->prefix.addr);
+}
+
+/* ServiceAgentConfig.node_addresses: this node's link addresses and every accepted lease's public
+ * IP (any node of the cluster). */
+static int node_addresses(void *userdata, IpAddr **ret, size_t *ret_n) {
+	Manager *m = userdata;
+	AddrList l = {};
+	int r;
+
+	if (!m->rec.synced)
+		return -EAGAIN;
+	r = nl_addr_dump(m->nl, AF_UNSPEC, 0, collect_addr, &l);
+	if (r >= 0 && ip_addr_is_set(&m->backend.public_ip))
+		r = addr_list_add(&l, &m->backend.public_ip);
+	for (size_t i = 0; r >= 0 && i < m->rec.n_nodes; i++)
+		if (m->rec.nodes[i].verdict == LEASE_ACCEPTED && ip_addr_is_set(&m->rec.nodes[i].lease.public_ip))
+			r = addr_list_add(&l, &m->rec.nodes[i].lease.public_ip);
+	if (r < 0) {
+		free(l.v);
+		return r;
+	}
+	*ret = l.v;
+	*ret_n = l.n;
+	return 0;
+}
+
+static uint16_t listen_port(const char *listen) {
+	const char *c = strrchr(listen, ':');
+	unsigned p;
+
+	return c && safe_atou32(c + 1, &p) >= 0 && p <= 65535 ? (uint16_t) p : 0;
+}
+
 /* Leases and objects both from Kubernetes: the objects wait for the lease datastore's open(),
  * which loads the kubeconfig, and take a copy of it (their own client, their own connections). */
 static bool needs_datastore_config(Manager *m) {
@@ -211,6 +338,9 @@ static int open_kube_client(Manager *m) {
 		}
 		log_info("Loaded kubeconfig %s", k->source);
 	}
+	r = infra_add_url(m, k->server);
+	if (r < 0)
+		return log_error_errno(r, "Failed to resolve the API server %s: %m", k->server);
 	r = kube_client_new(&k, &m->objects.kube);
 	if (r < 0)
 		return log_error_errno(r, "Failed to create the Kubernetes client for objects: %m");
@@ -253,6 +383,15 @@ int manager_objects_start(Manager *m) {
 	r = streq(m->args.objects_datastore, "kubernetes") ? open_kube_client(m) : open_etcd_client(m);
 	if (r < 0)
 		return r;
+	if (streq(m->args.datastore, "etcd")) {
+		r = infra_add_etcd(m);
+		if (r < 0)
+			return log_error_errno(r, "Failed to resolve --etcd-endpoints: %m");
+	} else if (m->ds_ops && m->ds_ops->kube_config && m->ds && !streq(m->args.objects_datastore, "kubernetes")) {
+		r = infra_add_url(m, m->ds_ops->kube_config(m->ds)->server);
+		if (r < 0)
+			return log_error_errno(r, "Failed to resolve the API server: %m");
+	}
 	r = object_cache_new(NULL, &s->cache);
 	if (r < 0)
 		return log_error_errno(r, "Failed to create the object cache: %m");
@@ -275,6 +414,16 @@ int manager_objects_start(Manager *m) {
 					      .network = &m->config,
 					      .service_ranges = m->args.service_ranges,
 					      .n_service_ranges = m->args.n_service_ranges,
+					      .kube_mode = streq(m->args.objects_datastore, "kubernetes"),
+					      .infra = s->infra,
+					      .n_infra = s->n_infra,
+					      .external_ip_cidrs = m->args.service_external_ip_cidrs,
+					      .n_external_ip_cidrs = m->args.n_service_external_ip_cidrs,
+					      .node_port_min = m->args.service_node_port_min,
+					      .node_port_max = m->args.service_node_port_max,
+					      .listen_port = listen_port(m->args.listen),
+					      .node_addresses = node_addresses,
+					      .node_addresses_userdata = m,
 			      },
 			      &s->services);
 	if (r >= 0)
@@ -320,6 +469,10 @@ void manager_objects_done(Manager *m) {
 	for (size_t i = 0; i < s->n_rejected_seen; i++)
 		free(s->rejected_seen[i]);
 	free(s->rejected_seen);
+	free(s->infra);
+	free(m->args.service_external_ip_cidrs);
+	m->args.service_external_ip_cidrs = NULL;
+	m->args.n_service_external_ip_cidrs = 0;
 	*s = (ObjectsState) {};
 }
 

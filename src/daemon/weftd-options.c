@@ -9,6 +9,7 @@
 #include "basic/log.h"
 #include "basic/string-util.h"
 #include "daemon/service-route.h"
+#include "daemon/service/service-admission.h"
 #include "daemon/weftd.h"
 
 /* "10", "10s", "500ms", "2m" -> microseconds */
@@ -69,7 +70,12 @@ static void help(void) {
 	       "                            (default: host-local's /var/lib/cni/networks)\n"
 	       "  --service-cluster-ip-range CIDR[,CIDR6]  the Service ranges (as kube-apiserver's):\n"
 	       "                            routes of ours so the node reaches ClusterIPs itself, from\n"
-	       "                            its pod-network gateway address (default: none)\n");
+	       "                            its pod-network gateway address (default: none); a clusterIP\n"
+	       "                            outside it is never programmed\n"
+	       "  --service-external-ip-cidrs CIDR[,CIDR...]  where externalIPs and LoadBalancer ingress\n"
+	       "                            IPs may be (default: nowhere, none is programmed); a node's\n"
+	       "                            own address only if listed exactly (/32, /128)\n"
+	       "  --service-node-port-range A-B  nodePorts (as kube-apiserver's; default 30000-32767)\n");
 }
 
 enum {
@@ -95,6 +101,8 @@ enum {
 	ARG_OBJECTS_DATASTORE,
 	ARG_POLICY_LOG_DROPS,
 	ARG_SERVICE_CLUSTER_IP_RANGE,
+	ARG_SERVICE_EXTERNAL_IP_CIDRS,
+	ARG_SERVICE_NODE_PORT_RANGE,
 };
 
 int weftd_parse_args(int argc, char *argv[], Args *a) {
@@ -122,6 +130,8 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 		{ "objects-datastore", required_argument, NULL, ARG_OBJECTS_DATASTORE },
 		{ "policy-log-drops", no_argument, NULL, ARG_POLICY_LOG_DROPS },
 		{ "service-cluster-ip-range", required_argument, NULL, ARG_SERVICE_CLUSTER_IP_RANGE },
+		{ "service-external-ip-cidrs", required_argument, NULL, ARG_SERVICE_EXTERNAL_IP_CIDRS },
+		{ "service-node-port-range", required_argument, NULL, ARG_SERVICE_NODE_PORT_RANGE },
 		{}
 	};
 	int c;
@@ -138,6 +148,8 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 		.resync_usec = 10 * USEC_PER_SEC,
 		.relist_usec = 60 * USEC_PER_SEC,
 		.lease_ttl_sec = 60,
+		.service_node_port_min = SERVICE_NODE_PORT_MIN,
+		.service_node_port_max = SERVICE_NODE_PORT_MAX,
 	};
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
 		switch (c) {
@@ -175,6 +187,26 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 						       "Invalid --service-cluster-ip-range '%s' (CIDR or CIDR,CIDR6: "
 						       "networks, at most one per family)",
 						       optarg);
+			break;
+		case ARG_SERVICE_EXTERNAL_IP_CIDRS:
+			free(a->service_external_ip_cidrs);
+			a->service_external_ip_cidrs = NULL;
+			a->n_service_external_ip_cidrs = 0;
+			if (service_cidrs_parse(optarg, &a->service_external_ip_cidrs,
+						&a->n_service_external_ip_cidrs) < 0)
+				return log_error_errno(
+						EINVAL,
+						"Invalid --service-external-ip-cidrs '%s' (CIDR[,CIDR...]: networks, "
+						"host bits zero)",
+						optarg);
+			break;
+		case ARG_SERVICE_NODE_PORT_RANGE:
+			if (service_node_port_range_parse(optarg, &a->service_node_port_min,
+							  &a->service_node_port_max) < 0)
+				return log_error_errno(
+						EINVAL,
+						"Invalid --service-node-port-range '%s' (A-B, 1 <= A <= B <= 65535)",
+						optarg);
 			break;
 		case ARG_ETCD_TIMEOUT:
 			if (parse_duration(optarg, &a->etcd_timeout_usec) < 0)

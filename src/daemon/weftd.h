@@ -61,6 +61,9 @@ typedef struct Args {
 	bool policy_log_drops;      /* --policy-log-drops (or WEFT_POLICY_LOG_DROPS set) */
 	IpPrefix service_ranges[2]; /* --service-cluster-ip-range: at most one per family */
 	size_t n_service_ranges;
+	IpPrefix *service_external_ip_cidrs; /* --service-external-ip-cidrs (owned; none: no externalIP) */
+	size_t n_service_external_ip_cidrs;
+	uint16_t service_node_port_min, service_node_port_max; /* --service-node-port-range */
 } Args;
 
 typedef enum StartupState {
@@ -94,6 +97,8 @@ typedef struct ObjectsState {
 	struct PolicyAgent *policy;        /* NetworkPolicy enforcement (policy/policy-agent.h) */
 	struct ServiceAgent *services;     /* Services, kube-proxy's job (service/service-agent.h) */
 	size_t n_rejected_seen;
+	IpAddr *infra; /* the datastore and API server addresses weftd uses (resolved at start) */
+	size_t n_infra;
 } ObjectsState;
 
 typedef struct Manager {

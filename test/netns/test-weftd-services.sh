@@ -24,7 +24,7 @@ BACKEND=${SERVICES_BACKEND:-host-gw}
 SVC=$TOP/test/netns/service/svc.py
 
 cluster_init 3 "$BACKEND"
-for i in 1 2 3; do weftd_start "$i" --objects-datastore etcd --relist-interval 0; done
+for i in 1 2 3; do weftd_start "$i" --objects-datastore etcd --relist-interval 0 --service-external-ip-cidrs 192.0.2.0/24; done
 weftd_wait_ready 1 2 3
 for i in 1 2 3; do
 	pod_create "$i"
@@ -43,7 +43,7 @@ for i in 1 2; do
 	ip netns exec "$(pod_ns "$i")" python3 "$SVC" serve "p$i" >"$T/serve.$i" 2>&1 &
 	SERVERS+=($!)
 done
-for i in 1 2; do wait_for 5 grep -q ready "$T/serve.$i" || fail "server p$i did not start"; done
+for i in 1 2; do wait_for 30 grep -q ready "$T/serve.$i" || fail "server p$i did not start"; done
 
 put() { etcdctl_ put "$ETCD_PREFIX/objects/$1" "$2" >/dev/null; }
 del() { etcdctl_ del "$ETCD_PREFIX/objects/$1" >/dev/null; }
@@ -249,7 +249,7 @@ assert_eq "$late" 0 "UDP flow still on the removed endpoint (stale conntrack ent
 case_ "restart: the full sync removes what was deleted meanwhile and keeps the rest"
 weftd_stop 3
 del services/shop/solo
-weftd_start 3 --objects-datastore etcd --relist-interval 0
+weftd_start 3 --objects-datastore etcd --relist-interval 0 --service-external-ip-cidrs 192.0.2.0/24
 weftd_wait_ready 3
 wait_for 10 sh -c "! ip netns exec $(node_ns 3) nft list chains inet | grep -q 'svc-shop/solo/'" ||
 	check_fail "node3 kept the chains of a Service deleted while it was down"

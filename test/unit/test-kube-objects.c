@@ -805,6 +805,93 @@ static void test_refused(void **state) {
 	print_message("%u broken objects refused with a reason\n", refused);
 }
 
+/* Service limits (docs/service-address-policy.md): at the limit accepted, one over refused with the
+ * field and the limit named; port names, port . protocol and nodePort . protocol unique. */
+static void test_service_limits(void **state) {
+	static const struct {
+		const char *path; /* an array under spec (or status|loadBalancer) */
+		int limit;
+		const char *reason;
+	} arrays[] = {
+		{ "spec|ports", KUBE_SERVICE_MAX_PORTS, "spec.ports: 101 entries, at most 100" },
+		{ "spec|externalIPs", KUBE_SERVICE_MAX_EXTERNAL_IPS, "spec.externalIPs: 65 entries, at most 64" },
+		{ "spec|loadBalancerSourceRanges", KUBE_SERVICE_MAX_SOURCE_RANGES,
+		  "spec.loadBalancerSourceRanges: 65 entries, at most 64" },
+		{ "status|loadBalancer|ingress", KUBE_SERVICE_MAX_LB_INGRESS,
+		  "status.loadBalancer.ingress: 17 entries, at most 16" },
+	};
+	static const struct {
+		const char *path, *value, *reason;
+	} dups[] = {
+		{ "spec|ports|1|name", "\"http\"", "spec.ports[1].name: \"http\" repeats spec.ports[0]" },
+		{ "spec|ports|1|port", "80", "spec.ports[1]: port 80/TCP repeats spec.ports[0]" },
+		{ "spec|ports|1|nodePort", "30080", "spec.ports[1].nodePort: 30080/TCP repeats spec.ports[0]" },
+		/* controls: the same number for another protocol is another port (DNS over TCP and UDP) */
+		{ "spec|ports|2|port", "80", NULL },
+		{ "spec|ports|2|nodePort", "30080", NULL },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(arrays); i++)
+		for (int n = arrays[i].limit; n <= arrays[i].limit + 1; n++) {
+			json_t *j = fixture("service.json"), *a = json_array();
+			KubeObject *o = NULL;
+			DecodeError err = {};
+			_cleanup_free_ char *text = NULL;
+			int r;
+
+			for (int k = 0; k < n; k++) {
+				char v[64];
+
+				if (strstr(arrays[i].path, "ports"))
+					json_array_append_new(a, json_pack("{s:i,s:i}", "port", k + 1, "targetPort",
+									   8080));
+				else if (strstr(arrays[i].path, "ingress")) {
+					snprintf(v, sizeof(v), "192.0.2.%d", k + 1);
+					json_array_append_new(a, json_pack("{s:s}", "ip", v));
+				} else if (strstr(arrays[i].path, "Ranges")) {
+					snprintf(v, sizeof(v), "10.%d.0.0/16", k);
+					json_array_append_new(a, json_string(v));
+				} else {
+					snprintf(v, sizeof(v), "198.51.%d.7", k);
+					json_array_append_new(a, json_string(v));
+				}
+			}
+			text = json_dumps(a, JSON_COMPACT);
+			json_decref(a);
+			mutate(j, arrays[i].path, text);
+			r = kube_object_decode(KUBE_KIND_SERVICE, j, pool, &o, &err);
+			if (n == arrays[i].limit) {
+				if (r < 0)
+					fail_msg("%s with %d entries refused: %s", arrays[i].path, n, err.text);
+				kube_object_free(o, pool);
+			} else {
+				assert_int_equal(r, -EINVAL);
+				if (!strstr(err.text, arrays[i].reason))
+					fail_msg("%s: \"%s\", want \"%s\"", arrays[i].path, err.text, arrays[i].reason);
+			}
+			json_decref(j);
+		}
+	for (size_t i = 0; i < ELEMENTSOF(dups); i++) {
+		json_t *j = fixture("service.json");
+		KubeObject *o = NULL;
+		DecodeError err = {};
+		int r;
+
+		mutate(j, dups[i].path, dups[i].value);
+		r = kube_object_decode(KUBE_KIND_SERVICE, j, pool, &o, &err);
+		if (!dups[i].reason) {
+			if (r < 0)
+				fail_msg("%s := %s refused: %s", dups[i].path, dups[i].value, err.text);
+			kube_object_free(o, pool);
+		} else {
+			assert_int_equal(r, -EINVAL);
+			if (!strstr(err.text, dups[i].reason))
+				fail_msg("%s: \"%s\", want \"%s\"", dups[i].path, err.text, dups[i].reason);
+		}
+		json_decref(j);
+	}
+}
+
 static void test_round_trip(void **state) {
 	static const struct {
 		const char *file;
@@ -890,6 +977,7 @@ int main(void) {
 		cmocka_unit_test(test_endpoint_slice),
 		cmocka_unit_test(test_equal),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_service_limits),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_kind_names),
 	};

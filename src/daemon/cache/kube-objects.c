@@ -1108,6 +1108,9 @@ static int service_source_ranges_parse(const json_t *spec, KubeService *s, Decod
 
 	if (jarr(spec, "loadBalancerSourceRanges", &a) < 0)
 		return decode_error(err, "spec.loadBalancerSourceRanges: not an array");
+	if (jlen(a) > KUBE_SERVICE_MAX_SOURCE_RANGES)
+		return decode_error(err, "spec.loadBalancerSourceRanges: %zu entries, at most %d", jlen(a),
+				    KUBE_SERVICE_MAX_SOURCE_RANGES);
 	if (jlen(a) == 0)
 		return 0;
 	s->source_ranges = calloc(jlen(a), sizeof(IpPrefix));
@@ -1131,6 +1134,8 @@ static int service_ports_parse(const json_t *spec, StringPool *pool, KubeService
 
 	if (jarr(spec, "ports", &ports) < 0)
 		return decode_error(err, "spec.ports: not an array");
+	if (jlen(ports) > KUBE_SERVICE_MAX_PORTS)
+		return decode_error(err, "spec.ports: %zu entries, at most %d", jlen(ports), KUBE_SERVICE_MAX_PORTS);
 	if (jlen(ports) > 0 && !(s->ports = calloc(jlen(ports), sizeof(KubeServicePort))))
 		return -ENOMEM;
 	json_array_foreach(ports, i, x) {
@@ -1162,6 +1167,21 @@ static int service_ports_parse(const json_t *spec, StringPool *pool, KubeService
 			return r;
 		if (!e->target_port.name && e->target_port.number == 0)
 			e->target_port.number = e->port;
+		/* as the API server: one port per name, per port . protocol and per nodePort . protocol
+		 * (two of them would be two rules for one key, and which one wins would be chance) */
+		for (size_t k = 0; k < i; k++) {
+			const KubeServicePort *o = &s->ports[k];
+
+			if (e->name && o->name == e->name) /* interned: equal strings are one pointer */
+				return decode_error(err, "spec.ports[%zu].name: \"%s\" repeats spec.ports[%zu]", i,
+						    e->name, k);
+			if (o->port == e->port && o->protocol == e->protocol)
+				return decode_error(err, "spec.ports[%zu]: port %u/%s repeats spec.ports[%zu]", i,
+						    e->port, kube_protocol_to_string(e->protocol), k);
+			if (e->node_port && o->node_port == e->node_port && o->protocol == e->protocol)
+				return decode_error(err, "spec.ports[%zu].nodePort: %u/%s repeats spec.ports[%zu]", i,
+						    e->node_port, kube_protocol_to_string(e->protocol), k);
+		}
 	}
 	return 0;
 }
@@ -1234,11 +1254,21 @@ static int service_decode(const json_t *j, StringPool *pool, KubeObject **ret, D
 		r = decode_error(err, "spec.externalIPs: not an array");
 		goto fail;
 	}
+	if (jlen(a) > KUBE_SERVICE_MAX_EXTERNAL_IPS) {
+		r = decode_error(err, "spec.externalIPs: %zu entries, at most %d", jlen(a),
+				 KUBE_SERVICE_MAX_EXTERNAL_IPS);
+		goto fail;
+	}
 	r = parse_ip_array(a, "spec.externalIPs", NULL, &v->external_ips, &v->n_external_ips, err);
 	if (r < 0)
 		goto fail;
 	if (jarr(jget(jget(j, "status"), "loadBalancer"), "ingress", &a) < 0) {
 		r = decode_error(err, "status.loadBalancer.ingress: not an array");
+		goto fail;
+	}
+	if (jlen(a) > KUBE_SERVICE_MAX_LB_INGRESS) {
+		r = decode_error(err, "status.loadBalancer.ingress: %zu entries, at most %d", jlen(a),
+				 KUBE_SERVICE_MAX_LB_INGRESS);
 		goto fail;
 	}
 	/* Ingress points given only by hostname (some cloud LBs) carry nothing to route. */

@@ -175,6 +175,14 @@ typedef enum KubeServiceType {
 	KUBE_SERVICE_EXTERNAL_NAME,
 } KubeServiceType;
 
+/* Limits of one Service (docs/service-address-policy.md): the API server's where it has them (unique
+ * port names, port . protocol, nodePort . protocol), ours where it has none. A Service over them is
+ * refused whole, with the field and the limit named. */
+#define KUBE_SERVICE_MAX_PORTS 100
+#define KUBE_SERVICE_MAX_EXTERNAL_IPS 64
+#define KUBE_SERVICE_MAX_SOURCE_RANGES 64
+#define KUBE_SERVICE_MAX_LB_INGRESS 16
+
 typedef struct KubeServicePort {
 	const char *name; /* interned, NULL if unnamed */
 	uint8_t protocol;

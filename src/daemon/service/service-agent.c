@@ -9,6 +9,7 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
+#include "daemon/service/service-admission.h"
 #include "daemon/service/service-agent.h"
 #include "daemon/service/service-health.h"
 #include "daemon/service/service-model.h"
@@ -23,6 +24,16 @@
  * change stays in one batch, so it is still applied atomically; only the set of Services is split.
  */
 #define BATCH_BYTES (256 * 1024)
+#define QUARANTINE_RETRY_USEC (30 * 1000 * 1000)
+
+/* how often the node's addresses (links, leases) are compared with those the policy last used */
+#define RECHECK_USEC (10 * 1000 * 1000)
+
+/* A refusal already logged and counted: "ns/name: <what> refused: <reason>" (sorted). */
+typedef struct Report {
+	char *line;
+	uint8_t reason; /* ServiceRejectReason */
+} Report;
 
 struct ServiceAgent {
 	ObjectCache *cache;
@@ -50,9 +61,20 @@ struct ServiceAgent {
 	char **quarantined;
 	EventSource *retry_timer;
 	uint64_t rejected_nftables;
+	/* the address policy and the conflicts (service-admission.h) */
+	EventSource *recheck;
+	ServiceAdmissionPolicy policy; /* points into cfg and the fields below */
+	IpPrefix pod_networks[2];
+	ServiceReservedPort reserved[3];
+	IpAddr *node_addrs;
+	size_t n_node_addrs;
+	ServiceClaims *claims;
+	Report *reports;
+	size_t n_reports;
+	uint64_t rejected[_SERVICE_REJECT_MAX];
 };
 
-#define QUARANTINE_RETRY_USEC (30 * 1000 * 1000)
+static void mark_dirty_key(ServiceAgent *a, const char *key);
 
 static double now_ms(void) {
 	struct timespec ts;
@@ -140,19 +162,256 @@ static int collect_slice(const KubeObject *o, void *userdata) {
 	return 0;
 }
 
-/* The unit the cache's Service ns/name should have now (NULL if the Service is gone); old: the
- * unit programmed now, whose chains keep their slots. */
-static int build(ServiceAgent *a, const KubeService *svc, const ServiceUnit *old, ServiceUnit **ret) {
+static int ipaddr_cmp(const void *x, const void *y) {
+	return ip_addr_cmp(x, y);
+}
+
+/*
+ * The policy as of now: the pod networks (the config may arrive late), the backend's tunnel port,
+ * the node's addresses. 1 if it changed since the last call (every Service must be judged again:
+ * a full sync), 0 if not, -EAGAIN while the node addresses cannot be known yet.
+ */
+static int policy_refresh(ServiceAgent *a) {
 	const NetworkConfig *cfg = a->cfg.network ? *a->cfg.network : NULL;
-	IpPrefix nets[2];
-	size_t n_nets = 0;
-	Slices s = {};
-	int r;
+	ServiceAdmissionPolicy *p = &a->policy;
+	IpPrefix nets[2] = {};
+	ServiceReservedPort res[3] = {};
+	size_t n_nets = 0, n_res = 0, n_addrs = 0;
+	IpAddr *addrs = NULL;
+	bool changed;
 
 	if (cfg && cfg->network.addr.family != AF_UNSPEC)
 		nets[n_nets++] = cfg->network;
 	if (cfg && cfg->network6.addr.family != AF_UNSPEC)
 		nets[n_nets++] = cfg->network6;
+	if (a->cfg.listen_port)
+		res[n_res++] = (ServiceReservedPort) { KUBE_PROTO_TCP, a->cfg.listen_port };
+	if (cfg && (cfg->backend.type == NETWORK_BACKEND_VXLAN || cfg->backend.type == NETWORK_BACKEND_UDP))
+		res[n_res++] = (ServiceReservedPort) { KUBE_PROTO_UDP, cfg->backend.port };
+	if (cfg && cfg->backend.type == NETWORK_BACKEND_BGP)
+		res[n_res++] = (ServiceReservedPort) { KUBE_PROTO_TCP, 179 };
+	if (a->cfg.node_addresses) {
+		int r = a->cfg.node_addresses(a->cfg.node_addresses_userdata, &addrs, &n_addrs);
+
+		if (r == -EAGAIN) /* the leases are not listed yet: judging now would admit their addresses */
+			return r;
+		if (r < 0) /* keep the last known ones rather than admit a node address by not knowing it */
+			return 0;
+	}
+	/* Sticky: a node whose lease went (restarting, or gone for good) keeps its address protected
+	 * until weftd restarts, so a Service cannot take it in the meantime and keep it when the node
+	 * comes back. */
+	for (size_t i = 0; i < a->n_node_addrs; i++) {
+		bool found = false;
+		IpAddr *nv;
+
+		for (size_t k = 0; k < n_addrs && !found; k++)
+			found = ip_addr_equal(&addrs[k], &a->node_addrs[i]);
+		if (found)
+			continue;
+		nv = reallocarray(addrs, n_addrs + 1, sizeof(IpAddr));
+		if (!nv) {
+			free(addrs);
+			return 0;
+		}
+		addrs = nv;
+		addrs[n_addrs++] = a->node_addrs[i];
+	}
+	qsort_safe(addrs, n_addrs, sizeof(IpAddr), ipaddr_cmp);
+	changed = n_nets != p->n_pod_networks || memcmp(nets, a->pod_networks, sizeof(nets)) != 0 ||
+		  n_res != p->n_reserved || memcmp(res, a->reserved, sizeof(res)) != 0 || n_addrs != a->n_node_addrs ||
+		  (n_addrs > 0 && memcmp(addrs, a->node_addrs, n_addrs * sizeof(IpAddr)) != 0);
+	memcpy(a->pod_networks, nets, sizeof(nets));
+	memcpy(a->reserved, res, sizeof(res));
+	free(a->node_addrs);
+	a->node_addrs = addrs;
+	a->n_node_addrs = n_addrs;
+	*p = (ServiceAdmissionPolicy) {
+		.service_ranges = a->cfg.service_ranges,
+		.n_service_ranges = a->cfg.n_service_ranges,
+		.pod_networks = a->pod_networks,
+		.n_pod_networks = n_nets,
+		.external_ip_cidrs = a->cfg.external_ip_cidrs,
+		.n_external_ip_cidrs = a->cfg.n_external_ip_cidrs,
+		.lb_pools = a->cfg.lb_pools,
+		.n_lb_pools = a->cfg.n_lb_pools,
+		.infra = a->cfg.infra,
+		.n_infra = a->cfg.n_infra,
+		.node_addrs = a->node_addrs,
+		.n_node_addrs = n_addrs,
+		.reserved = a->reserved,
+		.n_reserved = n_res,
+		.node_port_min = a->cfg.node_port_min ?: SERVICE_NODE_PORT_MIN,
+		.node_port_max = a->cfg.node_port_max ?: SERVICE_NODE_PORT_MAX,
+		.kube_mode = a->cfg.kube_mode,
+	};
+	return changed;
+}
+
+/* svc's claims from its current spec (NULL: it is gone); the Services that won or lost a key by
+ * it are marked dirty too. */
+static int claim(ServiceAgent *a, const char *key, const KubeService *svc) {
+	_cleanup_strv_free_ char **keys = NULL, **affected = NULL;
+	size_t n = 0;
+	int r;
+
+	if (svc) {
+		r = service_admission_claim_keys(&a->policy, svc, &keys, &n);
+		if (r < 0)
+			return r;
+	}
+	r = service_claims_set(a->claims, key, svc ? svc->created : 0, keys, n, &affected);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; affected && affected[i]; i++)
+		mark_dirty_key(a, affected[i]);
+	return 0;
+}
+
+typedef struct Admit {
+	ServiceAgent *a;
+	const KubeService *svc;
+	const char *key;
+	Report *v;
+	size_t n;
+	bool oom;
+} Admit;
+
+static int report_cmp(const void *x, const void *y) {
+	return strcmp(((const Report *) x)->line, ((const Report *) y)->line);
+}
+
+static bool is_cluster_ip(const KubeService *svc, const IpAddr *ip) {
+	for (size_t i = 0; i < svc->n_cluster_ips; i++)
+		if (ip_addr_equal(&svc->cluster_ips[i], ip))
+			return true;
+	return false;
+}
+
+/* ServiceModelInput.admit: the policy, then the conflicts; every refusal is noted for report(). */
+static bool admit(void *userdata, ServiceAddrUse use, const IpAddr *ip, KubeProtocol protocol, uint16_t port) {
+	Admit *ad = userdata;
+	ServiceAgent *a = ad->a;
+	ServiceRejectReason why;
+	_cleanup_free_ char *ckey = NULL;
+	const char *holder = NULL;
+	char s[IP_ADDR_STRLEN] = "", *line;
+	Report *nv;
+
+	if (use == SERVICE_ADDR_ENDPOINT)
+		why = service_admission_check_endpoint(&a->policy, ad->svc, ip);
+	else if (use == SERVICE_ADDR_NODE_PORT || use == SERVICE_ADDR_HEALTH_CHECK_NODE_PORT)
+		why = service_admission_check_node_port(&a->policy, protocol, port);
+	else
+		why = service_admission_check_addr(&a->policy, use, ip, protocol, port);
+	if (why == SERVICE_ADMIT && use == SERVICE_ADDR_ENDPOINT)
+		return true;
+	/* an externalIP or LB IP equal to the Service's own clusterIP is the same key: not a
+	 * conflict, and the clusterIP's entry already serves it */
+	if (why == SERVICE_ADMIT && use != SERVICE_ADDR_CLUSTER_IP && ip && is_cluster_ip(ad->svc, ip))
+		return false;
+	if (why == SERVICE_ADMIT) {
+		ckey = ip ? service_claim_key_addr(ip, protocol, port) : service_claim_key_node_port(protocol, port);
+		if (!ckey) {
+			ad->oom = true;
+			return false;
+		}
+		if (service_claims_wins(a->claims, ad->key, ckey))
+			return true;
+		why = SERVICE_REJECT_CONFLICT;
+		holder = service_claims_winner(a->claims, ckey);
+	}
+	if (ip)
+		ip_addr_to_string(ip, s);
+	line = strdup_printf("%s: %s %s%s%s/%u refused: %s%s%s", ad->key, service_addr_use_to_string(use), s,
+			     ip ? " " : "", kube_protocol_to_string(protocol), port,
+			     service_reject_reason_to_string(why), holder ? ", held by the older " : "", holder ?: "");
+	nv = line ? reallocarray(ad->v, ad->n + 1, sizeof(Report)) : NULL;
+	if (!nv) {
+		free(line);
+		ad->oom = true;
+		return false;
+	}
+	ad->v = nv;
+	ad->v[ad->n++] = (Report) { .line = line, .reason = (uint8_t) why };
+	return false;
+}
+
+/* The reports of Service key (sorted lines starting "key: ") are [*ret_lo, return). */
+static size_t reports_range(ServiceAgent *a, const char *key, size_t *ret_lo) {
+	size_t lo = 0, hi = a->n_reports, kl = strlen(key);
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strncmp(a->reports[mid].line, key, kl);
+
+		if (c == 0)
+			c = strncmp(a->reports[mid].line + kl, ": ", 2);
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*ret_lo = lo;
+	for (hi = lo; hi < a->n_reports && strncmp(a->reports[hi].line, key, kl) == 0 &&
+		      strncmp(a->reports[hi].line + kl, ": ", 2) == 0;
+	     hi++)
+		;
+	return hi;
+}
+
+/* The refusals of one build replace key's: the new ones are logged and counted (once: a resync
+ * that refuses the same again says nothing). Takes ad->v. */
+static void reports_commit(ServiceAgent *a, const char *key, Admit *ad) {
+	size_t lo, hi = reports_range(a, key, &lo), w = 0;
+	Report *nv;
+
+	qsort_safe(ad->v, ad->n, sizeof(Report), report_cmp);
+	for (size_t i = 0; i < ad->n; i++)
+		if (w > 0 && streq(ad->v[w - 1].line, ad->v[i].line))
+			free(ad->v[i].line);
+		else
+			ad->v[w++] = ad->v[i];
+	ad->n = w;
+	for (size_t i = 0; i < ad->n; i++) {
+		Report *old = bsearch_safe(&ad->v[i], a->reports + lo, hi - lo, sizeof(Report), report_cmp);
+
+		if (old)
+			continue;
+		a->rejected[ad->v[i].reason]++;
+		log_warning("Services: %s", ad->v[i].line);
+	}
+	if (ad->n > hi - lo) {
+		nv = reallocarray(a->reports, a->n_reports - (hi - lo) + ad->n, sizeof(Report));
+		if (!nv) { /* forget them: they are logged again next time, not lost */
+			for (size_t i = 0; i < ad->n; i++)
+				free(ad->v[i].line);
+			ad->v = mfree(ad->v);
+			ad->n = 0;
+			return;
+		}
+		a->reports = nv;
+	}
+	for (size_t i = lo; i < hi; i++)
+		free(a->reports[i].line);
+	memmove(a->reports + lo + ad->n, a->reports + hi, (a->n_reports - hi) * sizeof(Report));
+	if (ad->n > 0)
+		memcpy(a->reports + lo, ad->v, ad->n * sizeof(Report));
+	a->n_reports = a->n_reports - (hi - lo) + ad->n;
+	ad->v = mfree(ad->v);
+	ad->n = 0;
+}
+
+/* The unit the cache's Service ns/name should have now (NULL if the Service is gone); old: the
+ * unit programmed now, whose chains keep their slots. */
+static int build(ServiceAgent *a, const KubeService *svc, const ServiceUnit *old, ServiceUnit **ret) {
+	_cleanup_free_ char *key = strdup_printf("%s/%s", svc->meta.namespace, svc->meta.name);
+	Admit ad = { .a = a, .svc = svc, .key = key };
+	Slices s = {};
+	int r;
+
+	if (!key)
+		return -ENOMEM;
 	object_cache_foreach_slice_of_service(a->cache, svc->meta.namespace, svc->meta.name, collect_slice, &s);
 	if (s.oom) {
 		free(s.v);
@@ -162,12 +421,23 @@ static int build(ServiceAgent *a, const KubeService *svc, const ServiceUnit *old
 						      .svc = svc,
 						      .slices = (const KubeEndpointSlice *const *) s.v,
 						      .n_slices = s.n,
-						      .pod_networks = nets,
-						      .n_pod_networks = n_nets,
+						      .pod_networks = a->policy.pod_networks,
+						      .n_pod_networks = a->policy.n_pod_networks,
 						      .slots = a->slots,
-						      .old = old },
+						      .old = old,
+						      .admit = admit,
+						      .admit_userdata = &ad },
 			       ret);
 	free(s.v);
+	if (r >= 0 && ad.oom) {
+		*ret = service_unit_free(*ret);
+		r = -ENOMEM;
+	}
+	if (r >= 0)
+		reports_commit(a, key, &ad);
+	for (size_t i = 0; i < ad.n; i++)
+		free(ad.v[i].line);
+	free(ad.v);
 	return r;
 }
 
@@ -235,6 +505,43 @@ static int collect_unit(const KubeObject *o, void *userdata) {
 	}
 	f->v[f->n++] = u;
 	return 0;
+}
+
+static int claim_one(const KubeObject *o, void *userdata) {
+	Full *f = userdata;
+	_cleanup_free_ char *key = NULL;
+
+	if (!KUBE_SERVICE(o))
+		return 0;
+	key = strdup_printf("%s/%s", o->namespace, o->name);
+	f->r = key ? claim(f->a, key, KUBE_SERVICE(o)) : -ENOMEM;
+	return f->r < 0 ? f->r : 0;
+}
+
+/*
+ * The claims of every dirty Service, before any is built: a Service that won or lost a key by
+ * them joins the dirty set (it is appended, and claims nothing new itself).
+ */
+static int claim_dirty(ServiceAgent *a) {
+	int r = 0;
+
+	for (size_t i = 0; i < a->n_dirty && r >= 0; i++) {
+		char *slash = strchr(a->dirty[i], '/');
+		const KubeService *svc;
+
+		if (!slash)
+			continue;
+		*slash = '\0';
+		svc = KUBE_SERVICE(object_cache_get(a->cache, KUBE_KIND_SERVICE, a->dirty[i], slash + 1));
+		*slash = '/';
+		r = claim(a, a->dirty[i], svc);
+		if (r >= 0 && !svc) { /* gone: what it was refused may be logged again if it comes back */
+			Admit none = { .a = a };
+
+			reports_commit(a, a->dirty[i], &none);
+		}
+	}
+	return r;
 }
 
 static int unit_ptr_cmp(const void *x, const void *y) {
@@ -429,10 +736,14 @@ static int sync_full(ServiceAgent *a) {
 	size_t len = 0;
 	int r;
 
-	/* everything is rendered anew: new slots, counts from zero */
+	/* everything is rendered anew: new slots, counts from zero, every claim again (the winners
+	 * are known before any unit is built) */
 	svc_slot_pool_reset(a->slots);
 	svc_refs_reset(a->refs);
-	object_cache_foreach(a->cache, KUBE_KIND_SERVICE, collect_unit, &f);
+	service_claims_reset(a->claims);
+	object_cache_foreach(a->cache, KUBE_KIND_SERVICE, claim_one, &f);
+	if (f.r >= 0)
+		object_cache_foreach(a->cache, KUBE_KIND_SERVICE, collect_unit, &f);
 	r = f.r;
 	if (r >= 0)
 		r = nft_list_names(a->nft, "chain", SVC_PREFIX, &kernel);
@@ -553,11 +864,15 @@ static int sync_dirty(ServiceAgent *a) {
 	_cleanup_free_ ServiceUnit **next = NULL;
 	_cleanup_free_ size_t *idx = NULL;
 	char *prefix = NULL, *repair = NULL, *err = NULL;
-	size_t plen = 0, rlen = 0, n = a->n_dirty, n_idx = 0, total = 0;
+	size_t plen = 0, rlen = 0, n, n_idx = 0, total = 0;
 	Segments sg = {};
 	FILE *out;
-	int r = 0;
+	int r;
 
+	r = claim_dirty(a);
+	if (r < 0)
+		return r; /* the claims are unknown now: the retry is a full sync */
+	n = a->n_dirty;
 	next = calloc(n + 1, sizeof(ServiceUnit *));
 	idx = calloc(n + 1, sizeof(size_t));
 	sg.text = calloc(n + 1, sizeof(char *));
@@ -719,13 +1034,25 @@ static int count_local(const KubeObject *o, void *userdata) {
 	return 0;
 }
 
+/* A healthCheckNodePort listens on every address of the node: the same policy and claims as a
+ * nodePort (reported by the Service's build). */
+static bool health_admitted(ServiceAgent *a, const KubeService *svc) {
+	_cleanup_free_ char *key = strdup_printf("%s/%s", svc->meta.namespace, svc->meta.name);
+	_cleanup_free_ char *ckey = service_claim_key_node_port(KUBE_PROTO_TCP, svc->health_check_node_port);
+
+	return key && ckey &&
+	       service_admission_check_node_port(&a->policy, KUBE_PROTO_TCP, svc->health_check_node_port) ==
+			       SERVICE_ADMIT &&
+	       service_claims_wins(a->claims, key, ckey);
+}
+
 static int collect_health(const KubeObject *o, void *userdata) {
 	const KubeService *svc = KUBE_SERVICE(o);
 	HealthCollect *c = userdata;
 	ServiceHealthEntry *nv;
 
 	if (!svc || svc->type != KUBE_SERVICE_LOAD_BALANCER || !svc->external_traffic_local ||
-	    !svc->health_check_node_port)
+	    !svc->health_check_node_port || !health_admitted(c->a, svc))
 		return 0;
 	nv = reallocarray(c->v, c->n + 1, sizeof(ServiceHealthEntry));
 	if (!nv) {
@@ -755,6 +1082,14 @@ static int agent_sync(ServiceAgent *a) {
 	bool full = !a->programmed_once || a->dirty_oom;
 	int r;
 
+	r = policy_refresh(a);
+	if (r == -EAGAIN) { /* again once the leases are listed; not a failure */
+		(void) event_source_arm_once(a->timer, RETRY_USEC);
+		a->scheduled = true;
+		return 0;
+	}
+	if (r > 0) /* a node address or the pod network changed: judge everything again */
+		full = true;
 	r = full ? sync_full(a) : sync_dirty(a);
 	if (r < 0) {
 		a->failures++;
@@ -806,6 +1141,17 @@ static int on_retry(EventSource *s, void *userdata) {
 	return 0;
 }
 
+/* A lease came or went, an address moved: Services holding such an address are judged again. */
+static int on_recheck(EventSource *s, void *userdata) {
+	ServiceAgent *a = userdata;
+
+	if (!a->programmed_once || policy_refresh(a) <= 0)
+		return 0;
+	a->dirty_oom = true; /* "sync everything" */
+	schedule(a);
+	return 0;
+}
+
 static void schedule(ServiceAgent *a) {
 	if (a->scheduled || !object_cache_all_synced(a->cache))
 		return;
@@ -813,11 +1159,9 @@ static void schedule(ServiceAgent *a) {
 		a->scheduled = true;
 }
 
-static void mark_dirty(ServiceAgent *a, const char *ns, const char *name) {
+static void mark_dirty_key(ServiceAgent *a, const char *key) {
 	char *k;
 
-	if (!ns || !name)
-		return;
 	if (a->n_dirty == a->cap_dirty) {
 		size_t cap = a->cap_dirty ? a->cap_dirty * 2 : 16;
 		char **v = reallocarray(a->dirty, cap, sizeof(char *));
@@ -829,12 +1173,25 @@ static void mark_dirty(ServiceAgent *a, const char *ns, const char *name) {
 		a->dirty = v;
 		a->cap_dirty = cap;
 	}
-	k = strdup_printf("%s/%s", ns, name);
+	k = strdup(key);
 	if (!k) {
 		a->dirty_oom = true;
 		return;
 	}
 	a->dirty[a->n_dirty++] = k;
+}
+
+static void mark_dirty(ServiceAgent *a, const char *ns, const char *name) {
+	_cleanup_free_ char *k = NULL;
+
+	if (!ns || !name)
+		return;
+	k = strdup_printf("%s/%s", ns, name);
+	if (!k) {
+		a->dirty_oom = true;
+		return;
+	}
+	mark_dirty_key(a, k);
 }
 
 static void on_object(ServiceAgent *a, const KubeObject *o) {
@@ -889,6 +1246,14 @@ int service_agent_new(ObjectCache *cache, EventLoop *loop, const ServiceAgentCon
 		r = event_loop_add_timer(loop, on_timer, a, &a->timer);
 	if (r >= 0)
 		r = event_loop_add_timer(loop, on_retry, a, &a->retry_timer);
+	if (r >= 0)
+		r = service_claims_new(&a->claims);
+	if (r >= 0)
+		r = event_loop_add_timer(loop, on_recheck, a, &a->recheck);
+	if (r >= 0)
+		r = event_source_arm(a->recheck, RECHECK_USEC, RECHECK_USEC);
+	if (r >= 0)
+		(void) policy_refresh(a);
 	if (r < 0) {
 		service_agent_free(a);
 		return r;
@@ -903,6 +1268,12 @@ ServiceAgent *service_agent_free(ServiceAgent *a) {
 	event_source_free(a->timer);
 	event_source_free(a->retry_timer);
 	strv_free(a->quarantined);
+	event_source_free(a->recheck);
+	service_claims_free(a->claims);
+	for (size_t i = 0; i < a->n_reports; i++)
+		free(a->reports[i].line);
+	free(a->reports);
+	free(a->node_addrs);
 	service_health_free(a->health);
 	svc_slot_pool_free(a->slots);
 	svc_refs_free(a->refs);
@@ -932,13 +1303,20 @@ int service_agent_render_metrics(ServiceAgent *a, FILE *f) {
 		"# TYPE weft_services gauge\nweft_services %zu\n"
 		"# HELP weft_service_quarantined Services whose objects nftables refused, not programmed in that "
 		"version.\n"
-		"# TYPE weft_service_quarantined gauge\nweft_service_quarantined %zu\n"
-		/* the address policy counts its refusals under other reasons of the same counter */
-		"# HELP weft_service_rejected_total Services (or their addresses) refused, by reason.\n"
-		"# TYPE weft_service_rejected_total counter\n"
-		"weft_service_rejected_total{reason=\"nftables\"} %" PRIu64 "\n",
+		"# TYPE weft_service_quarantined gauge\nweft_service_quarantined %zu\n",
 		a->syncs, a->full_syncs, a->failures, a->last_sync_ms / 1e3, a->last_full_ms / 1e3,
-		a->max_sync_ms / 1e3, a->conntrack_deleted, a->n_units, strv_length(a->quarantined),
-		a->rejected_nftables);
+		a->max_sync_ms / 1e3, a->conntrack_deleted, a->n_units, strv_length(a->quarantined));
+	fprintf(f, "# HELP weft_service_rejected_total Service addresses, ports and endpoints refused by the address "
+		   "policy or lost in a conflict (docs/service-address-policy.md), each counted when first seen; "
+		   "reason nftables: Services whose objects the kernel refused (quarantined).\n"
+		   "# TYPE weft_service_rejected_total counter\n");
+	for (int i = SERVICE_ADMIT + 1; i < _SERVICE_REJECT_MAX; i++)
+		fprintf(f, "weft_service_rejected_total{reason=\"%s\"} %" PRIu64 "\n",
+			service_reject_reason_to_string(i), a->rejected[i]);
+	fprintf(f, "weft_service_rejected_total{reason=\"nftables\"} %" PRIu64 "\n", a->rejected_nftables);
+	fprintf(f,
+		"# HELP weft_service_claims Service address and node-port keys claimed (conflicts count once).\n"
+		"# TYPE weft_service_claims gauge\nweft_service_claims %zu\n",
+		service_claims_size(a->claims));
 	return 0;
 }

@@ -35,6 +35,21 @@ typedef struct ServiceAgentConfig {
 	NetworkConfig *const *network;  /* read at each sync: the pod networks; *network may be NULL until known */
 	const IpPrefix *service_ranges; /* --service-cluster-ip-range: at most one per family */
 	size_t n_service_ranges;
+	/* the address policy (service-admission.h, docs/service-address-policy.md) */
+	bool kube_mode;      /* objects from the API server (default/kubernetes may point at it) */
+	const IpAddr *infra; /* the datastore and API server addresses weftd uses */
+	size_t n_infra;
+	const IpPrefix *external_ip_cidrs; /* --service-external-ip-cidrs: none = no externalIP, no LB IP */
+	size_t n_external_ip_cidrs;
+	const IpPrefix *lb_pools; /* LoadBalancer pools (a later issue): LB IPs allowed besides the list */
+	size_t n_lb_pools;
+	uint16_t node_port_min, node_port_max; /* --service-node-port-range; 0, 0: 30000-32767 */
+	uint16_t listen_port;                  /* weftd's /healthz and /metrics (tcp): never a Service's */
+	/* this node's link addresses and every accepted lease's public IP, read at each sync (*ret:
+	 * caller frees); -EAGAIN until the leases are listed (nothing is programmed before). NULL:
+	 * none known. */
+	int (*node_addresses)(void *userdata, IpAddr **ret, size_t *ret_n);
+	void *node_addresses_userdata;
 } ServiceAgentConfig;
 
 /* 0, -ENOMEM or nftables' error (opens its own NftCtx in the current namespace). cfg is copied;
@@ -42,7 +57,8 @@ typedef struct ServiceAgentConfig {
 int service_agent_new(ObjectCache *cache, EventLoop *loop, const ServiceAgentConfig *cfg, ServiceAgent **ret);
 ServiceAgent *service_agent_free(ServiceAgent *a);
 extern const ObjectCacheHandlers service_agent_handlers;
-/* weft_service_* lines for /metrics. */
+/* weft_service_* lines for /metrics (weft_service_rejected_total{reason}: refusals and lost
+ * conflicts, each counted once when first seen). */
 int service_agent_render_metrics(ServiceAgent *a, FILE *f);
 /* `weftd uninstall`: every svc-* chain, map and set of table inet weft, in one batch; *ret_n: how
  * many objects. */

@@ -33,6 +33,11 @@ static int ep_cmp(const void *a, const void *b) {
 	return (int) x->cls - (int) y->cls;
 }
 
+static bool admitted(const ServiceModelInput *in, ServiceAddrUse use, const IpAddr *ip, KubeProtocol protocol,
+		     uint16_t port) {
+	return !in->admit || in->admit(in->admit_userdata, use, ip, protocol, port);
+}
+
 /* The endpoints of service port `sp` in `family`, sorted, one per address . port (the better
  * condition wins when two slices list the same one). *ret NULL when none. */
 static int gather(const ServiceModelInput *in, const KubeServicePort *sp, int family, Ep **ret, size_t *ret_n) {
@@ -67,6 +72,8 @@ static int gather(const ServiceModelInput *in, const KubeServicePort *sp, int fa
 				continue;
 			/* consumers use the first address (the API's own rule) */
 			if (ep->n_addresses == 0 || ep->addresses[0].family != family)
+				continue;
+			if (!admitted(in, SERVICE_ADDR_ENDPOINT, &ep->addresses[0], sp->protocol, port))
 				continue;
 			if (n == cap) {
 				Ep *nv;
@@ -704,9 +711,11 @@ static void build_port(Builder *b, const ServiceModelInput *in, const KubeServic
 		SvcChain *c = add_chain(b, strdup(base));
 
 		chain_rules(b, c, choose_rules(b, in, c, base, v, cluster, n_cluster, comment, aff, per_ep, lproto));
-		add_elem(b, m_ips, strdup_printf("%s . %s . %u", cip, lproto, sp->port),
-			 strdup_printf("goto %s", base));
-	} else /* no endpoints at all: reject; endpoints, but none usable here (Local): drop */
+		if (admitted(in, SERVICE_ADDR_CLUSTER_IP, cips, sp->protocol, sp->port))
+			add_elem(b, m_ips, strdup_printf("%s . %s . %u", cip, lproto, sp->port),
+				 strdup_printf("goto %s", base));
+	} else if (admitted(in, SERVICE_ADDR_CLUSTER_IP, cips, sp->protocol, sp->port))
+		/* no endpoints at all: reject; endpoints, but none usable here (Local): drop */
 		add_elem(b, m_noep, strdup_printf("%s . %s . %u", cip, lproto, sp->port),
 			 strdup(n_all > 0 ? "drop" : "goto svc-reject"));
 
@@ -770,7 +779,7 @@ static void build_port(Builder *b, const ServiceModelInput *in, const KubeServic
 			b->oom = true;
 			return;
 		}
-		if (has_np)
+		if (has_np && admitted(in, SERVICE_ADDR_NODE_PORT, NULL, sp->protocol, sp->node_port))
 			add_elem(b, n_all > 0 ? m_np : m_noep_np, strdup_printf("%s . %u", lproto, sp->node_port),
 				 strdup(go));
 		for (size_t i = 0; i < svc->n_external_ips + svc->n_lb_ips; i++) {
@@ -779,7 +788,9 @@ static void build_port(Builder *b, const ServiceModelInput *in, const KubeServic
 			char a[IP_ADDR_STRLEN];
 
 			if (ip->family != family ||
-			    (i >= svc->n_external_ips && svc->type != KUBE_SERVICE_LOAD_BALANCER))
+			    (i >= svc->n_external_ips && svc->type != KUBE_SERVICE_LOAD_BALANCER) ||
+			    !admitted(in, i < svc->n_external_ips ? SERVICE_ADDR_EXTERNAL_IP : SERVICE_ADDR_LB_IP, ip,
+				      sp->protocol, sp->port))
 				continue;
 			ip_addr_to_string(ip, a);
 			add_elem(b, n_all > 0 ? m_ips : m_noep, strdup_printf("%s . %s . %u", a, lproto, sp->port),

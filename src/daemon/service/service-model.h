@@ -71,6 +71,7 @@
 #include <stdio.h>
 
 #include "daemon/cache/kube-objects.h"
+#include "daemon/service/service-admission.h"
 #include "shared/ip/ip-addr.h"
 
 #define SVC_PREFIX "svc-"
@@ -143,6 +144,11 @@ typedef struct ServiceModelInput {
 	size_t n_pod_networks;
 	SvcSlotPool *slots;     /* where new choosing chains take their slot */
 	const ServiceUnit *old; /* optional: its chains keep their slots */
+	/* optional (NULL admits all): may the Service program `ip` (NULL for node ports) as `use`
+	 * for protocol . port? Refused and losing addresses, ports and endpoints are never rendered
+	 * (service-admission.h); the rest of the Service is. */
+	bool (*admit)(void *userdata, ServiceAddrUse use, const IpAddr *ip, KubeProtocol protocol, uint16_t port);
+	void *admit_userdata;
 } ServiceModelInput;
 
 /* Builds the unit of one Service (empty for headless and ExternalName Services). 0 or -ENOMEM. */
