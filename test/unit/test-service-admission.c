@@ -178,7 +178,7 @@ static void test_addresses(void **state) {
 
 	for (size_t i = 0; i < ELEMENTSOF(t); i++) {
 		IpAddr a = A(t[i].ip);
-		ServiceRejectReason got = service_admission_check_addr(&pol, t[i].use, &a, t[i].proto, t[i].port);
+		ServiceRejectReason got = service_admission_check_addr(&pol, NULL, t[i].use, &a, t[i].proto, t[i].port);
 
 		if (got != t[i].want)
 			fail_msg("%s %s/%u: %s, want %s", service_addr_use_to_string(t[i].use), t[i].ip, t[i].port,
@@ -193,10 +193,12 @@ static void test_addresses(void **state) {
 
 		p.external_ip_cidrs = wide;
 		p.n_external_ip_cidrs = 1;
-		assert_int_equal(service_admission_check_addr(&p, SERVICE_ADDR_EXTERNAL_IP, &a, KUBE_PROTO_TCP, 80),
+		assert_int_equal(service_admission_check_addr(&p, NULL, SERVICE_ADDR_EXTERNAL_IP, &a, KUBE_PROTO_TCP,
+							      80),
 				 SERVICE_REJECT_NODE_ADDRESS);
 		a = A("10.0.0.7");
-		assert_int_equal(service_admission_check_addr(&p, SERVICE_ADDR_EXTERNAL_IP, &a, KUBE_PROTO_TCP, 80),
+		assert_int_equal(service_admission_check_addr(&p, NULL, SERVICE_ADDR_EXTERNAL_IP, &a, KUBE_PROTO_TCP,
+							      80),
 				 SERVICE_ADMIT);
 	}
 	/* the LB pools hook */
@@ -206,10 +208,11 @@ static void test_addresses(void **state) {
 
 		p.lb_pools = pools;
 		p.n_lb_pools = 1;
-		assert_int_equal(service_admission_check_addr(&p, SERVICE_ADDR_LB_IP, &a, KUBE_PROTO_TCP, 80),
+		assert_int_equal(service_admission_check_addr(&p, NULL, SERVICE_ADDR_LB_IP, &a, KUBE_PROTO_TCP, 80),
 				 SERVICE_ADMIT);
 		/* the pools are for LB IPs only */
-		assert_int_equal(service_admission_check_addr(&p, SERVICE_ADDR_EXTERNAL_IP, &a, KUBE_PROTO_TCP, 80),
+		assert_int_equal(service_admission_check_addr(&p, NULL, SERVICE_ADDR_EXTERNAL_IP, &a, KUBE_PROTO_TCP,
+							      80),
 				 SERVICE_REJECT_EXTERNAL_IP_NOT_ALLOWED);
 	}
 	/* the default: no externalIP at all */
@@ -219,9 +222,10 @@ static void test_addresses(void **state) {
 
 		p.external_ip_cidrs = NULL;
 		p.n_external_ip_cidrs = 0;
-		assert_int_equal(service_admission_check_addr(&p, SERVICE_ADDR_EXTERNAL_IP, &a, KUBE_PROTO_TCP, 80),
+		assert_int_equal(service_admission_check_addr(&p, NULL, SERVICE_ADDR_EXTERNAL_IP, &a, KUBE_PROTO_TCP,
+							      80),
 				 SERVICE_REJECT_EXTERNAL_IP_NOT_ALLOWED);
-		assert_int_equal(service_admission_check_addr(&p, SERVICE_ADDR_LB_IP, &a, KUBE_PROTO_TCP, 80),
+		assert_int_equal(service_admission_check_addr(&p, NULL, SERVICE_ADDR_LB_IP, &a, KUBE_PROTO_TCP, 80),
 				 SERVICE_REJECT_LB_IP_NOT_ALLOWED);
 	}
 }
@@ -288,6 +292,36 @@ static void test_endpoints(void **state) {
 	assert_int_equal(service_admission_check_endpoint(&p, KUBE_SERVICE(o), &node), SERVICE_ADMIT);
 	assert_int_equal(service_admission_check_endpoint(&p, KUBE_SERVICE(o), &pod), SERVICE_ADMIT);
 	assert_int_equal(service_admission_check_endpoint(&p, KUBE_SERVICE(k), &lo), SERVICE_REJECT_LOOPBACK);
+	kube_object_free(k, pool);
+	kube_object_free(o, pool);
+}
+
+/* weftd in a pod: its API server address is KUBERNETES_SERVICE_HOST, default/kubernetes's clusterIP */
+static void test_in_cluster_apiserver(void **state) {
+	KubeObject *k = svc("default", "kubernetes", "\"clusterIP\":\"10.96.0.1\",\"ports\":[{\"port\":443}]", NULL);
+	KubeObject *o = svc("attacker", "api", "\"clusterIP\":\"10.96.0.1\",\"ports\":[{\"port\":443}]", NULL);
+	IpAddr api[] = { A("10.96.0.1") }, vip = A("10.96.0.1");
+	ServiceAdmissionPolicy p = pol;
+
+	p.infra = api;
+	p.n_infra = 1;
+	/* etcd mode has no such Service: the address is infrastructure for everyone */
+	assert_int_equal(service_admission_check_addr(&p, KUBE_SERVICE(k), SERVICE_ADDR_CLUSTER_IP, &vip,
+						      KUBE_PROTO_TCP, 443),
+			 SERVICE_REJECT_INFRASTRUCTURE);
+	p.kube_mode = true;
+	assert_int_equal(service_admission_check_addr(&p, KUBE_SERVICE(k), SERVICE_ADDR_CLUSTER_IP, &vip,
+						      KUBE_PROTO_TCP, 443),
+			 SERVICE_ADMIT);
+	/* only as its clusterIP, and only for that Service */
+	assert_int_equal(service_admission_check_addr(&p, KUBE_SERVICE(o), SERVICE_ADDR_CLUSTER_IP, &vip,
+						      KUBE_PROTO_TCP, 443),
+			 SERVICE_REJECT_INFRASTRUCTURE);
+	assert_int_equal(service_admission_check_addr(&p, KUBE_SERVICE(k), SERVICE_ADDR_EXTERNAL_IP, &vip,
+						      KUBE_PROTO_TCP, 443),
+			 SERVICE_REJECT_INFRASTRUCTURE);
+	assert_int_equal(service_admission_check_addr(&p, NULL, SERVICE_ADDR_CLUSTER_IP, &vip, KUBE_PROTO_TCP, 443),
+			 SERVICE_REJECT_INFRASTRUCTURE);
 	kube_object_free(k, pool);
 	kube_object_free(o, pool);
 }
@@ -425,7 +459,7 @@ static bool admit_by_policy(void *userdata, ServiceAddrUse use, const IpAddr *ip
 		return service_admission_check_endpoint(&pol, s, ip) == SERVICE_ADMIT;
 	if (use == SERVICE_ADDR_NODE_PORT)
 		return service_admission_check_node_port(&pol, proto, port) == SERVICE_ADMIT;
-	return service_admission_check_addr(&pol, use, ip, proto, port) == SERVICE_ADMIT;
+	return service_admission_check_addr(&pol, NULL, use, ip, proto, port) == SERVICE_ADMIT;
 }
 
 static bool has_elem(const ServiceUnit *u, const char *key) {
@@ -508,9 +542,9 @@ int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_special),      cmocka_unit_test(test_addresses),
 		cmocka_unit_test(test_node_ports),   cmocka_unit_test(test_cidrs_parse),
-		cmocka_unit_test(test_endpoints),    cmocka_unit_test(test_claim_keys),
-		cmocka_unit_test(test_claims),       cmocka_unit_test(test_claims_order),
-		cmocka_unit_test(test_model_filter),
+		cmocka_unit_test(test_endpoints),    cmocka_unit_test(test_in_cluster_apiserver),
+		cmocka_unit_test(test_claim_keys),   cmocka_unit_test(test_claims),
+		cmocka_unit_test(test_claims_order), cmocka_unit_test(test_model_filter),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -110,14 +110,23 @@ static bool port_reserved(const ServiceAdmissionPolicy *p, KubeProtocol protocol
 	return false;
 }
 
-ServiceRejectReason service_admission_check_addr(const ServiceAdmissionPolicy *p, ServiceAddrUse use, const IpAddr *ip,
-						 KubeProtocol protocol, uint16_t port) {
+/* default/kubernetes of an API server: the Service that leads to the API servers themselves. */
+static bool is_apiserver_service(const ServiceAdmissionPolicy *p, const KubeService *svc) {
+	return p->kube_mode && svc && streq_ptr(svc->meta.namespace, "default") && streq(svc->meta.name, "kubernetes");
+}
+
+ServiceRejectReason service_admission_check_addr(const ServiceAdmissionPolicy *p, const KubeService *svc,
+						 ServiceAddrUse use, const IpAddr *ip, KubeProtocol protocol,
+						 uint16_t port) {
 	ServiceRejectReason r = service_admission_check_special(ip);
 	bool has_range = false;
 
 	if (r != SERVICE_ADMIT)
 		return r;
-	if (addr_in(ip, p->infra, p->n_infra))
+	/* In a pod, weftd's in-cluster config reaches the API server at KUBERNETES_SERVICE_HOST, the
+	 * clusterIP of default/kubernetes: that address is infrastructure only as that Service's own
+	 * clusterIP (refusing it would cut every pod off the API); anything else claiming it is not. */
+	if (addr_in(ip, p->infra, p->n_infra) && !(use == SERVICE_ADDR_CLUSTER_IP && is_apiserver_service(p, svc)))
 		return SERVICE_REJECT_INFRASTRUCTURE;
 	if (addr_in(ip, p->node_addrs, p->n_node_addrs)) {
 		if (!listed_exactly(p, ip))
@@ -169,8 +178,7 @@ ServiceRejectReason service_admission_check_endpoint(const ServiceAdmissionPolic
 		return r;
 	/* the endpoints of default/kubernetes ARE the API servers: refusing them would cut every
 	 * pod off the API */
-	if (addr_in(ip, p->infra, p->n_infra) &&
-	    !(p->kube_mode && streq(svc->meta.namespace, "default") && streq(svc->meta.name, "kubernetes")))
+	if (addr_in(ip, p->infra, p->n_infra) && !is_apiserver_service(p, svc))
 		return SERVICE_REJECT_INFRASTRUCTURE;
 	return SERVICE_ADMIT;
 }
@@ -273,19 +281,20 @@ int service_admission_claim_keys(const ServiceAdmissionPolicy *p, const KubeServ
 		for (size_t c = 0; c < svc->n_cluster_ips && r >= 0; c++) {
 			const IpAddr *cip = &svc->cluster_ips[c];
 
-			if (service_admission_check_addr(p, SERVICE_ADDR_CLUSTER_IP, cip, sp->protocol, sp->port) ==
-			    SERVICE_ADMIT)
+			if (service_admission_check_addr(p, svc, SERVICE_ADDR_CLUSTER_IP, cip, sp->protocol,
+							 sp->port) == SERVICE_ADMIT)
 				r = push(&v, &n, service_claim_key_addr(cip, sp->protocol, sp->port));
 			for (size_t e = 0; e < svc->n_external_ips && r >= 0; e++)
 				if (svc->external_ips[e].family == cip->family &&
-				    service_admission_check_addr(p, SERVICE_ADDR_EXTERNAL_IP, &svc->external_ips[e],
-								 sp->protocol, sp->port) == SERVICE_ADMIT)
+				    service_admission_check_addr(p, svc, SERVICE_ADDR_EXTERNAL_IP,
+								 &svc->external_ips[e], sp->protocol,
+								 sp->port) == SERVICE_ADMIT)
 					r = push(&v, &n,
 						 service_claim_key_addr(&svc->external_ips[e], sp->protocol, sp->port));
 			for (size_t e = 0; lb && e < svc->n_lb_ips && r >= 0; e++)
 				if (svc->lb_ips[e].family == cip->family &&
-				    service_admission_check_addr(p, SERVICE_ADDR_LB_IP, &svc->lb_ips[e], sp->protocol,
-								 sp->port) == SERVICE_ADMIT)
+				    service_admission_check_addr(p, svc, SERVICE_ADDR_LB_IP, &svc->lb_ips[e],
+								 sp->protocol, sp->port) == SERVICE_ADMIT)
 					r = push(&v, &n,
 						 service_claim_key_addr(&svc->lb_ips[e], sp->protocol, sp->port));
 		}

@@ -90,10 +90,11 @@ ServiceRejectReason service_admission_check_special(const IpAddr *ip);
 
 /*
  * May `ip` be svc's address of kind `use` (CLUSTER_IP, EXTERNAL_IP, LB_IP) for protocol . port?
- * Conflicts are not checked here (ServiceClaims).
+ * Conflicts are not checked here (ServiceClaims). svc may be NULL (no Service-specific exception).
  */
-ServiceRejectReason service_admission_check_addr(const ServiceAdmissionPolicy *p, ServiceAddrUse use, const IpAddr *ip,
-						 KubeProtocol protocol, uint16_t port);
+ServiceRejectReason service_admission_check_addr(const ServiceAdmissionPolicy *p, const KubeService *svc,
+						 ServiceAddrUse use, const IpAddr *ip, KubeProtocol protocol,
+						 uint16_t port);
 /* A nodePort or healthCheckNodePort: in the range, not a reserved port. */
 ServiceRejectReason service_admission_check_node_port(const ServiceAdmissionPolicy *p, KubeProtocol protocol,
 						      uint16_t port);

@@ -303,7 +303,7 @@ static bool admit(void *userdata, ServiceAddrUse use, const IpAddr *ip, KubeProt
 	else if (use == SERVICE_ADDR_NODE_PORT || use == SERVICE_ADDR_HEALTH_CHECK_NODE_PORT)
 		why = service_admission_check_node_port(&a->policy, protocol, port);
 	else
-		why = service_admission_check_addr(&a->policy, use, ip, protocol, port);
+		why = service_admission_check_addr(&a->policy, ad->svc, use, ip, protocol, port);
 	if (why == SERVICE_ADMIT && use == SERVICE_ADDR_ENDPOINT)
 		return true;
 	/* an externalIP or LB IP equal to the Service's own clusterIP is the same key: not a
