@@ -29,7 +29,7 @@ PKGS=(libmnl libnftnl nftables)
 # The stamp: versions apt would fetch now + this script's hash.
 want=$(
 	for p in "${PKGS[@]}"; do
-		printf '%s %s\n' "$p" "$(apt-cache showsrc "$p" 2>/dev/null | awk '/^Version:/ {print $2; exit}')"
+		printf '%s %s\n' "$p" "$(apt-cache showsrc "$p" 2>/dev/null | awk '/^Version:/ && !v {v = $2} END {print v}')"
 	done
 	printf 'script %s\n' "$(sha256sum "$top/tools/build-static-deps.sh" | cut -d' ' -f1)"
 )

@@ -52,7 +52,8 @@ linkage=$(cat "$WEFT_BUILD/linkage" 2>/dev/null || echo unknown)
 if [ "$linkage" != static ]; then
 	info "dynamic suite ($linkage): copying its loader and libraries into the root"
 	libs=$(ldd "$WEFT_BIN/weft-plugins" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}')
-	nft=$(ldconfig -p | awk '$1 == "libnftables.so.1" && /x86-64/ {print $NF; exit}')
+	# awk reads to the end: exiting at the first match SIGPIPEs ldconfig, which pipefail reports (141)
+	nft=$(ldconfig -p | awk '$1 == "libnftables.so.1" && /x86-64/ && !f {f = $NF} END {print f}')
 	[ -z "$nft" ] || libs="$libs $nft $(ldd "$nft" | awk '$2 == "=>" && $3 ~ /^\// {print $3}')"
 	for l in $libs; do
 		mkdir -p "$ROOT$(dirname "$l")"

@@ -47,7 +47,7 @@ api() { ip netns exec "$ETCD_NS" curl -s -m 5 -X "$1" -H "Authorization: Bearer 
 
 for i in 1 2; do
 	weftd_start "$i" --objects-datastore kubernetes --kubeconfig "$KUBECONFIG_FILE" --relist-interval 0 \
-		--service-cluster-ip-range 10.96.0.0/16
+		--service-cluster-ip-range 10.96.0.0/16 --service-external-ip-cidrs 10.250.0.0/24
 done
 weftd_wait_ready 1 2
 pod_create 1

@@ -29,7 +29,7 @@ SVC=$TOP/test/netns/service/svc.py
 RANGE=10.96.0.0/16
 
 cluster_init 3 host-gw
-for i in 1 2 3; do weftd_start "$i" --objects-datastore etcd --relist-interval 0 --service-cluster-ip-range "$RANGE"; done
+for i in 1 2 3; do weftd_start "$i" --objects-datastore etcd --relist-interval 0 --service-cluster-ip-range "$RANGE" --service-external-ip-cidrs 10.250.0.0/24; done
 weftd_wait_ready 1 2 3
 for i in 1 2 3; do pod_create "$i"; done
 P1=$(pod_ip 1) P2=$(pod_ip 2)
@@ -153,7 +153,7 @@ info "  node1 (not weftd) -> $ETCD_IP:2379: $r"
 [[ $r =~ ^p[12]\  ]] || check_fail "the injected element does not take node1's own traffic (the test proves nothing): $r"
 weftd_stop 1
 hijack 2>/dev/null || true
-weftd_start 1 --objects-datastore etcd --relist-interval 0 --service-cluster-ip-range "$RANGE"
+weftd_start 1 --objects-datastore etcd --relist-interval 0 --service-cluster-ip-range "$RANGE" --service-external-ip-cidrs 10.250.0.0/24
 WAIT_TIMEOUT=20 weftd_wait_ready 1
 service new '{"clusterIP":"10.96.0.77","ports":[{"port":80,"targetPort":8080}]}'
 slice new-1 new "$(endpoint "$P2" node2)" '{"port":8080}'
@@ -203,7 +203,7 @@ for i in 1 3; do
 done
 case_ "a restart under the conflict: the full sync is narrowed, everyone else is programmed"
 weftd_stop 2
-weftd_start 2 --objects-datastore etcd --relist-interval 0 --service-cluster-ip-range "$RANGE"
+weftd_start 2 --objects-datastore etcd --relist-interval 0 --service-cluster-ip-range "$RANGE" --service-external-ip-cidrs 10.250.0.0/24
 weftd_wait_ready 2
 wait_for 20 sh -c "ip netns exec $(node_ns 2) nft list map inet weft svc-noep4 | grep -q '10.96.0.31 . tcp . 81'" ||
 	check_fail "node2 restarted: the full sync programmed nothing: $(grep -i refused "$(node_dir 2)/weftd.log" | tail -3)"

@@ -538,13 +538,41 @@ static void test_model_filter(void **state) {
 	kube_object_free(s, pool);
 }
 
+/* A refused clusterIP is not "allocated": svc-cluster-ips-check must never reject traffic to it
+ * (etcd's address as a clusterIP made weftd's own etcd connections fail with a reset). */
+static void test_model_refused_cluster_ip(void **state) {
+	KubeObject *s = svc("attacker", "etcd", "\"clusterIP\":\"10.0.0.100\",\"ports\":[{\"port\":80}]", NULL);
+	SvcSlotPool *slots = NULL;
+	ServiceUnit *u = NULL;
+
+	assert_int_equal(svc_slot_pool_new(&slots), 0);
+	assert_int_equal(service_unit_build(&(ServiceModelInput) { .node = "n1",
+								   .svc = KUBE_SERVICE(s),
+								   .slots = slots,
+								   .admit = admit_by_policy,
+								   .admit_userdata = (void *) KUBE_SERVICE(s) },
+					    &u),
+			 0);
+	for (size_t i = 0; i < u->n_elems; i++)
+		assert_null(strstr(u->elems[i].key, "10.0.0.100"));
+	service_unit_free(u);
+	svc_slot_pool_free(slots);
+	kube_object_free(s, pool);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_special),      cmocka_unit_test(test_addresses),
-		cmocka_unit_test(test_node_ports),   cmocka_unit_test(test_cidrs_parse),
-		cmocka_unit_test(test_endpoints),    cmocka_unit_test(test_in_cluster_apiserver),
-		cmocka_unit_test(test_claim_keys),   cmocka_unit_test(test_claims),
-		cmocka_unit_test(test_claims_order), cmocka_unit_test(test_model_filter),
+		cmocka_unit_test(test_special),
+		cmocka_unit_test(test_addresses),
+		cmocka_unit_test(test_node_ports),
+		cmocka_unit_test(test_cidrs_parse),
+		cmocka_unit_test(test_endpoints),
+		cmocka_unit_test(test_in_cluster_apiserver),
+		cmocka_unit_test(test_claim_keys),
+		cmocka_unit_test(test_claims),
+		cmocka_unit_test(test_claims_order),
+		cmocka_unit_test(test_model_filter),
+		cmocka_unit_test(test_model_refused_cluster_ip),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -511,11 +511,13 @@ static void test_base_rules(void **state) {
 	f = open_memstream(&buf, &len);
 	service_render_base(f, ranges, 2);
 	fclose(f);
-	/* undefined ports of an allocated ClusterIP rejected, the rest of the range dropped */
-	assert_non_null(strstr(buf,
-			       "add rule inet weft svc-cluster-ips-check ip daddr @svc-cluster-ips4 meta l4proto tcp "
-			       "reject with tcp reset"));
-	assert_non_null(strstr(buf, "add rule inet weft svc-cluster-ips-check ip daddr @svc-cluster-ips4 reject"));
+	/* undefined ports of an allocated ClusterIP rejected (inside the range only), the rest of the
+	 * range dropped */
+	assert_non_null(strstr(buf, "add rule inet weft svc-cluster-ips-check ip daddr 10.96.0.0/16 ip daddr "
+				    "@svc-cluster-ips4 meta l4proto tcp reject with tcp reset"));
+	assert_non_null(strstr(buf, "add rule inet weft svc-cluster-ips-check ip daddr 10.96.0.0/16 ip daddr "
+				    "@svc-cluster-ips4 reject"));
+	assert_null(strstr(buf, "svc-cluster-ips-check ip daddr @svc-cluster-ips4"));
 	assert_non_null(strstr(buf, "add rule inet weft svc-cluster-ips-check ip daddr 10.96.0.0/16 drop"));
 	assert_non_null(strstr(buf, "add rule inet weft svc-cluster-ips-check ip6 daddr fd00:96::/108 drop"));
 	/* forwarded pod traffic and node-local clients, not input */

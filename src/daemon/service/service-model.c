@@ -637,7 +637,7 @@ static void build_port(Builder *b, const ServiceModelInput *in, const KubeServic
 	size_t n = 0, n_all, n_loc, n_cluster;
 	const size_t *cluster;
 	uint32_t aff = svc->session_affinity_client_ip ? svc->session_affinity_timeout : 0;
-	bool per_ep;
+	bool per_ep, cip_ok;
 	char comment[NFT_COMMENT_MAX + 1], cip[IP_ADDR_STRLEN];
 	const IpAddr *cips = NULL;
 
@@ -706,15 +706,19 @@ static void build_port(Builder *b, const ServiceModelInput *in, const KubeServic
 	/* internal traffic: the ClusterIP */
 	ip_comment(comment, sizeof(comment), &svc->meta, sp, "");
 	ip_addr_to_string(cips, cip);
-	add_elem(b, family == AF_INET ? SVC_CLUSTER_IPS4 : SVC_CLUSTER_IPS6, strdup(cip), strdup(""));
+	cip_ok = admitted(in, SERVICE_ADDR_CLUSTER_IP, cips, sp->protocol, sp->port);
+	/* an allocated ClusterIP (its undefined ports are rejected): only one the policy admits, so a
+	 * refused address (etcd's, a node's, outside the range) never reaches svc-cluster-ips-check */
+	if (cip_ok)
+		add_elem(b, family == AF_INET ? SVC_CLUSTER_IPS4 : SVC_CLUSTER_IPS6, strdup(cip), strdup(""));
 	if (n_cluster > 0) {
 		SvcChain *c = add_chain(b, strdup(base));
 
 		chain_rules(b, c, choose_rules(b, in, c, base, v, cluster, n_cluster, comment, aff, per_ep, lproto));
-		if (admitted(in, SERVICE_ADDR_CLUSTER_IP, cips, sp->protocol, sp->port))
+		if (cip_ok)
 			add_elem(b, m_ips, strdup_printf("%s . %s . %u", cip, lproto, sp->port),
 				 strdup_printf("goto %s", base));
-	} else if (admitted(in, SERVICE_ADDR_CLUSTER_IP, cips, sp->protocol, sp->port))
+	} else if (cip_ok)
 		/* no endpoints at all: reject; endpoints, but none usable here (Local): drop */
 		add_elem(b, m_noep, strdup_printf("%s . %s . %u", cip, lproto, sp->port),
 			 strdup(n_all > 0 ? "drop" : "goto svc-reject"));
@@ -1045,15 +1049,17 @@ void service_render_base(FILE *f, const IpPrefix *ranges, size_t n_ranges) {
 		if (ranges[i].addr.family != AF_INET && ranges[i].addr.family != AF_INET6)
 			continue;
 		ip_prefix_to_string(&ranges[i], p);
+		/* only inside the range: whatever else the set might hold is no business of this chain */
 		fprintf(f,
-			"add rule " T " svc-cluster-ips-check %s daddr @%s meta l4proto tcp reject with tcp reset "
-			"comment \"ClusterIP: port not defined\"\n"
+			"add rule " T " svc-cluster-ips-check %s daddr %s %s daddr @%s meta l4proto tcp reject with "
+			"tcp reset comment \"ClusterIP: port not defined\"\n"
 			"add rule " T
-			" svc-cluster-ips-check %s daddr @%s reject comment \"ClusterIP: port not defined\"\n"
+			" svc-cluster-ips-check %s daddr %s %s daddr @%s reject comment \"ClusterIP: port not defined\"\n"
 			"add rule " T
 			" svc-cluster-ips-check %s daddr %s drop comment \"no Service holds this address\"\n",
-			v4 ? "ip" : "ip6", v4 ? SVC_CLUSTER_IPS4 : SVC_CLUSTER_IPS6, v4 ? "ip" : "ip6",
-			v4 ? SVC_CLUSTER_IPS4 : SVC_CLUSTER_IPS6, v4 ? "ip" : "ip6", p);
+			v4 ? "ip" : "ip6", p, v4 ? "ip" : "ip6", v4 ? SVC_CLUSTER_IPS4 : SVC_CLUSTER_IPS6,
+			v4 ? "ip" : "ip6", p, v4 ? "ip" : "ip6", v4 ? SVC_CLUSTER_IPS4 : SVC_CLUSTER_IPS6,
+			v4 ? "ip" : "ip6", p);
 	}
 	/* filter - 5: the no-endpoint reject comes before any filter chain of policy or plugins */
 	static const char *const hooks[] = { "input", "forward", "output" };

@@ -214,15 +214,7 @@ int nft_bridge_macspoof_del(NftCtx *c, const char *net, const char *cid, const c
 }
 
 int nft_bridge_present(const char *net, const char *cid, const char *ifname) {
-	char id[NFT_COMMENT_MAX + 1];
-	int r;
-
-	r = nft_attachment_id(net, cid, ifname, id);
-	if (r == -EINVAL || r == -ENAMETOOLONG)
-		return 0; /* as nft_elem_remove_attachment(): ADD refuses such ids */
-	if (r < 0)
-		return r;
-	return nft_raw_has_comment(all_sets, N_SETS, id);
+	return nft_raw_has_attachment(all_sets, N_SETS, net, cid, ifname);
 }
 
 /* ---- flush ---- */

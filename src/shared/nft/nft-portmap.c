@@ -297,15 +297,7 @@ int nft_portmap_del(NftCtx *c, const char *net, const char *cid, const char *ifn
 }
 
 int nft_portmap_present(const char *net, const char *cid, const char *ifname) {
-	char id[NFT_COMMENT_MAX + 1];
-	int r;
-
-	r = nft_attachment_id(net, cid, ifname, id);
-	if (r == -EINVAL || r == -ENAMETOOLONG)
-		return 0; /* as nft_elem_remove_attachment(): ADD refuses such ids */
-	if (r < 0)
-		return r;
-	return nft_raw_has_comment(pm_objs, N_OBJS, id);
+	return nft_raw_has_attachment(pm_objs, N_OBJS, net, cid, ifname);
 }
 
 int nft_portmap_gc(NftCtx *c, const char *net, NftAttachmentValidFn is_valid, void *userdata) {

@@ -148,3 +148,16 @@ out:
 	mnl_socket_close(nl);
 	return r;
 }
+
+int nft_raw_has_attachment(const NftElemObj *objs, size_t n_objs, const char *net, const char *cid,
+			   const char *ifname) {
+	char id[NFT_COMMENT_MAX + 1];
+	int r;
+
+	r = nft_attachment_id(net, cid, ifname, id);
+	if (r == -EINVAL || r == -ENAMETOOLONG)
+		return 0;
+	if (r < 0)
+		return r;
+	return nft_raw_has_comment(objs, n_objs, id);
+}

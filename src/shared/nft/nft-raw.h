@@ -19,3 +19,10 @@
  * libnftables path, which answers the same question more slowly).
  */
 int nft_raw_has_comment(const NftElemObj *objs, size_t n_objs, const char *comment);
+
+/*
+ * nft_raw_has_comment() for the attachment net/cid/ifname (nft_attachment_id()): 1, 0, -errno as
+ * above. An id no element can carry (ADD refuses it) answers 0, as nft_elem_remove_attachment()
+ * has nothing to delete then.
+ */
+int nft_raw_has_attachment(const NftElemObj *objs, size_t n_objs, const char *net, const char *cid, const char *ifname);

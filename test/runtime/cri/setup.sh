@@ -35,19 +35,13 @@ if [ -s api/api.proto ] && [ "$(cat api/VERSION 2>/dev/null)" = "$want" ]; then
 	exit 0
 fi
 
-# apt-get source needs a deb-src entry; tools/build-cnitool.sh adds the same one.
+# apt-get source needs a deb-src entry: the one tools/debian-source.sh adds for the builds
+# shellcheck source=tools/debian-source.sh
+. ../../../tools/debian-source.sh
 if ! grep -rqs '^Types:.*deb-src' /etc/apt/sources.list.d/ /etc/apt/sources.list 2>/dev/null &&
 	! grep -qs '^deb-src' /etc/apt/sources.list 2>/dev/null; then
 	[ "$(id -u)" = 0 ] || { echo "cri/setup: no deb-src entry, run as root to add one" >&2; exit 1; }
-	echo "cri/setup: adding a deb-src entry for Debian bookworm (needed for 'apt-get source')" >&2
-	cat >/etc/apt/sources.list.d/weft-debian-src.sources <<'SRC'
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-	apt-get update -qq
+	debian_source_ensure_deb_src
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
