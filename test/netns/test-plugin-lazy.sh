@@ -24,9 +24,11 @@ PM='{"cniVersion":"1.0.0","name":"lazy","type":"portmap","capabilities":{"portMa
 traced() {
 	local plugin=$1
 	shift
+	# LeakSanitizer cannot run under ptrace (the sanitizer pass): leaks are checked by every other
+	# test that runs these plugins, so here only the trace matters
 	cat >"$T/wrap" <<WRAP
 #!/bin/sh
-exec strace -f -qq -e trace=openat -o "$T/trace" "$WEFT_BIN/$plugin"
+ASAN_OPTIONS="\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0" exec strace -f -qq -e trace=openat -o "$T/trace" "$WEFT_BIN/$plugin"
 WRAP
 	chmod +x "$T/wrap"
 	: >"$T/trace"

@@ -1084,6 +1084,10 @@ static int parse_creation_timestamp(const json_t *md, int64_t *ret, DecodeError 
 	if (!end || !streq(end, "Z"))
 		return decode_error(err, "metadata.creationTimestamp: \"%.40s\" is not an RFC 3339 UTC time", s);
 	*ret = (int64_t) timegm(&tm);
+	/* an API server never wrote a time before 1970 or after 9999 (and the debug dump could not
+	 * print it back the same) */
+	if (*ret < 0 || *ret > INT64_C(253402300799))
+		return decode_error(err, "metadata.creationTimestamp: \"%.40s\" is not between 1970 and 9999", s);
 	return 0;
 }
 
