@@ -394,7 +394,8 @@ static void reports_commit(ServiceAgent *a, const char *key, Admit *ad) {
 	}
 	for (size_t i = lo; i < hi; i++)
 		free(a->reports[i].line);
-	memmove(a->reports + lo + ad->n, a->reports + hi, (a->n_reports - hi) * sizeof(Report));
+	if (a->n_reports > hi) /* reports may still be NULL (nothing refused yet): no memmove() from it */
+		memmove(a->reports + lo + ad->n, a->reports + hi, (a->n_reports - hi) * sizeof(Report));
 	if (ad->n > 0)
 		memcpy(a->reports + lo, ad->v, ad->n * sizeof(Report));
 	a->n_reports = a->n_reports - (hi - lo) + ad->n;
