@@ -76,8 +76,10 @@ case_() { N_CASES=$((N_CASES + 1)); info "case: $*"; }
 for ns in victim attacker; do
 	put "namespaces/$ns" "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\"}}"
 done
-# the legitimate Services first (older by creation order)
-service victim web '{"type":"NodePort","clusterIP":"10.96.2.1","externalIPs":["192.0.2.10"],"ports":[{"port":80,"targetPort":8080,"nodePort":30100}]}'
+# the legitimate Services first (older by creation order). Its creationTimestamp is later than
+# the attacker's backdated one: in etcd mode only the keys' create revisions may decide.
+service victim web '{"type":"NodePort","clusterIP":"10.96.2.1","externalIPs":["192.0.2.10"],"ports":[{"port":80,"targetPort":8080,"nodePort":30100}]}' \
+	'' '"creationTimestamp":"2026-01-01T00:00:00Z"'
 backend victim web "$P1" node1
 # 1: externalIPs / LB ingress IPs of the infrastructure, backed by the attacker's pod
 service attacker etcd-ext "{\"clusterIP\":\"10.96.1.1\",\"externalIPs\":[\"$ETCD_IP\"],\"ports\":[{\"port\":2379,\"targetPort\":8080}]}"
