@@ -8,12 +8,12 @@
 #      front thread answers /healthz from the state the loop published; before it, the probe timed
 #      out for as long as the batch took).
 #   2. RSS after that sync, and after a restart under the same load, stay below RSS_BOUND_KB
-#      (documented in docs/service-datapath.md with the figures measured).
+#      (documented in docs/service-datapath.md with the figures measured; not applied to the
+#      sanitizer build, whose RSS is mostly ASan's own).
 #   3. The huge objects: a Service with 5,000 ports, an EndpointSlice with 20,000 endpoints and a
 #      NetworkPolicy with 5,000 ipBlocks are refused and counted (weft_cache_rejected_objects_total).
-#      PENDING: these assertions hold only once the decoder limits of the other two parts of issue 17
-#      are merged (they refuse those objects in src/daemon/cache); on this branch alone they fail.
-#      Set ABUSE_SKIP_LIMITS=1 to leave them out.
+#      (the decoder limits in src/daemon/cache/kube-objects.c; docs/object-limits.md).
+#      ABUSE_SKIP_LIMITS=1 leaves them out.
 #
 # Timing figures (healthz p50/max, sync time) are printed for bench/; the test only holds the 1 s bound.
 . "$(dirname "$0")/lib.sh"
@@ -23,6 +23,11 @@ cluster_require
 require_cmd python3 curl jq
 N=${ABUSE_SERVICES:-2000}
 RSS_BOUND_KB=${RSS_BOUND_KB:-80000}
+# Under ASan (the sanitizer pass) RSS is the sanitizer's shadow memory and quarantine, not weftd's:
+# the figures are printed, the bound is not applied.
+SAN_BUILD=0
+if ldd "$WEFT_BIN/weftd" 2>/dev/null | grep -q libasan; then SAN_BUILD=1; fi
+rss_ok() { [ "$SAN_BUILD" = 1 ] || [ "$1" -lt "$RSS_BOUND_KB" ]; }
 TXN=$TOP/test/netns/service/etcd-txn.py
 PROBE=$TOP/test/netns/service/healthz-probe.py
 ETCD_ARGS="--max-txn-ops 50000 --max-request-bytes 67108864"
@@ -106,7 +111,7 @@ info "  programmed in $(((t1 - t0) / 1000000)) ms (batch: weft_service_last_full
 probe_check sync
 RSS1=$(rss_kb)
 info "  after the sync: RSS $RSS1 kB, PSS $(pss_kb) kB (idle was $RSS0 kB)"
-[ "$RSS1" -lt "$RSS_BOUND_KB" ] || check_fail "RSS after the sync of $N Services: $RSS1 kB >= $RSS_BOUND_KB kB"
+rss_ok "$RSS1" || check_fail "RSS after the sync of $N Services: $RSS1 kB >= $RSS_BOUND_KB kB"
 
 info "case: weftd restarted under that load"
 weftd_stop 1
@@ -124,11 +129,10 @@ info "  /healthz after the restart: $(wc -l <"$T/probe.restart.answered") probes
 assert_eq "$fails" 0 "/healthz probes without an answer within 1 s while the restarted weftd synced"
 RSS2=$(rss_kb)
 info "  after the restart: RSS $RSS2 kB, PSS $(pss_kb) kB"
-[ "$RSS2" -lt "$RSS_BOUND_KB" ] || check_fail "RSS after a restart under $N Services: $RSS2 kB >= $RSS_BOUND_KB kB"
+rss_ok "$RSS2" || check_fail "RSS after a restart under $N Services: $RSS2 kB >= $RSS_BOUND_KB kB"
 
 if [ "${ABUSE_SKIP_LIMITS:-0}" != 1 ]; then
-	# PENDING the decoder limits of the other parts of issue 17 (see the header)
-	info "case: huge objects are refused and counted (needs the decoder limits of issue 17)"
+	info "case: huge objects are refused and counted (the decoder limits)"
 	before=$(http_get 1 /metrics; awk '/^weft_cache_rejected_objects_total/ { n += $2 } END { print n + 0 }' <<<"$HTTP_BODY")
 	python3 - "$ETCD_PREFIX" <<'EOF' | txn
 import json, sys
@@ -145,12 +149,14 @@ print("%s/objects/services/abuse/ports\t%s" % (p, json.dumps(svc)))
 print("%s/objects/endpointslices/abuse/huge-1\t%s" % (p, json.dumps(sl)))
 print("%s/objects/networkpolicies/abuse/blocks\t%s" % (p, json.dumps(pol)))
 EOF
-	sleep 3
-	after=$(http_get 1 /metrics; awk '/^weft_cache_rejected_objects_total/ { n += $2 } END { print n + 0 }' <<<"$HTTP_BODY")
+	rejected_total() { http_get 1 /metrics; awk '/^weft_cache_rejected_objects_total/ { n += $2 } END { print n + 0 }' <<<"$HTTP_BODY"; }
+	refused_all() { [ "$(rejected_total)" -ge $((before + 3)) ]; }
+	wait_for 30 refused_all || true
+	after=$(rejected_total)
 	info "  weft_cache_rejected_objects_total: $before -> $after"
-	[ "$after" -ge $((before + 3)) ] || check_fail "the 5,000-port Service, 20,000-endpoint slice and 5,000-ipBlock policy were not all refused (PENDING the decoder limits)"
+	[ "$after" -ge $((before + 3)) ] || check_fail "the 5,000-port Service, 20,000-endpoint slice and 5,000-ipBlock policy were not all refused"
 	if ip netns exec "$(node_ns 1)" nft list map inet weft svc-ips4 | grep -q '10.96.200.1 '; then
-		check_fail "the 5,000-port Service was programmed (PENDING the decoder limits)"
+		check_fail "the 5,000-port Service was programmed"
 	fi
 	weftd_alive 1 || check_fail "weftd died on the huge objects"
 	info "  after the huge objects: RSS $(rss_kb) kB, PSS $(pss_kb) kB"
