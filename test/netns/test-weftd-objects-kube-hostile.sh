@@ -48,22 +48,7 @@ apply() { # apply FILE|-: one object or a List, through /fixture/apply (created 
 	out=$(api POST /fixture/apply -H 'Content-Type: application/json' --data-binary "@$1") || fail "apply: curl failed"
 	jq -e '.kind != "Status"' <<<"$out" >/dev/null 2>&1 || fail "the API server refused an apply: $out"
 }
-cat >"$KUBECONFIG_FILE" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster:
-    server: $API_URL
-contexts:
-- name: weft@test
-  context: {cluster: test, user: weft}
-current-context: weft@test
-users:
-- name: weft
-  user:
-    token: $TOKEN
-EOF
+cluster_kubeconfig "$KUBECONFIG_FILE" "$API_URL" "$TOKEN"
 cluster_config_json >"$NET_CONF"
 weftd_start 1 --datastore kubernetes --kubeconfig "$KUBECONFIG_FILE" --net-config "$NET_CONF" --relist-interval 1s
 weftd_wait_ready 1

@@ -53,22 +53,7 @@ api() { # api METHOD PATH [CURL ARGS...]
 feed() { ip netns exec "$ETCD_NS" python3 "$FEED" --api "$API_URL" --token "$TOKEN" "$@" >/dev/null; }
 
 fixture_start
-cat >"$KUBECONFIG_FILE" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster:
-    server: $API_URL
-contexts:
-- name: weft@test
-  context: {cluster: test, user: weft}
-current-context: weft@test
-users:
-- name: weft
-  user:
-    token: $TOKEN
-EOF
+cluster_kubeconfig "$KUBECONFIG_FILE" "$API_URL" "$TOKEN"
 cluster_config_json >"$NET_CONF"
 feed namespaces create 0 9
 

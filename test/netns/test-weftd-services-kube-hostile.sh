@@ -43,22 +43,7 @@ api() { # api METHOD PATH [CURL ARGS...]
 	ip netns exec "$ETCD_NS" curl -s -m 5 -X "$m" -H "Authorization: Bearer $TOKEN" \
 		-H 'Content-Type: application/json' "$@" "$API_URL$p"
 }
-cat >"$KUBECONFIG_FILE" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster:
-    server: $API_URL
-contexts:
-- name: weft@test
-  context: {cluster: test, user: weft}
-current-context: weft@test
-users:
-- name: weft
-  user:
-    token: $TOKEN
-EOF
+cluster_kubeconfig "$KUBECONFIG_FILE" "$API_URL" "$TOKEN"
 cluster_config_json >"$NET_CONF"
 
 for ns in victim attacker; do

@@ -27,22 +27,7 @@ ip netns exec "$ETCD_NS" python3 "$FIXTURE" --bind "$ETCD_IP" --port 6443 --toke
 FIXTURE_PID=$!
 on_exit "kill $FIXTURE_PID 2>/dev/null; wait $FIXTURE_PID 2>/dev/null"
 wait_listen "$ETCD_NS" 6443 || fail "fake-apiserver did not come up: $(cat "$T/fixture.log")"
-cat >"$KUBECONFIG_FILE" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster:
-    server: $API_URL
-contexts:
-- name: weft@test
-  context: {cluster: test, user: weft}
-current-context: weft@test
-users:
-- name: weft
-  user:
-    token: $TOKEN
-EOF
+cluster_kubeconfig "$KUBECONFIG_FILE" "$API_URL" "$TOKEN"
 api() { ip netns exec "$ETCD_NS" curl -s -m 5 -X "$1" -H "Authorization: Bearer $TOKEN" "${@:3}" "$API_URL$2"; }
 
 for i in 1 2; do

@@ -63,6 +63,27 @@ _attach() {
 }
 
 # cluster_config_json: the network config for the chosen backend
+# cluster_kubeconfig FILE URL TOKEN: a kubeconfig for weftd that reaches the fake API server
+# (test/kube/fake-apiserver.py) at URL with a bearer token
+cluster_kubeconfig() {
+	cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: $2
+contexts:
+- name: weft@test
+  context: {cluster: test, user: weft}
+current-context: weft@test
+users:
+- name: weft
+  user:
+    token: $3
+EOF
+}
+
 cluster_config_json() {
 	local be extra=""
 	be="\"Type\": \"$CLUSTER_BACKEND\""
