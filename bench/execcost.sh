@@ -49,7 +49,7 @@ instr() {
 	env "$@" valgrind --tool=callgrind --callgrind-out-file=/dev/null "$exe" </dev/null 2>&1 >/dev/null |
 		awk '/Collected :/ {print $NF}'
 }
-linkage() { if readelf -lW "$1" | grep -q INTERP; then echo dynamic; else echo static; fi; }
+linkage() { if [[ $(readelf -lW "$1") == *INTERP* ]]; then echo dynamic; else echo static; fi; }
 ssize() { strip -o "$W/s" "$1" && stat -c %s "$W/s"; }
 
 echo "| what | linkage | stripped bytes | exec median µs | p90 µs | CPU µs/exec | instructions (user) |"

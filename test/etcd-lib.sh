@@ -59,7 +59,7 @@ _etcd_launch() {
 	ETCD_PID=$!
 	ETCD_ENDPOINT=$client
 	for _ in $(seq 1 150); do
-		if _etcd_in curl -sf -m 1 --noproxy '*' "$client/health" 2>/dev/null | grep -q '"health":"true"'; then
+		if _etcd_in curl -sf -m 1 --noproxy '*' "$client/health" 2>/dev/null | grep_q '"health":"true"'; then
 			return 0
 		fi
 		kill -0 "$ETCD_PID" 2>/dev/null || break

@@ -30,7 +30,7 @@ k api-resources --no-headers -o wide >"$T/api-resources" || fail "kubectl api-re
 for want in "namespaces ns v1 false Namespace" "nodes no v1 false Node" "pods po v1 true Pod" \
 	"services svc v1 true Service" "networkpolicies netpol networking.k8s.io/v1 true NetworkPolicy" \
 	"endpointslices discovery.k8s.io/v1 true EndpointSlice"; do
-	sed 's/ *create,delete.*//' "$T/api-resources" | tr -s ' ' | grep -qx "$want" ||
+	sed 's/ *create,delete.*//' "$T/api-resources" | tr -s ' ' | grep_q -x "$want" ||
 		check_fail "api-resources lacks '$want': $(cat "$T/api-resources")"
 done
 grep -q "create,delete,deletecollection,get,list,patch,update,watch" "$T/api-resources" ||
@@ -134,7 +134,7 @@ assert_eq "$(jq '.metadata.remainingItemCount' <<<"$page")" "$(($(jq '[.[] | sel
 k get pods -n shop >"$T/table.txt" || check_fail "kubectl get pods (table) failed"
 # the "all" category: pods and services
 assert_eq "$(k get all -n shop -o name | sort | tr '\n' ' ')" "$( (k get pods -n shop -o name; k get services -n shop -o name) | sort | tr '\n' ' ')" "kubectl get all"
-head -1 "$T/table.txt" | grep -q '^NAME  *STATUS  *IP  *NODE  *AGE$' || check_fail "table header: $(head -1 "$T/table.txt")"
+head -1 "$T/table.txt" | grep_q '^NAME  *STATUS  *IP  *NODE  *AGE$' || check_fail "table header: $(head -1 "$T/table.txt")"
 assert_eq "$(tail -n +2 "$T/table.txt" | awk '{print $1}' | sort | tr '\n' ' ')" \
 	"$(jq -r '[.[] | select(.kind == "Pod" and .metadata.namespace == "shop") | .metadata.name] | sort | join(" ") + " "' "$T/live.json")" "table rows"
 
@@ -218,14 +218,14 @@ expect_events() {
 }
 # the last event each watch must see has arrived
 for ((i = 0; i < 200; i++)); do
-	events_in eps | grep -qx "DELETED EndpointSlice/shop/db-xyz89" && events_in ns | grep -qx "DELETED Namespace//ssa" &&
-		events_in pods-shop | grep -qx "ADDED Pod/shop/late-node2" && events_in svc | grep -qx "MODIFIED Service/shop/db" && break
+	events_in eps | grep_q -x "DELETED EndpointSlice/shop/db-xyz89" && events_in ns | grep_q -x "DELETED Namespace//ssa" &&
+		events_in pods-shop | grep_q -x "ADDED Pod/shop/late-node2" && events_in svc | grep_q -x "MODIFIED Service/shop/db" && break
 	sleep 0.05
 done
 expect_events pods-shop "ADDED Pod/shop/db-0" "ADDED Pod/shop/web-1" "MODIFIED Pod/shop/web-1" "MODIFIED Pod/shop/web-2" \
 	"MODIFIED Pod/shop/web-1" "DELETED Pod/shop/db-0" "ADDED Pod/shop/late-node1" "ADDED Pod/shop/late-node2"
 expect_events pods-node1 "ADDED Pod/kube-system/weftd-node1" "MODIFIED Pod/shop/web-1" "ADDED Pod/shop/late-node1"
-events_in pods-node1 | grep -q "Pod/shop/web-2\|Pod/shop/db-0\|late-node2" && check_fail "node2's pods in the spec.nodeName=node1 watch"
+events_in pods-node1 | grep_q "Pod/shop/web-2\|Pod/shop/db-0\|late-node2" && check_fail "node2's pods in the spec.nodeName=node1 watch"
 # web-2 stops matching app=web: a DELETED for that watch (as the real server sends)
 expect_events pods-web "ADDED Pod/shop/web-1" "ADDED Pod/shop/web-2" "MODIFIED Pod/shop/web-1" "DELETED Pod/shop/web-2" "MODIFIED Pod/shop/web-1"
 expect_events ns "ADDED Namespace//default" "ADDED Namespace//shop" "MODIFIED Namespace//tools" "ADDED Namespace//ssa" "MODIFIED Namespace//ssa" "DELETED Namespace//ssa"

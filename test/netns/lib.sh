@@ -18,6 +18,10 @@ WEFT_BUILD=${WEFT_BUILD:-$TOP/build}
 WEFT_BIN=${WEFT_BIN:-$WEFT_BUILD/bin}
 REF_BIN=${REF_BIN:-/usr/lib/cni}
 CNITOOL=${CNITOOL:-$TOP/build/tools/cnitool}
+# Timing slack, a whole multiplier of the deadlines that waits and bounds allow (wait_for, and the
+# bounds a test scales by it). tools/run-tests sets 3 for the sanitizer build, which runs several
+# times slower; a tight figure is measured in bench/, never here.
+WEFT_TEST_SLACK=${WEFT_TEST_SLACK:-1}
 TEST_NAME=$(basename "$0" .sh)
 T=$(mktemp -d "/tmp/weft-${TEST_NAME}.XXXXXX")
 _NETNS=()
@@ -202,6 +206,17 @@ _check_error() {
 with_prev() { jq -c --argjson r "$2" '. + {prevResult: $r}' <<<"$1"; }
 
 # jqr EXPR [JSON]: jq -r on JSON (default: $CNI_OUT)
+# grep_q ARGS...: `grep -q ARGS` for the end of a pipeline. It reads its input to the end: under
+# pipefail, a plain `cmd | grep -q` fails whenever grep exits at the first match while cmd is still
+# writing (cmd dies of SIGPIPE, 141), so a match could read as a miss. (GNU grep stops at the first
+# match for -c or >/dev/null too.)
+grep_q() {
+	local rc
+	grep -q "$@"
+	rc=$?
+	cat >/dev/null
+	return $rc
+}
 jqr() { jq -r "$1" <<<"${2:-$CNI_OUT}"; }
 assert_eq() { [ "$1" = "$2" ] || check_fail "${3:-values differ}: expected '$2', got '$1'"; }
 assert_ne() { [ "$1" != "$2" ] || check_fail "${3:-values equal}: both '$1'"; }

@@ -179,5 +179,5 @@ ic_err "$T/none.conflist: no such file" --src "$SRC" --dest "$DEST" --conf-src "
 ic_err "Config destination directory $T/nonetd: no such directory" --src "$SRC" --dest "$DEST" \
 	--conf-src "$T/10-weft.conflist" --conf-dest "$T/nonetd"
 
-"$WEFT" install-cni --help | grep -q -- '--conf-src' || check_fail "--help"
+"$WEFT" install-cni --help | grep_q -- '--conf-src' || check_fail "--help"
 finish

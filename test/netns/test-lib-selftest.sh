@@ -85,7 +85,7 @@ if [ "$(id -u)" = 0 ]; then
 	run_case netns-cleanup 1 'NS=$(mk_netns selftest); echo "NS-OF-CASE $NS"; check_fail "x"; finish'
 	ns=$(sed -n 's/^NS-OF-CASE //p' <<<"$OUT")
 	[ -n "$ns" ] || check_fail "netns-cleanup: no namespace was created: $OUT"
-	[ -z "$ns" ] || ! ip netns list | grep -qw -- "$ns" || {
+	[ -z "$ns" ] || ! ip netns list | grep_q -w -- "$ns" || {
 		check_fail "netns-cleanup: $ns still exists"
 		ip netns del "$ns" || true
 	}

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# weft-test: no-san (1,000 pods under load; the sanitizer pass takes the same pod/policy updates in test-policy-lifecycle and -drops)
 # NetworkPolicy under pod churn: 1,000 pods (records in etcd with addresses in the two nodes'
 # subnets, addresses reused as pods come and go) are created and deleted under 100 policies while
 # four real pods (x/a, y/a on node 1; x/b, y/b on node 2) probe each other on 80/TCP without pause.

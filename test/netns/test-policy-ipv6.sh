@@ -91,7 +91,9 @@ put networkpolicies/x/from-ya '{"apiVersion":"networking.k8s.io/v1","kind":"Netw
 want() { [ "${1%>*}" = y/a ] && [ "$2" = 80 ]; }
 wait_for 5 bash -c "! ip netns exec ${PNS[y/b]} python3 -c 'import socket; socket.create_connection((\"${PIP6[x/a]}\", 80), timeout=0.3)'" ||
 	check_fail "y/b -> x/a over IPv6 not denied 5 s after the default deny"
-sleep 0.3
+# the two policies may land in different syncs: wait until the allow is in force on both nodes
+wait_for 5 tcp6 y/a x/a 80 || check_fail "y/a -> x/a on 80 over IPv6 not allowed 5 s after from-ya"
+wait_for 5 tcp6 y/a x/b 80 || check_fail "y/a -> x/b on 80 over IPv6 not allowed 5 s after from-ya"
 n=0
 for pr in $PAIRS; do
 	for port in 80 81; do

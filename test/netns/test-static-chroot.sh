@@ -146,7 +146,7 @@ podman_up() {
 	assert_eq "$(ip netns exec "$POD1" cat /proc/sys/net/ipv4/conf/eth0/arp_notify)" 1 "tuning's sysctl in the pod"
 	local veth
 	veth=$(jqr '.interfaces[1].name' "$RESULT")
-	tc -n "$HOSTNS" qdisc show dev "$veth" | grep -q tbf || check_fail "bandwidth: no tbf qdisc on $veth: $(tc -n "$HOSTNS" qdisc show dev "$veth")"
+	tc -n "$HOSTNS" qdisc show dev "$veth" | grep_q tbf || check_fail "bandwidth: no tbf qdisc on $veth: $(tc -n "$HOSTNS" qdisc show dev "$veth")"
 	assert_eq "$(reservations_in "$STATE/ipam")" 1 "one address reserved"
 }
 podman_down() {

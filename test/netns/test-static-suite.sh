@@ -92,17 +92,17 @@ if [ "$linkage" = static ]; then
 	for f in "$MC" "$WEFT_BIN"/*; do
 		if [ ! -f "$f" ] || [ ! -x "$f" ]; then continue; fi
 		[ "${f##*/}" != weftd ] || continue # weftd runs in the image: may stay dynamic
-		readelf -lW "$f" | grep -q 'INTERP' && check_fail "$f has a PT_INTERP (needs a loader)"
-		readelf -dW "$f" | grep -q 'NEEDED' && check_fail "$f needs shared libraries: $(readelf -dW "$f" | grep NEEDED)"
-		readelf -dW "$f" | grep -q 'There is no dynamic section' || check_fail "$f has a dynamic section"
-		file -L "$f" | grep -q 'statically linked' || check_fail "file(1) does not call $f static: $(file -L "$f")"
+		readelf -lW "$f" | grep_q 'INTERP' && check_fail "$f has a PT_INTERP (needs a loader)"
+		readelf -dW "$f" | grep_q 'NEEDED' && check_fail "$f needs shared libraries: $(readelf -dW "$f" | grep NEEDED)"
+		readelf -dW "$f" | grep_q 'There is no dynamic section' || check_fail "$f has a dynamic section"
+		file -L "$f" | grep_q 'statically linked' || check_fail "file(1) does not call $f static: $(file -L "$f")"
 		so=$(strings -a "$f" | grep -E '^lib[A-Za-z0-9_+-]+\.so(\.[0-9]+)*$' || true)
 		[ -z "$so" ] || check_fail "$f names shared objects (dlopen?): $so"
 	done
 	finish
 fi
 if [ "$(_fail_count)" = 0 ]; then
-	readelf -lW "$MC" | grep -q 'INTERP' || check_fail "linkage says dynamic but $MC has no PT_INTERP"
+	readelf -lW "$MC" | grep_q 'INTERP' || check_fail "linkage says dynamic but $MC has no PT_INTERP"
 fi
 if [[ $WEFT_BUILD == *san* ]]; then
 	skip "sanitizer build: the host suite is dynamic by design (ASan's runtime is a shared library)"

@@ -148,11 +148,11 @@ rej1=$(metric 1 'weft_cache_rejected_objects_total{kind="networkpolicies"}')
 n=$(log_of 1 | grep -c "refused NetworkPolicy victim/deny-iso")
 assert_eq "$n" 1 "log lines for the refused version of victim/deny-iso over several relists"
 assert_eq "$rej1" $((rej0 + 2)) "refusals counted for the two policies over several relists"
-log_of 1 | grep "refused NetworkPolicy victim/deny-iso" | grep -q "spec.podSelector.*keeping the last version that decoded in force" ||
+log_of 1 | grep "refused NetworkPolicy victim/deny-iso" | grep_q "spec.podSelector.*keeping the last version that decoded in force" ||
 	check_fail "the refusal log line does not say the last good version is kept: $(log_of 1 | grep 'refused NetworkPolicy victim/deny-iso')"
-log_of 1 | grep -q "refused Pod victim/cli: etcd key $ETCD_PREFIX/objects/pods/victim/cli: value is not a Kubernetes object (keeping" ||
+log_of 1 | grep_q "refused Pod victim/cli: etcd key $ETCD_PREFIX/objects/pods/victim/cli: value is not a Kubernetes object (keeping" ||
 	check_fail "no refusal naming the etcd key of victim/cli: $(log_of 1 | grep 'victim/cli')"
-log_of 1 | grep -q "is not a valid label key" && log_of 1 | grep "valid label key" | grep -q "etcd" &&
+log_of 1 | grep_q "is not a valid label key" && log_of 1 | grep "valid label key" | grep_q "etcd" &&
 	check_fail "a source refusal still poses as a label key"
 # /debug/objects
 http_get 1 /debug/objects
@@ -207,7 +207,7 @@ for want in 'EndpointSlice attacker/lo: endpoints\[1\].addresses\[0\]: "127.0.0.
 	'EndpointSlice attacker/meta: endpoints\[1\].addresses\[0\]: "169.254.169.254" is link-local' \
 	'EndpointSlice attacker/mc: endpoints\[1\].addresses\[0\]: "224.0.0.1" is multicast' \
 	'EndpointSlice attacker/v6lo: endpoints\[0\].addresses\[0\]: "10.244.9.9" is not of the slice.s addressType IPv6'; do
-	log_of 1 | grep -q "refused $want" || check_fail "no refusal \"$want\" in weftd's log"
+	log_of 1 | grep_q "refused $want" || check_fail "no refusal \"$want\" in weftd's log"
 done
 http_get 1 "/debug/objects?kind=endpointslices&namespace=attacker"
 assert_eq "$(jq -c '[.items[].metadata.name]' <<<"$HTTP_BODY")" '["node"]' "cached attacker EndpointSlices"
@@ -220,7 +220,7 @@ jq -nc '{apiVersion:"networking.k8s.io/v1",kind:"NetworkPolicy",
 	ingress:[{from:[range(5000) | {ipBlock:{cidr:"10.\(. / 250 | floor).\(. % 250).0/24"}}]}]}}' >"$T/big.json"
 etcdctl_ put "$ETCD_PREFIX/objects/networkpolicies/attacker/big" <"$T/big.json" >/dev/null
 wait_for 20 metric_ge 1 'weft_cache_rejected_objects_total{kind="networkpolicies"}' $((rej0 + 1)) || fail "the 5,000-peer policy not counted"
-log_of 1 | grep -q "refused NetworkPolicy attacker/big: spec.ingress\[0\].from: the policy has more than the limit of 1000 peers" ||
+log_of 1 | grep_q "refused NetworkPolicy attacker/big: spec.ingress\[0\].from: the policy has more than the limit of 1000 peers" ||
 	check_fail "the 5,000-peer refusal does not name the field and the limit: $(log_of 1 | grep attacker/big)"
 info "8: a policy with 5,000 ipBlocks refused at the 1,000-peer limit"
 
@@ -231,10 +231,10 @@ put services/attacker/a/extra '{"apiVersion":"v1","kind":"Service","metadata":{"
 put services/attacker/junk '[1, 2]'
 wait_for 20 metric_ge 1 'weft_cache_rejected_objects_total{kind="services"}' $((rej0 + 3)) ||
 	fail "services refusals counted: $(metric 1 'weft_cache_rejected_objects_total{kind="services"}') (was $rej0; want +3)"
-log_of 1 | grep -q 'refused Service attacker/v2: apiVersion: "v2" is not v1' || check_fail "apiVersion v2 Service not refused by name"
-log_of 1 | grep -q "refused Service (unnamed): etcd key $ETCD_PREFIX/objects/services/attacker/a/extra: names no object" ||
+log_of 1 | grep_q 'refused Service attacker/v2: apiVersion: "v2" is not v1' || check_fail "apiVersion v2 Service not refused by name"
+log_of 1 | grep_q "refused Service (unnamed): etcd key $ETCD_PREFIX/objects/services/attacker/a/extra: names no object" ||
 	check_fail "the key with an extra segment is not refused naming the key: $(log_of 1 | grep extra)"
-log_of 1 | grep -q "refused Service attacker/junk: etcd key $ETCD_PREFIX/objects/services/attacker/junk: value is not a Kubernetes object$" ||
+log_of 1 | grep_q "refused Service attacker/junk: etcd key $ETCD_PREFIX/objects/services/attacker/junk: value is not a Kubernetes object$" ||
 	check_fail "a value that is no object is not refused naming its key: $(log_of 1 | grep junk)"
 http_get 1 "/debug/objects?kind=services&namespace=attacker"
 assert_eq "$(jq -c '.items | length' <<<"$HTTP_BODY")" 0 "cached attacker Services"

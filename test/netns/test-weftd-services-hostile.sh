@@ -69,7 +69,7 @@ metric() {
 }
 rejected() { metric "$1" "weft_service_rejected_total{reason=\"$2\"}"; }
 # etcd_ok NS: etcd itself answers (its /version JSON), not a pod behind a Service
-etcd_ok() { ip netns exec "$1" curl -s -m 3 "$ETCD_URL/version" | grep -q '"etcdserver"'; }
+etcd_ok() { ip netns exec "$1" curl -s -m 3 "$ETCD_URL/version" | grep_q '"etcdserver"'; }
 N_CASES=0
 case_() { N_CASES=$((N_CASES + 1)); info "case: $*"; }
 
@@ -117,8 +117,8 @@ done
 
 case_ "1: externalIP / LB IP = etcd:2379: not programmed, etcd still answers, the clusterIPs still work"
 for i in 1 2 3; do
-	if map_of "$i" svc-ips4 | grep -qF "$ETCD_IP . tcp . 2379"; then check_fail "node$i programmed etcd's address"; fi
-	if map_of "$i" svc-ips4 | grep -qF "169.254.169.254 . tcp . 80"; then check_fail "node$i programmed 169.254.169.254"; fi
+	if map_of "$i" svc-ips4 | grep_q -F "$ETCD_IP . tcp . 2379"; then check_fail "node$i programmed etcd's address"; fi
+	if map_of "$i" svc-ips4 | grep_q -F "169.254.169.254 . tcp . 80"; then check_fail "node$i programmed 169.254.169.254"; fi
 	etcd_ok "$(node_ns "$i")" || check_fail "node$i: etcd's address answers from someone else"
 done
 etcd_ok "$(pod_ns 3)" || check_fail "pod p3: etcd's address answers from someone else"
@@ -214,7 +214,7 @@ start_node 1
 weftd_wait_ready 1
 wait_for 10 sh -c "ip netns exec $(node_ns 1) nft list map inet weft svc-ips4 | grep -q '10.96.2.5 . tcp . 80'" ||
 	check_fail "node1 did not program its Services after the restart"
-if map_of 1 svc-ips4 | grep -qF "$ETCD_IP . tcp . 2379"; then check_fail "node1 programmed etcd's address after a restart"; fi
+if map_of 1 svc-ips4 | grep_q -F "$ETCD_IP . tcp . 2379"; then check_fail "node1 programmed etcd's address after a restart"; fi
 etcd_ok "$(node_ns 1)" || check_fail "node1 cannot reach etcd after the restart"
 r=$(outside tcp 192.0.2.10 80)
 [[ $r =~ ^p1\  ]] || check_fail "after restart, externalIP conflict: $r"

@@ -78,7 +78,7 @@ metric() {
 	http_get "$1" /metrics >/dev/null
 	awk -v k="$2" '$1 == k { v = $2 } END { print v + 0 }' <<<"$HTTP_BODY"
 }
-api_ok() { ip netns exec "$1" curl -s -m 3 "$2/version" | grep -q '"gitVersion"'; }
+api_ok() { ip netns exec "$1" curl -s -m 3 "$2/version" | grep_q '"gitVersion"'; }
 outside() { ip netns exec "$OUT_NS" python3 "$SVC" "$@"; }
 N_CASES=0
 case_() { N_CASES=$((N_CASES + 1)); info "case: $*"; }
@@ -103,7 +103,7 @@ done
 
 case_ "1: externalIP = the API server: not programmed, the API server still answers, weftd healthy"
 for i in 1 2; do
-	if map_of "$i" svc-ips4 | grep -qF "$API_IP . tcp . 6443"; then check_fail "node$i programmed the API server's address"; fi
+	if map_of "$i" svc-ips4 | grep_q -F "$API_IP . tcp . 6443"; then check_fail "node$i programmed the API server's address"; fi
 	api_ok "$(node_ns "$i")" "$API_URL" || check_fail "node$i: the API server's address answers from someone else"
 	[ "$(metric "$i" 'weft_service_rejected_total{reason="infrastructure"}')" -ge 2 ] ||
 		check_fail "node$i: infrastructure refusals not counted"

@@ -211,7 +211,7 @@ r=$(in_node 2 tcp 10.96.0.10 80)
 [[ $r =~ ^p[12]\  ]] || check_fail "node2 restarted: shop/web does not answer: $r"
 wait_for 5 sh -c "ip netns exec $(node_ns 2) curl -s http://127.0.0.1:9876/metrics | grep -q '^weft_service_quarantined 1$'" ||
 	check_fail "node2 restarted: shop/broken not quarantined: $(quarantined 2)"
-if nft_in 2 list map inet weft svc-ips4 | grep -q '10.96.0.30 . tcp . 80'; then
+if nft_in 2 list map inet weft svc-ips4 | grep_q '10.96.0.30 . tcp . 80'; then
 	check_fail "node2 restarted: the refused Service has an entry"
 fi
 case_ "the conflicting set gone, the Service's next change programs it"

@@ -208,7 +208,7 @@ info "  p3 -> 10.96.0.16:80 x20 without affinity: $s"
 # chosen_lacks NODE CHAIN ADDR: a shell test that the Service chain chooses some endpoint, not ADDR
 # (service/chosen.py reads the choice from the kernel's table, whatever shape it has)
 chosen_lacks() {
-	printf '%s' "out=\$(ip netns exec $(node_ns "$1") nft -j list table inet weft | python3 $TOP/test/netns/service/chosen.py $2) && [ -n \"\$out\" ] && ! printf '%s\\n' \"\$out\" | grep -q '^$3 '"
+	printf '%s' "out=\$(ip netns exec $(node_ns "$1") nft -j list table inet weft | python3 $TOP/test/netns/service/chosen.py $2) && [ -n \"\$out\" ] && ! printf '%s\\n' \"\$out\" | grep_q '^$3 '"
 }
 
 case_ "endpoint churn under a running client"

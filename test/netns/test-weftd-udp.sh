@@ -61,19 +61,21 @@ assert_eq "$seen" "$(pod_ip 3)" "TCP pod3 -> pod1 keeps the pod address"
 seen=$(seen_peer "$OUT_NS" "$OUTSIDE_IP" 8080 "$(pod_ns 1)")
 assert_eq "$seen" "$(node_ip 1)" "pod1 -> outside is masqueraded to node1's IP"
 
-# udp_recv NS PORT OUTFILE: receives one datagram (3 s), writes "<source> <payload>"; sets RECV_PID
+# udp_recv NS PORT OUTFILE [SECONDS]: receives one datagram (waits SECONDS, default 3; a datagram
+# that must arrive gets longer, so a busy machine cannot turn it into "none"), writes
+# "<source> <payload>" or "none"; sets RECV_PID
 udp_recv() {
 	ip netns exec "$1" python3 -c '
 import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", int(sys.argv[1]))); s.settimeout(3)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", int(sys.argv[1]))); s.settimeout(float(sys.argv[3]))
 try:
     d, a = s.recvfrom(65535); open(sys.argv[2], "w").write("%s %s\n" % (a[0], d.decode()))
 except socket.timeout:
-    open(sys.argv[2], "w").write("none\n")' "$2" "$3" &
+    open(sys.argv[2], "w").write("none\n")' "$2" "$3" "$((${4:-3} * WEFT_TEST_SLACK))" &
 	RECV_PID=$!
 	wait_listen "$1" "$2" udp
 }
-udp_recv "$(pod_ns 2)" 9001 "$T/u1"
+udp_recv "$(pod_ns 2)" 9001 "$T/u1" 15
 ip netns exec "$(pod_ns 3)" python3 -c '
 import socket, sys; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"hello", (sys.argv[1], 9001))' "$(pod_ip 2)"
 wait "$RECV_PID"
@@ -113,7 +115,7 @@ assert_eq "$(cat "$T/u2")" none "pod2 received nothing from the injections"
 assert_eq "$(metric 2 'weft_udp_dropped_total{reason="spoofed"}')" $((spoofed0 + 2)) "spoofed datagrams counted"
 grep -q "udp: dropping a packet from $OUTSIDE_IP (spoofed)" "$(node_dir 2)/weftd.log" || check_fail "node2 did not log the drop"
 # control: the same datagram from node1 (whose lease holds pod1's address) is delivered
-udp_recv "$(pod_ns 2)" 9002 "$T/u3"
+udp_recv "$(pod_ns 2)" 9002 "$T/u3" 15
 inject "$(node_ns 1)" "$(node_ip 1)" "$(pod_ip 1)" "$(pod_ip 2)" from-node1
 wait "$RECV_PID"
 assert_eq "$(cat "$T/u3")" "$(pod_ip 1) from-node1" "the right node's datagram is delivered (control)"

@@ -283,7 +283,7 @@ c, a = s.accept(); open(sys.argv[2], "w").write(a[0] + "\n"); c.close()' "$2" "$
 	LISTEN_PID=$!
 	local t
 	for t in $(seq 50); do
-		ip netns exec "$1" ss -ltnH "sport = :$2" 2>/dev/null | grep -q . && return 0
+		ip netns exec "$1" ss -ltnH "sport = :$2" 2>/dev/null | grep_q . && return 0
 		sleep 0.05
 	done
 }
@@ -316,11 +316,12 @@ fdb_on() { # fdb_on I MAC -> dst
 }
 vtep_mac() { ip -n "$(node_ns "$1")" -j link show weft.1 | jq -r '.[0].address'; }
 
-# wait_for SECONDS CMD...: polls CMD every 20 ms until it succeeds; 1 on timeout
+# wait_for SECONDS CMD...: polls CMD every 20 ms until it succeeds; 1 on timeout. SECONDS is
+# multiplied by WEFT_TEST_SLACK (lib.sh; tools/run-tests raises it for the sanitizer pass).
 wait_for() {
 	local t=$1 end
 	shift
-	end=$(($(date +%s%N) + t * 1000000000))
+	end=$(($(date +%s%N) + t * WEFT_TEST_SLACK * 1000000000))
 	while (($(date +%s%N) < end)); do
 		"$@" >/dev/null 2>&1 && return 0
 		sleep 0.02

@@ -79,7 +79,7 @@ for b in weft portmap host-local loopback bridge; do
 	assert_eq "$(readlink "$IMG_DIR/rootfs/opt/weft/bin/$b")" weft-plugins "image: /opt/weft/bin/$b is a name of weft-plugins"
 done
 if [ "$LINKAGE" = static ]; then
-	! readelf -lW "$IMG_DIR/rootfs/opt/weft/bin/weft-plugins" | grep -q INTERP || check_fail "the image's plugins are not static"
+	! readelf -lW "$IMG_DIR/rootfs/opt/weft/bin/weft-plugins" | grep_q INTERP || check_fail "the image's plugins are not static"
 fi
 
 info "node 1: containerd with the node's CNI dirs, the image imported"
@@ -133,7 +133,7 @@ for p in weft portmap loopback host-local bridge; do
 	assert_eq "$(rt stat -c %i "/opt/cni/bin/$p")" "$NODE_INO" "/opt/cni/bin/$p is a link to the installed weft-plugins"
 done
 if [ "$LINKAGE" = static ]; then
-	! rt readelf -lW /opt/cni/bin/weft-plugins | grep -q INTERP || check_fail "the plugins installed on the node need a loader"
+	! rt readelf -lW /opt/cni/bin/weft-plugins | grep_q INTERP || check_fail "the plugins installed on the node need a loader"
 fi
 info "init container again (a restarted pod, attempt 1): identical files are left alone"
 # shellcheck disable=SC2016 # the node's shell expands the glob
