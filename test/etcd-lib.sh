@@ -58,7 +58,7 @@ _etcd_launch() {
 		--logger zap --log-level error >>"$ETCD_DIR/etcd.log" 2>&1 &
 	ETCD_PID=$!
 	ETCD_ENDPOINT=$client
-	for _ in $(seq 1 150); do
+	for _ in $(seq 1 300); do
 		if _etcd_in curl -sf -m 1 --noproxy '*' "$client/health" 2>/dev/null | grep_q '"health":"true"'; then
 			return 0
 		fi

@@ -35,7 +35,8 @@ fixture_start() {
 		"${token_args[@]}" "${cert_args[@]}" "$@" >"$T/fixture.log" 2>&1 &
 	FIXTURE_PID=$!
 	on_exit "kill $FIXTURE_PID 2>/dev/null; wait $FIXTURE_PID 2>/dev/null"
-	for ((i = 0; i < 100; i++)); do
+	# up to 30 s: a busy machine can take seconds to start Python and import the fixture
+	for ((i = 0; i < 600; i++)); do
 		[ -s "$T/fixture.port" ] && break
 		kill -0 "$FIXTURE_PID" 2>/dev/null || fail "fake-apiserver exited: $(cat "$T/fixture.log")"
 		sleep 0.05

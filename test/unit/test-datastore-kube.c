@@ -202,7 +202,8 @@ static void fx_start(bool tls, ...) {
 		execvp("python3", (char **) argv);
 		_exit(127);
 	}
-	for (int i = 0; i < 200; i++) {
+	/* up to 30 s: a busy machine can take seconds to start Python and import the fixture */
+	for (int i = 0; i < 1200; i++) {
 		if (fx_call("GET", "/version", NULL, NULL, NULL) == 200)
 			return;
 		usleep(25 * 1000);

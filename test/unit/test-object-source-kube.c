@@ -115,7 +115,8 @@ static void fx_start(void) {
 		       "--node", "node-1=10.244.1.0/24", "--node", "node-2=10.244.2.0/24,fd00:10:244:2::/64", NULL);
 		_exit(127);
 	}
-	for (int i = 0; i < 200; i++) {
+	/* up to 30 s: a busy machine can take seconds to start Python and import the fixture */
+	for (int i = 0; i < 1200; i++) {
 		if (fx_call("GET", "/version", NULL, NULL) == 200)
 			return;
 		usleep(25 * 1000);
