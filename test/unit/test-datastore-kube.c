@@ -92,7 +92,7 @@ static long fx_call(const char *method, const char *path, const char *ctype, con
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fx_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, out);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 3000L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 15000L); /* slack for a busy machine */
 	curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -667,7 +667,7 @@ static void test_dropped_watch(void **state) {
 			       "--node", "n2=10.244.2.0/24", (char *) NULL);
 			_exit(127);
 		}
-		for (int k = 0; k < 200 && fx_call("GET", "/version", NULL, NULL, NULL) != 200; k++)
+		for (int k = 0; k < 1200 && fx_call("GET", "/version", NULL, NULL, NULL) != 200; k++)
 			usleep(25 * 1000);
 	}
 	fx_node("{\"name\": \"n2\", \"annotations\": {\"weft.dev/public-ip\": \"192.0.2.2\"}}");

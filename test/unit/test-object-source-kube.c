@@ -74,7 +74,7 @@ static long fx_call(const char *method, const char *path, const char *body, char
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fx_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, out);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 3000L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 15000L); /* slack for a busy machine */
 	curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
 	if (curl_easy_perform(e) == CURLE_OK)
 		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
