@@ -53,7 +53,7 @@ for pp in x/a:1 x/b:2 y/a:1 y/b:2; do
 	ip -n "$pns" route add default via "${gw%/*}"
 	ip netns exec "$pns" python3 "$NETPOL" serve >"$T/serve.$ns$p" 2>&1 &
 	PIDS+=($!)
-	wait_for 5 grep -q ready "$T/serve.$ns$p" || fail "server in $pod did not start"
+	wait_for 30 grep -q ready "$T/serve.$ns$p" || fail "server in $pod did not start"
 	put "pods/$pod" "$(jq -nc --arg ns "$ns" --arg p "$p" --arg node "node$node" --arg ip "$ip" \
 		'{apiVersion:"v1",kind:"Pod",metadata:{namespace:$ns,name:$p,labels:{pod:$p}},
 		spec:{nodeName:$node,containers:[{name:"c"}]},status:{phase:"Running",podIP:$ip,podIPs:[{ip:$ip}]}}')"

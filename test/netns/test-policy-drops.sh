@@ -74,7 +74,7 @@ mkpod() {
 	ip -n "$pns" -6 route add default via "$(nth "$s6" 1)"
 	ip netns exec "$pns" python3 -c "$SERVE" >"$T/serve.$ns$p" 2>&1 &
 	PIDS+=($!)
-	wait_for 5 grep -q ready "$T/serve.$ns$p" || fail "server in $ns/$p did not start"
+	wait_for 30 grep -q ready "$T/serve.$ns$p" || fail "server in $ns/$p did not start"
 	put "pods/$ns/$p" "$(jq -nc --arg ns "$ns" --arg p "$p" --arg node "node$node" --arg ip "$ip" --arg ip6 "$ip6" \
 		'{apiVersion:"v1",kind:"Pod",metadata:{namespace:$ns,name:$p,labels:{pod:$p}},
 		spec:{nodeName:$node,containers:[{name:"c"}]},status:{phase:"Running",podIP:$ip,podIPs:[{ip:$ip},{ip:$ip6}]}}')"

@@ -56,7 +56,7 @@ while True:
     for s in select.select(ls, [], [])[0]:
         c = s.accept()[0]; c.sendall(b"ok"); c.close()' >"$T/serve.$ns$p" 2>&1 &
 	PIDS+=($!)
-	wait_for 5 grep -q ready "$T/serve.$ns$p" || fail "server in $ns/$p did not start"
+	wait_for 30 grep -q ready "$T/serve.$ns$p" || fail "server in $ns/$p did not start"
 	put "pods/$ns/$p" "$(jq -nc --arg ns "$ns" --arg p "$p" --arg node "node$node" --arg ip4 "$ip4" --arg ip6 "$ip6" \
 		'{apiVersion:"v1",kind:"Pod",metadata:{namespace:$ns,name:$p,labels:{pod:$p}},
 		spec:{nodeName:$node,containers:[{name:"c"}]},status:{phase:"Running",podIP:$ip4,podIPs:[{ip:$ip4},{ip:$ip6}]}}')"

@@ -63,7 +63,7 @@ def echo(c):
 while True:
     threading.Thread(target=echo, args=(l.accept()[0],), daemon=True).start()' >/dev/null 2>&1 &
 	PIDS+=($!)
-	wait_for 5 grep -q ready "$T/serve.$ns$p" || fail "server in $ns/$p did not start"
+	wait_for 30 grep -q ready "$T/serve.$ns$p" || fail "server in $ns/$p did not start"
 	[ "${4:-}" = noput ] || put "pods/$ns/$p" "$(pod_json "$ns" "$p" "$node" "$ip")"
 }
 for ns in x y; do
@@ -99,7 +99,7 @@ tcp "$(node_ns 2)" "${PIP[x/b]}" 80 || check_fail "node 2 -> its own pod x/b den
 info "node -> own pod under default deny: allowed on both nodes"
 ip netns exec "$(node_ns 1)" python3 "$NETPOL" serve >"$T/serve.host" 2>&1 &
 PIDS+=($!)
-wait_for 5 grep -q ready "$T/serve.host" || fail "hostNetwork server did not start"
+wait_for 30 grep -q ready "$T/serve.host" || fail "hostNetwork server did not start"
 put pods/x/h "$(jq -nc --arg ip "$(node_ip 1)" '{apiVersion:"v1",kind:"Pod",metadata:{namespace:"x",name:"h",labels:{pod:"h"}},
 	spec:{nodeName:"node1",hostNetwork:true,containers:[{name:"c"}]},status:{phase:"Running",podIP:$ip,podIPs:[{ip:$ip}]}}')"
 sleep 0.5
@@ -121,7 +121,7 @@ while True:
         ok = False
     print("%.3f %s" % (time.time(), "ok" if ok else "fail"), flush=True); time.sleep(0.1)' "${PIP[x/a]}" >"$T/long" 2>&1 &
 PIDS+=($!)
-wait_for 5 grep -q ok "$T/long" || fail "the long-lived connection y/a -> x/a:8080 did not come up"
+wait_for 30 grep -q ok "$T/long" || fail "the long-lived connection y/a -> x/a:8080 did not come up"
 long_ok_since() { # long_ok_since T: at least 3 echoes after T, all ok
 	awk -v t="$1" '$1 > t { n++; if ($2 != "ok") bad++ } END { exit !(n >= 3 && !bad) }' "$T/long"
 }

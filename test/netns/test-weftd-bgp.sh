@@ -26,7 +26,7 @@ bird_start() {
 	ip netns exec "$(node_ns "$1")" bird -f -c "$d/run/bird.conf" -s "$d/run/bird.ctl" -P "$d/run/bird.pid" \
 		>>"$d/bird.log" 2>&1 &
 	BIRD_PID[$1]=$!
-	wait_for 5 test -S "$d/run/bird.ctl" || fail "BIRD on node$1 did not come up: $(tail -3 "$d/bird.log")"
+	wait_for 30 test -S "$d/run/bird.ctl" || fail "BIRD on node$1 did not come up: $(tail -3 "$d/bird.log")"
 }
 bird_kill() { kill -KILL "${BIRD_PID[$1]}" 2>/dev/null; wait "${BIRD_PID[$1]}" 2>/dev/null || true; BIRD_PID[$1]=; }
 bird_stop_all() { local i; for i in "${!BIRD_PID[@]}"; do [ -n "${BIRD_PID[$i]}" ] && kill -KILL "${BIRD_PID[$i]}" 2>/dev/null; done; return 0; }

@@ -39,7 +39,7 @@ api() { # api METHOD PATH [CURL ARGS...]
 	shift 2
 	ip netns exec "$ETCD_NS" curl -s -m 3 -X "$m" "$@" "$API_URL$p"
 }
-wait_for 10 api GET /version || { cat "$T/fixture.log" >&2; fail "fake-apiserver did not come up"; }
+wait_for 30 api GET /version || { cat "$T/fixture.log" >&2; fail "fake-apiserver did not come up"; }
 cat >"$KUBECONFIG_FILE" <<EOK
 apiVersion: v1
 kind: Config

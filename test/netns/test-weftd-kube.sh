@@ -71,7 +71,7 @@ api() {
 	shift 2
 	ip netns exec "$ETCD_NS" curl -sk -m 3 -X "$m" -H "Authorization: Bearer $TOKEN" "$@" "$API_URL$p"
 }
-wait_for 10 api GET /version || { cat "$T/fixture.log" >&2; fail "fake-apiserver did not come up"; }
+wait_for 30 api GET /version || { cat "$T/fixture.log" >&2; fail "fake-apiserver did not come up"; }
 
 cat >"$KUBECONFIG_FILE" <<EOF
 apiVersion: v1

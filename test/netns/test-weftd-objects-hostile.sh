@@ -74,7 +74,7 @@ mkpod() { # mkpod NS P APP NODE: netns on the node's bridge, netpol.py serving "
 	ip -n "$pns" route add default via "${gw%/*}"
 	ip netns exec "$pns" python3 "$NETPOL" serve >"$T/serve.$ns$p" 2>&1 &
 	PIDS+=($!)
-	wait_for 20 grep -q ready "$T/serve.$ns$p" || fail "server in $ns/$p did not start"
+	wait_for 30 grep -q ready "$T/serve.$ns$p" || fail "server in $ns/$p did not start"
 	put "pods/$ns/$p" "$(pod_json "$ns" "$p" "$3" "$node" "$ip")"
 }
 tcp() { ip netns exec "$1" python3 -c 'import socket,sys

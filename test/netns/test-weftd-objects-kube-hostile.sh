@@ -81,7 +81,7 @@ mkpod() { # mkpod NS P APP
 	ip -n "$pns" route add default via "${gw%/*}"
 	ip netns exec "$pns" python3 "$NETPOL" serve >"$T/serve.$ns$p" 2>&1 &
 	PIDS+=($!)
-	wait_for 20 grep -q ready "$T/serve.$ns$p" || fail "server in $ns/$p did not start"
+	wait_for 30 grep -q ready "$T/serve.$ns$p" || fail "server in $ns/$p did not start"
 	jq -nc --arg ns "$ns" --arg p "$p" --arg app "$3" --arg ip "$ip" \
 		'{apiVersion:"v1",kind:"Pod",metadata:{namespace:$ns,name:$p,labels:{app:$app}},
 		spec:{nodeName:"node1",containers:[{name:"c",image:"x"}]},status:{phase:"Running",podIP:$ip,podIPs:[{ip:$ip}]}}' >"$T/pod.json"

@@ -40,7 +40,7 @@ P1=$(pod_ip 1) N1=$(node_ip 1)
 ip netns exec "$(pod_ns 1)" python3 "$SVC" serve p1 >"$T/serve.1" 2>&1 &
 SERVER=$!
 on_exit "kill $SERVER 2>/dev/null"
-wait_for 15 grep -q ready "$T/serve.1" || fail "server p1 did not start: $(cat "$T/serve.1")"
+wait_for 30 grep -q ready "$T/serve.1" || fail "server p1 did not start: $(cat "$T/serve.1")"
 
 # apply RANGES-JSON-ARRAY: the Service (with its LB status) and its EndpointSlice
 apply() {

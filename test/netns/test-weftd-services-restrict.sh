@@ -41,7 +41,7 @@ for i in 1 2; do
 	ip netns exec "$(pod_ns "$i")" python3 "$SVC" serve "p$i" >"$T/serve.$i" 2>&1 &
 	SERVERS+=($!)
 done
-for i in 1 2; do wait_for 15 grep -q ready "$T/serve.$i" || fail "server p$i did not start: $(cat "$T/serve.$i")"; done
+for i in 1 2; do wait_for 30 grep -q ready "$T/serve.$i" || fail "server p$i did not start: $(cat "$T/serve.$i")"; done
 
 put() { etcdctl_ put "$ETCD_PREFIX/objects/$1" "$2" >/dev/null; }
 service_json() {

@@ -104,7 +104,7 @@ tt_setup() {
 	echo "$targets" >"$T/targets.json"
 	for ns in x y z; do
 		for p in a b c; do
-			wait_for 5 grep -q ready "$T/serve.$ns$p" || fail "server in $ns/$p did not start"
+			wait_for 30 grep -q ready "$T/serve.$ns$p" || fail "server in $ns/$p did not start"
 		done
 	done
 }
