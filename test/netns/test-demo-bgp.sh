@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# weft-test: timeout 1200
 # weft-test: no-san (the whole demo for minutes; the sanitizer pass takes its backends and plugins in test-weftd-backends, -bgp, -udp and the plugin tests)
 # tools/demo with the bgp backend (two segments, an FRR router, BIRD on every node: the router's
 # table is one of the checks) and the udp backend (TUN + userspace UDP), 3 nodes, 2 pods each, no

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# weft-test: timeout 1200
 # weft-test: no-san (288-cell tables for 6-7 minutes plain; the sanitizer pass takes the same policy compiler and sync in test-policy-lifecycle, -drops, -ipv6 and unit/test-policy-compile)
 # NetworkPolicy enforced by weftd across nodes, checked cell by cell against an independent model
 # (policy/truth-table-lib.sh: namespaces x, y, z × pods a, b, c over 2 nodes, 288 cells per case,
