@@ -16,8 +16,9 @@
 . "$TOP/test/kube/fixture-lib.sh"
 require_cmd kubectl python3 jq curl
 
-# a deleted Namespace stays Terminating for 2 s: long enough to try creating in it
-fixture_start --node node1=10.244.1.0/24 --node node2=10.244.2.0/24 --namespace-deletion-delay 2
+# a deleted Namespace stays Terminating for 15 s: long enough to try creating in it, even when each
+# kubectl call takes seconds on a busy machine
+fixture_start --node node1=10.244.1.0/24 --node node2=10.244.2.0/24 --namespace-deletion-delay 15
 [ -n "$FIXTURE_TOKEN" ] || info "no openssl: plain http, no token"
 # (a request timeout also ends a watch: the background watches get a longer one)
 k() { kubectl --kubeconfig "$FIXTURE_KUBECONFIG" --cache-dir "$T/kcache" --request-timeout="${KTIMEOUT:-10s}" "$@"; }
@@ -313,7 +314,7 @@ metadata: {name: too-late, namespace: shop}
 spec: {containers: [{name: c, image: busybox:1.36}]}
 EOF
 grep -q "because it is being terminated" "$T/terminating.err" || check_fail "create in a terminating namespace: $(cat "$T/terminating.err")"
-k wait --for=delete namespace/shop namespace/tools --timeout=10s >/dev/null || check_fail "kubectl wait --for=delete namespace/shop"
+k wait --for=delete namespace/shop namespace/tools --timeout=60s >/dev/null || check_fail "kubectl wait --for=delete namespace/shop"
 for kind in pods services networkpolicies endpointslices; do
 	assert_eq "$(k get "$kind" -A -o json | jq '[.items[] | select(.metadata.namespace == "shop" or .metadata.namespace == "tools")] | length')" 0 "$kind left in a deleted namespace"
 done
