@@ -224,14 +224,149 @@ static int cmd_version(const Options *o, const char *type) {
 	return EXIT_SUCCESS;
 }
 
+/* The attachment the command line names: the container ID (--container-id, or cnitool's, derived
+ * from NETNS), the netns path and CNI_IFNAME, into rt (which borrows *ret_netns and *ret_derived_cid). */
+static int attachment_from_args(const char *netns_arg, const Options *o, CniRuntime *rt, char **ret_netns,
+				char **ret_derived_cid, CniError *err) {
+	int r;
+
+	if (netns_arg) {
+		r = container_id_from_netns(netns_arg, ret_netns, ret_derived_cid);
+		if (r < 0)
+			return cni_error_set(err, r, CNI_ERR_INVALID_ENV, "invalid netns path \"%s\": %s", netns_arg,
+					     strerror(-r));
+	}
+	rt->container_id = o->container_id ?: *ret_derived_cid;
+	rt->netns = *ret_netns ?: "";
+	/* LookupEnv in cnitool: set-but-empty stays empty (and is then refused). */
+	rt->ifname = getenv("CNI_IFNAME") ?: "eth0";
+	if (!valid_id(rt->container_id))
+		return cni_error_set(err, -EINVAL, CNI_ERR_INVALID_ENV, "invalid container ID \"%s\"",
+				     rt->container_id);
+	if (!valid_ifname(rt->ifname))
+		return cni_error_set(err, -EINVAL, CNI_ERR_INVALID_ENV, "invalid interface name \"%s\"", rt->ifname);
+	return 0;
+}
+
+/* CAP_ARGS and CNI_ARGS from the environment, into rt. What was parsed is left in *cap_args and
+ * *cni_args, on failure too: the caller frees them. */
+static int runtime_args_from_env(CniRuntime *rt, json_t **cap_args, json_t **cni_args, CniError *err) {
+	const char *s;
+
+	s = getenv("CAP_ARGS");
+	if (!isempty(s)) {
+		json_error_t jerr;
+		*cap_args = json_loads(s, 0, &jerr);
+		if (!*cap_args || !(json_is_object(*cap_args) || json_is_null(*cap_args)))
+			return cni_error_set(err, -EINVAL, CNI_ERR_INVALID_ENV, "invalid CAP_ARGS: %s",
+					     *cap_args ? "not a JSON object" : jerr.text);
+	}
+	s = getenv("CNI_ARGS");
+	if (!isempty(s)) {
+		int r = parse_cni_args(s, cni_args, err);
+		if (r < 0)
+			return r;
+	}
+	rt->cap_args = json_is_object(*cap_args) ? *cap_args : NULL;
+	rt->cni_args = *cni_args;
+	return 0;
+}
+
+/* The network's config list from the config dir. For DEL of a network whose config is gone, the
+ * config cached with the attachment (*cached keeps the cache entry read for it). */
+static int conf_list_load(const char *cmd, const char *net, const Options *o, const CniRuntime *rt, CniNetConfList **l,
+			  CniCacheEntry **cached, CniError *err) {
+	int r;
+
+	r = cni_conf_list_load(o->conf_dir, net, l, err);
+	if (r < 0 && streq(cmd, "del") && r == -ENOENT &&
+	    cni_cache_read(o->cache_dir, net, rt->container_id, rt->ifname, cached) >= 0 && (*cached)->config) {
+		/* The network's config is gone but the attachment is cached: DEL it with what it was
+		 * added with rather than leak it. */
+		char *bytes = strndup((*cached)->config, (*cached)->config_len);
+		CniError ce = {};
+
+		if (bytes && cni_conf_list_from_bytes(bytes, (*cached)->config_len, l, &ce) >= 0) {
+			log_info("Network %s not in %s; using the config cached with the attachment", net, o->conf_dir);
+			cni_error_clear(err);
+			r = 0;
+		}
+		cni_error_clear(&ce);
+	}
+	return r;
+}
+
+/* ADD, then (etcd mode) the pod's record, and the result on stdout. */
+static int run_add(const Options *o, const CniNetConfList *l, const CniRuntime *rt, CniError *err) {
+	json_t *result = NULL;
+	int r;
+
+	r = cni_chain_add(l, rt, &result, err);
+	if (r >= 0 && o->rec.endpoints) {
+		_cleanup_free_ char *why = NULL;
+		int k = pod_record_add(&o->rec, rt->cni_args, rt->container_id, result, &why);
+
+		if (k < 0) {
+			/* Fail closed: a pod whose IPs are not in the datastore is invisible to
+			 * every NetworkPolicy that should select it (as a peer or a target), so
+			 * it must not run. Undo the ADD; the runtime retries the sandbox. */
+			CniError derr = {};
+
+			(void) cni_chain_del(l, rt, &derr);
+			cni_error_clear(&derr);
+			json_decref(result);
+			r = cni_error_set(err, k, k == -EINVAL ? CNI_ERR_INVALID_ENV : CNI_ERR_TRY_AGAIN_LATER,
+					  "recording the pod failed, the ADD was undone: %s", why ?: strerror(-k));
+			log_error("%s", err->msg);
+		}
+	}
+	if (r >= 0) {
+		r = print_json(result);
+		json_decref(result);
+		if (r < 0)
+			log_error_errno(r, "Failed to print result: %m");
+	}
+	return r;
+}
+
+/* DEL, then (etcd mode) the pod's record. have_cap_args/have_cni_args: whether the environment gave
+ * them; if not, DEL gets what the attachment was added with. */
+static int run_del(const char *net, const Options *o, const CniNetConfList *l, CniRuntime *rt, CniCacheEntry **cached,
+		   bool have_cap_args, bool have_cni_args, CniError *err) {
+	int r;
+
+	/* Without CAP_ARGS / CNI_ARGS, DEL gets what the attachment was added with (as
+	 * runtimes using GetNetworkListCachedConfig do): plugins like portmap need it. */
+	if (!have_cap_args || !have_cni_args) {
+		if (!*cached)
+			(void) cni_cache_read(o->cache_dir, net, rt->container_id, rt->ifname, cached);
+		if (*cached && !have_cap_args)
+			rt->cap_args = (*cached)->capability_args;
+		if (*cached && !have_cni_args)
+			rt->cni_args = (*cached)->cni_args;
+	}
+	r = cni_chain_del(l, rt, err);
+	if (o->rec.endpoints) {
+		_cleanup_free_ char *why = NULL;
+		int k = pod_record_del(&o->rec, rt->cni_args, rt->container_id, &why);
+
+		if (k < 0) {
+			log_error("Failed to remove the pod record: %s", why ?: strerror(-k));
+			if (r >= 0)
+				r = cni_error_set(err, k, CNI_ERR_TRY_AGAIN_LATER, "removing the pod record failed: %s",
+						  why ?: strerror(-k));
+		}
+	}
+	return r;
+}
+
 static int run(const char *cmd, const char *net, const char *netns_arg, Options *o) {
 	_cleanup_(cni_conf_list_freep) CniNetConfList *l = NULL;
 	_cleanup_(cni_cache_entry_freep) CniCacheEntry *cached = NULL;
 	_cleanup_free_ char *netns = NULL, *derived_cid = NULL;
 	CniError err = {};
 	CniRuntime rt = { .cni_path = o->cni_path, .cache_dir = o->cache_dir };
-	json_t *cni_args = NULL, *cap_args = NULL, *result = NULL;
-	const char *s;
+	json_t *cni_args = NULL, *cap_args = NULL;
 	bool attach = !streq(cmd, "gc") && !streq(cmd, "status");
 	int r;
 
@@ -241,119 +376,26 @@ static int run(const char *cmd, const char *net, const char *netns_arg, Options 
 	}
 
 	if (attach) {
-		if (netns_arg) {
-			r = container_id_from_netns(netns_arg, &netns, &derived_cid);
-			if (r < 0) {
-				cni_error_set(&err, r, CNI_ERR_INVALID_ENV, "invalid netns path \"%s\": %s", netns_arg,
-					      strerror(-r));
-				goto fail;
-			}
-		} else if (!streq(cmd, "del") || !o->container_id) {
+		if (!netns_arg && (!streq(cmd, "del") || !o->container_id)) {
 			usage(stderr);
 			return EXIT_FAILURE;
 		}
-		rt.container_id = o->container_id ?: derived_cid;
-		rt.netns = netns ?: "";
-		/* LookupEnv in cnitool: set-but-empty stays empty (and is then refused). */
-		rt.ifname = getenv("CNI_IFNAME") ?: "eth0";
-		if (!valid_id(rt.container_id)) {
-			cni_error_set(&err, -EINVAL, CNI_ERR_INVALID_ENV, "invalid container ID \"%s\"",
-				      rt.container_id);
+		if (attachment_from_args(netns_arg, o, &rt, &netns, &derived_cid, &err) < 0 ||
+		    runtime_args_from_env(&rt, &cap_args, &cni_args, &err) < 0)
 			goto fail;
-		}
-		if (!valid_ifname(rt.ifname)) {
-			cni_error_set(&err, -EINVAL, CNI_ERR_INVALID_ENV, "invalid interface name \"%s\"", rt.ifname);
-			goto fail;
-		}
-
-		s = getenv("CAP_ARGS");
-		if (!isempty(s)) {
-			json_error_t jerr;
-			cap_args = json_loads(s, 0, &jerr);
-			if (!cap_args || !(json_is_object(cap_args) || json_is_null(cap_args))) {
-				cni_error_set(&err, -EINVAL, CNI_ERR_INVALID_ENV, "invalid CAP_ARGS: %s",
-					      cap_args ? "not a JSON object" : jerr.text);
-				goto fail;
-			}
-		}
-		s = getenv("CNI_ARGS");
-		if (!isempty(s) && parse_cni_args(s, &cni_args, &err) < 0)
-			goto fail;
-		rt.cap_args = json_is_object(cap_args) ? cap_args : NULL;
-		rt.cni_args = cni_args;
 	}
 
-	r = cni_conf_list_load(o->conf_dir, net, &l, &err);
-	if (r < 0 && streq(cmd, "del") && r == -ENOENT &&
-	    cni_cache_read(o->cache_dir, net, rt.container_id, rt.ifname, &cached) >= 0 && cached->config) {
-		/* The network's config is gone but the attachment is cached: DEL it with what it was
-		 * added with rather than leak it. */
-		char *bytes = strndup(cached->config, cached->config_len);
-		CniError ce = {};
-
-		if (bytes && cni_conf_list_from_bytes(bytes, cached->config_len, &l, &ce) >= 0) {
-			log_info("Network %s not in %s; using the config cached with the attachment", net, o->conf_dir);
-			cni_error_clear(&err);
-			r = 0;
-		}
-		cni_error_clear(&ce);
-	}
+	r = conf_list_load(cmd, net, o, &rt, &l, &cached, &err);
 	if (r < 0) {
 		log_error("%s", err.msg ?: "failed to load network configuration");
 		goto fail_logged;
 	}
 
-	if (streq(cmd, "add")) {
-		r = cni_chain_add(l, &rt, &result, &err);
-		if (r >= 0 && o->rec.endpoints) {
-			_cleanup_free_ char *why = NULL;
-			int k = pod_record_add(&o->rec, rt.cni_args, rt.container_id, result, &why);
-
-			if (k < 0) {
-				/* Fail closed: a pod whose IPs are not in the datastore is invisible to
-				 * every NetworkPolicy that should select it (as a peer or a target), so
-				 * it must not run. Undo the ADD; the runtime retries the sandbox. */
-				CniError derr = {};
-
-				(void) cni_chain_del(l, &rt, &derr);
-				cni_error_clear(&derr);
-				json_decref(result);
-				r = cni_error_set(&err, k, k == -EINVAL ? CNI_ERR_INVALID_ENV : CNI_ERR_TRY_AGAIN_LATER,
-						  "recording the pod failed, the ADD was undone: %s",
-						  why ?: strerror(-k));
-				log_error("%s", err.msg);
-			}
-		}
-		if (r >= 0) {
-			r = print_json(result);
-			json_decref(result);
-			if (r < 0)
-				log_error_errno(r, "Failed to print result: %m");
-		}
-	} else if (streq(cmd, "del")) {
-		/* Without CAP_ARGS / CNI_ARGS, DEL gets what the attachment was added with (as
-		 * runtimes using GetNetworkListCachedConfig do): plugins like portmap need it. */
-		if (!cap_args || !cni_args) {
-			if (!cached)
-				(void) cni_cache_read(o->cache_dir, net, rt.container_id, rt.ifname, &cached);
-			if (cached && !cap_args)
-				rt.cap_args = cached->capability_args;
-			if (cached && !cni_args)
-				rt.cni_args = cached->cni_args;
-		}
-		r = cni_chain_del(l, &rt, &err);
-		if (o->rec.endpoints) {
-			_cleanup_free_ char *why = NULL;
-			int k = pod_record_del(&o->rec, rt.cni_args, rt.container_id, &why);
-
-			if (k < 0) {
-				log_error("Failed to remove the pod record: %s", why ?: strerror(-k));
-				if (r >= 0)
-					r = cni_error_set(&err, k, CNI_ERR_TRY_AGAIN_LATER,
-							  "removing the pod record failed: %s", why ?: strerror(-k));
-			}
-		}
-	} else if (streq(cmd, "check"))
+	if (streq(cmd, "add"))
+		r = run_add(o, l, &rt, &err);
+	else if (streq(cmd, "del"))
+		r = run_del(net, o, l, &rt, &cached, cap_args != NULL, cni_args != NULL, &err);
+	else if (streq(cmd, "check"))
 		r = cni_chain_check(l, &rt, &err);
 	else if (streq(cmd, "gc"))
 		r = cni_chain_gc(l, &rt, o->valid, o->n_valid, &err);
