@@ -922,21 +922,162 @@ static int kind_cells(KubeKind k, const json_t *j, char **cells) {
 	}
 }
 
+/* KIND, or KIND/NAME as kubectl takes it ("pod/web-1"): the kind, and the name after the slash
+ * (NULL without one). */
+static int get_kind_arg(const char *arg, KubeKind *ret_kind, const char **ret_name) {
+	_cleanup_free_ char *kind_arg = NULL;
+	const char *slash = strchr(arg, '/');
+
+	kind_arg = slash ? strndup(arg, (size_t) (slash - arg)) : strdup(arg);
+	if (!kind_arg)
+		return -ENOMEM;
+	if (object_kind_from_name(kind_arg, ret_kind) < 0) {
+		fprintf(stderr, "error: the server doesn't have a resource type \"%s\"\n", kind_arg);
+		return -EINVAL;
+	}
+	*ret_name = slash ? slash + 1 : NULL;
+	return 0;
+}
+
+/* Appends the objects read to items, each with its resourceVersion (the key's mod revision). */
+static void items_append_kvs(json_t *items, const EtcdKv *kvs, size_t n) {
+	for (size_t k = 0; k < n; k++) {
+		json_t *obj = json_loadb(kvs[k].value, kvs[k].value_size, 0, NULL), *md;
+		char rv[24];
+
+		md = json_object_get(obj, "metadata");
+		if (!json_is_object(md)) {
+			fprintf(stderr, "warning: %s: not an object; skipped\n", kvs[k].key);
+			json_decref(obj);
+			continue;
+		}
+		snprintf(rv, sizeof(rv), "%lld", (long long) kvs[k].mod_revision);
+		json_object_set_new(md, "resourceVersion", json_string(rv));
+		json_array_append_new(items, obj);
+	}
+}
+
+/* Reads the objects into items. Names: one read each (*missing: one was not found); no names: the
+ * kind's (or the namespace's) prefix. *revision: the store's. */
+static int get_fetch(EtcdClient *c, const ObjOptions *o, KubeKind kind, const char *ns, char **names, size_t n_names,
+		     json_t *items, int64_t *revision, bool *missing) {
+	char lbl[64];
+	int r;
+
+	for (size_t i = 0; i < (n_names ?: 1); i++) {
+		_cleanup_free_ char *key = NULL, *end = NULL;
+		EtcdKv *kvs = NULL;
+		size_t n = 0;
+
+		key = n_names ? object_key(o->prefix, kind, ns, names[i]) : object_key_prefix(o->prefix, kind, ns);
+		end = n_names ? NULL : etcd_prefix_range_end(key);
+		if (!key || (!n_names && !end))
+			return -ENOMEM;
+		r = etcd_range(c, key, end, &kvs, &n, revision);
+		if (r < 0) {
+			(void) store_error(c, r);
+			return r;
+		}
+		if (n_names && n == 0 && !o->ignore_not_found) {
+			fprintf(stderr, "Error from server (NotFound): %s \"%s\" not found\n",
+				resource_label(kind, lbl, sizeof(lbl)), names[i]);
+			*missing = true;
+		}
+		items_append_kvs(items, kvs, n);
+		etcd_kvs_free(kvs, n);
+	}
+	return 0;
+}
+
+/* -o json: the object when one name was asked for and found, else a List (nothing when the one name
+ * was not found). */
+static int get_print_json(json_t *items, size_t n_names, bool missing, int64_t revision) {
+	_cleanup_(json_decrefp) json_t *out = NULL;
+	char rv[24];
+
+	snprintf(rv, sizeof(rv), "%lld", (long long) revision);
+	if (n_names == 1 && json_array_size(items) == 1)
+		out = json_incref(json_array_get(items, 0));
+	else if (!(n_names == 1 && missing))
+		out = json_pack("{s:s, s:O, s:s, s:{s:s}}", "apiVersion", "v1", "items", items, "kind", "List",
+				"metadata", "resourceVersion", rv);
+	if (out) {
+		char *s = json_dumps(out, JSON_INDENT(4) | JSON_PRESERVE_ORDER);
+
+		if (!s)
+			return -ENOMEM;
+		puts(s);
+		free(s);
+	}
+	return 0;
+}
+
+/* -o name: KIND/NAME lines. */
+static void get_print_names(json_t *items, KubeKind kind) {
+	const json_t *x;
+	char lbl[64];
+	size_t i;
+
+	json_array_foreach(items, i, x)
+		printf("%s/%s\n", kind_label(kind, lbl, sizeof(lbl)),
+		       json_string_value(json_object_get(json_object_get(x, "metadata"), "name")));
+}
+
+/* The table: NAMESPACE (with_ns), NAME, the kind's columns, AGE, LABELS (show_labels). */
+static int get_print_table(json_t *items, KubeKind kind, bool with_ns, bool show_labels) {
+	const char *cols[8];
+	size_t nc = kind_columns(kind, cols);
+	Table t = { .cols = (with_ns ? 1 : 0) + 1 + nc + 1 + (show_labels ? 1 : 0) };
+	char *row[16] = {};
+	const json_t *x;
+	size_t i, c0;
+	int r;
+
+	c0 = 0;
+	if (with_ns)
+		row[c0++] = strdup("NAMESPACE");
+	row[c0++] = strdup("NAME");
+	for (size_t k = 0; k < nc; k++)
+		row[c0++] = strdup(cols[k]);
+	row[c0++] = strdup("AGE");
+	if (show_labels)
+		row[c0++] = strdup("LABELS");
+	if (table_add(&t, row) < 0)
+		return -ENOMEM;
+	json_array_foreach(items, i, x) {
+		const json_t *md = json_object_get(x, "metadata");
+
+		memset(row, 0, sizeof(row));
+		c0 = 0;
+		if (with_ns)
+			row[c0++] = strdup(json_string_value(json_object_get(md, "namespace")) ?: "");
+		row[c0++] = strdup(json_string_value(json_object_get(md, "name")) ?: "");
+		r = kind_cells(kind, x, row + c0);
+		if (r < 0)
+			return r;
+		c0 += (size_t) r;
+		row[c0++] = age(json_string_value(json_object_get(md, "creationTimestamp")));
+		if (show_labels)
+			row[c0++] = labels_text(json_object_get(md, "labels"));
+		if (table_add(&t, row) < 0)
+			return -ENOMEM;
+	}
+	table_print_free(&t);
+	return 0;
+}
+
 int object_get_main(int argc, char *argv[]) {
 	_cleanup_(etcd_client_freep) EtcdClient *c = NULL;
 	_cleanup_strv_free_ char **files = NULL;
 	_cleanup_(json_decrefp) json_t *items = NULL;
-	_cleanup_free_ char *kind_arg = NULL;
 	ObjOptions o = {};
 	const KubeKindInfo *ki;
-	const char *ns, *slash;
+	const char *ns, *one_name;
 	char **names;
 	size_t n_names;
 	int64_t revision = 0;
 	KubeKind kind;
 	bool missing = false;
-	char lbl[64];
-	int r;
 
 	if (obj_parse(argc, argv, &o) < 0)
 		return EXIT_FAILURE;
@@ -946,19 +1087,12 @@ int object_get_main(int argc, char *argv[]) {
 				"networkpolicies, services, endpointslices, nodes)\n");
 		return EXIT_FAILURE;
 	}
-	/* "pod/web-1" as kubectl takes it */
-	slash = strchr(argv[optind], '/');
-	kind_arg = slash ? strndup(argv[optind], (size_t) (slash - argv[optind])) : strdup(argv[optind]);
-	if (!kind_arg)
+	if (get_kind_arg(argv[optind], &kind, &one_name) < 0)
 		return EXIT_FAILURE;
-	if (object_kind_from_name(kind_arg, &kind) < 0) {
-		fprintf(stderr, "error: the server doesn't have a resource type \"%s\"\n", kind_arg);
-		return EXIT_FAILURE;
-	}
 	ki = kube_kind_info(kind);
-	names = slash ? (char *[]) { (char *) slash + 1 } : argv + optind + 1;
-	n_names = slash ? 1 : (size_t) (argc - optind - 1);
-	if (slash && optind + 1 != argc) {
+	names = one_name ? (char *[]) { (char *) one_name } : argv + optind + 1;
+	n_names = one_name ? 1 : (size_t) (argc - optind - 1);
+	if (one_name && optind + 1 != argc) {
 		fprintf(stderr, "error: there is no need to specify a resource type as a separate argument when "
 				"passing arguments in resource/name form\n");
 		return EXIT_FAILURE;
@@ -973,114 +1107,23 @@ int object_get_main(int argc, char *argv[]) {
 	items = json_array();
 	if (!items)
 		return EXIT_FAILURE;
-
-	/* Names: one read each; no names: the kind's (or the namespace's) prefix. */
-	for (size_t i = 0; i < (n_names ?: 1); i++) {
-		_cleanup_free_ char *key = NULL, *end = NULL;
-		EtcdKv *kvs = NULL;
-		size_t n = 0;
-
-		key = n_names ? object_key(o.prefix, kind, ns, names[i]) : object_key_prefix(o.prefix, kind, ns);
-		end = n_names ? NULL : etcd_prefix_range_end(key);
-		if (!key || (!n_names && !end))
-			return EXIT_FAILURE;
-		r = etcd_range(c, key, end, &kvs, &n, &revision);
-		if (r < 0)
-			return store_error(c, r);
-		if (n_names && n == 0 && !o.ignore_not_found) {
-			fprintf(stderr, "Error from server (NotFound): %s \"%s\" not found\n",
-				resource_label(kind, lbl, sizeof(lbl)), names[i]);
-			missing = true;
-		}
-		for (size_t k = 0; k < n; k++) {
-			json_t *obj = json_loadb(kvs[k].value, kvs[k].value_size, 0, NULL), *md;
-			char rv[24];
-
-			md = json_object_get(obj, "metadata");
-			if (!json_is_object(md)) {
-				fprintf(stderr, "warning: %s: not an object; skipped\n", kvs[k].key);
-				json_decref(obj);
-				continue;
-			}
-			snprintf(rv, sizeof(rv), "%lld", (long long) kvs[k].mod_revision);
-			json_object_set_new(md, "resourceVersion", json_string(rv));
-			json_array_append_new(items, obj);
-		}
-		etcd_kvs_free(kvs, n);
-	}
+	if (get_fetch(c, &o, kind, ns, names, n_names, items, &revision, &missing) < 0)
+		return EXIT_FAILURE;
 
 	if (o.output && streq(o.output, "json")) {
-		_cleanup_(json_decrefp) json_t *out = NULL;
-		char rv[24];
-
-		snprintf(rv, sizeof(rv), "%lld", (long long) revision);
-		if (n_names == 1 && json_array_size(items) == 1)
-			out = json_incref(json_array_get(items, 0));
-		else if (!(n_names == 1 && missing))
-			out = json_pack("{s:s, s:O, s:s, s:{s:s}}", "apiVersion", "v1", "items", items, "kind", "List",
-					"metadata", "resourceVersion", rv);
-		if (out) {
-			char *s = json_dumps(out, JSON_INDENT(4) | JSON_PRESERVE_ORDER);
-
-			if (!s)
-				return EXIT_FAILURE;
-			puts(s);
-			free(s);
-		}
-	} else if (o.output && streq(o.output, "name")) {
-		const json_t *x;
-		size_t i;
-
-		json_array_foreach(items, i, x)
-			printf("%s/%s\n", kind_label(kind, lbl, sizeof(lbl)),
-			       json_string_value(json_object_get(json_object_get(x, "metadata"), "name")));
-	} else if (json_array_size(items) == 0) {
+		if (get_print_json(items, n_names, missing, revision) < 0)
+			return EXIT_FAILURE;
+	} else if (o.output && streq(o.output, "name"))
+		get_print_names(items, kind);
+	else if (json_array_size(items) == 0) {
 		if (n_names == 0) {
 			if (ns)
 				fprintf(stderr, "No resources found in %s namespace.\n", ns);
 			else
 				fprintf(stderr, "No resources found\n");
 		}
-	} else {
-		const char *cols[8];
-		size_t nc = kind_columns(kind, cols);
-		bool with_ns = ki->namespaced && o.all_namespaces;
-		Table t = { .cols = (with_ns ? 1 : 0) + 1 + nc + 1 + (o.show_labels ? 1 : 0) };
-		char *row[16] = {};
-		const json_t *x;
-		size_t i, c0;
-
-		c0 = 0;
-		if (with_ns)
-			row[c0++] = strdup("NAMESPACE");
-		row[c0++] = strdup("NAME");
-		for (size_t k = 0; k < nc; k++)
-			row[c0++] = strdup(cols[k]);
-		row[c0++] = strdup("AGE");
-		if (o.show_labels)
-			row[c0++] = strdup("LABELS");
-		if (table_add(&t, row) < 0)
-			return EXIT_FAILURE;
-		json_array_foreach(items, i, x) {
-			const json_t *md = json_object_get(x, "metadata");
-
-			memset(row, 0, sizeof(row));
-			c0 = 0;
-			if (with_ns)
-				row[c0++] = strdup(json_string_value(json_object_get(md, "namespace")) ?: "");
-			row[c0++] = strdup(json_string_value(json_object_get(md, "name")) ?: "");
-			r = kind_cells(kind, x, row + c0);
-			if (r < 0)
-				return EXIT_FAILURE;
-			c0 += (size_t) r;
-			row[c0++] = age(json_string_value(json_object_get(md, "creationTimestamp")));
-			if (o.show_labels)
-				row[c0++] = labels_text(json_object_get(md, "labels"));
-			if (table_add(&t, row) < 0)
-				return EXIT_FAILURE;
-		}
-		table_print_free(&t);
-	}
+	} else if (get_print_table(items, kind, ki->namespaced && o.all_namespaces, o.show_labels) < 0)
+		return EXIT_FAILURE;
 	if (fflush(stdout) != 0)
 		return EXIT_FAILURE;
 	return missing ? EXIT_FAILURE : EXIT_SUCCESS;
