@@ -97,22 +97,20 @@ static int ensure_vlan_gateway_iface(CniRequest *req, const BridgeConf *c, NlSoc
 	r = nl_link_get(host, name, 0, ret);
 	if (r != -ENODEV) {
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find interface %s: %s", name,
-					strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find interface %s", name);
 		return 0;
 	}
 
 	self = netns_open_current();
 	if (self < 0)
-		return cni_fail(req, self, CNI_ERR_INTERNAL, "failed to find host namespace: %s", strerror(-self));
+		return cni_fail_errno(req, self, CNI_ERR_INTERNAL, NULL, "failed to find host namespace");
 	r = pod_veth_create(host, host, self, name, br->mtu, NULL, port, &h, &g, &err);
 	if (r == -EEXIST) {
 		/* A concurrent ADD created it first. */
 		cni_error_clear(&err);
 		r = nl_link_get(host, name, 0, ret);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find interface %s: %s", name,
-					strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find interface %s", name);
 		return 0;
 	}
 	if (r < 0) {
@@ -126,7 +124,7 @@ static int ensure_vlan_gateway_iface(CniRequest *req, const BridgeConf *c, NlSoc
 	if (r >= 0) {
 		r = nl_link_set_up(host, g.ifindex, true);
 		if (r < 0)
-			cni_fail(req, r, CNI_ERR_INTERNAL, "failed to up %s: %s", name, strerror(-r));
+			cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to up %s", name);
 	}
 	if (r < 0) {
 		(void) nl_link_del(host, g.ifindex);
@@ -203,8 +201,8 @@ static int bridge_add(CniRequest *req, void *userdata, CniResult **ret) {
 		rb->macspoof = true; /* armed before: a failed batch may still have applied nothing, del is a no-op */
 		r = nft_bridge_macspoof_add(nft, req->name, req->container_id, req->ifname, host_name, cveth.mac);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set up macspoofchk for %s: %s", host_name,
-					strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to set up macspoofchk for %s",
+					      host_name);
 	}
 
 	res = cni_result_new(req->version);
@@ -297,7 +295,7 @@ static int bridge_add(CniRequest *req, void *userdata, CniResult **ret) {
 		/* L2 only: no addresses, but the interface is up. */
 		r = nl_link_set_up(cont, cveth.ifindex, true);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set %s up: %s", req->ifname, strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to set %s up", req->ifname);
 	}
 
 	/* The MACs as read when the links were set up: pod_bridge_ensure() pinned the bridge's (so a
@@ -343,8 +341,8 @@ static int bridge_del(CniRequest *req, void *userdata) {
 				RET_GATHER(r, pod_masq_del(req, &nft));
 			if (c->macspoofchk &&
 			    (k = nft_bridge_macspoof_del(nft, req->name, req->container_id, req->ifname)) < 0)
-				RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL,
-						       "failed to remove macspoofchk elements: %s", strerror(-k)));
+				RET_GATHER(r, cni_fail_errno(req, k, CNI_ERR_INTERNAL, NULL,
+							     "failed to remove macspoofchk elements"));
 		}
 	}
 	return r;
@@ -380,7 +378,7 @@ static int bridge_check(CniRequest *req, void *userdata) {
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "CNI created bridge %s in host namespace was not found",
 				c->br_name);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up bridge %s: %s", c->br_name, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to look up bridge %s", c->br_name);
 	if (!streq(br.kind, "bridge"))
 		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Interface %s does not have link type of bridge",
 				c->br_name);
@@ -403,7 +401,7 @@ static int bridge_check(CniRequest *req, void *userdata) {
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "CNI created interface in container %s not found",
 				req->ifname);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up %s: %s", req->ifname, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to look up %s", req->ifname);
 	if (!streq(cl.kind, "veth"))
 		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Container interface %s not of type veth", req->ifname);
 	if (!isempty(ci->mac) && strcasecmp(ci->mac, mac_str(cl.mac, ms)) != 0)

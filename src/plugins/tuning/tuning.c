@@ -32,6 +32,7 @@
 #include "shared/cni/cni-plugin.h"
 #include "shared/netns/netns.h"
 #include "shared/nl/nl.h"
+#include "shared/pod/pod-cni.h"
 
 #define TUNING_DEFAULT_DATA_DIR "/run/cni/tuning"
 
@@ -256,10 +257,6 @@ static int tuning_parse(CniRequest *req, void *userdata) {
 
 /* ---- netlink / sysctl helpers ---- */
 
-static const char *extack_sep(NlSock *s) {
-	return *nl_sock_extack(s) ? ": " : "";
-}
-
 /* Reads/writes a sysctl inside the pod's namespace. */
 static int sysctl_read_in(int netns_fd, const char *path, char **ret) {
 	int saved, r;
@@ -352,17 +349,17 @@ static int restore(NlSock *s, int netns_fd, int ifindex, const Backup *b, const 
 
 	if (ifindex > 0) {
 		if (b->has_mtu && (k = nl_link_set_mtu(s, ifindex, b->mtu)) < 0 && r >= 0)
-			r = cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to restore MTU %u of %s: %s%s%s", b->mtu,
-					  ifname, strerror(-k), extack_sep(s), nl_sock_extack(s));
+			r = cni_error_set_errno(err, k, CNI_ERR_INTERNAL, nl_sock_extack(s),
+						"failed to restore MTU %u of %s", b->mtu, ifname);
 		if (b->has_mac && (k = nl_link_set_mac(s, ifindex, b->mac)) < 0 && r >= 0)
-			r = cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to restore MAC of %s: %s%s%s", ifname,
-					  strerror(-k), extack_sep(s), nl_sock_extack(s));
+			r = cni_error_set_errno(err, k, CNI_ERR_INTERNAL, nl_sock_extack(s),
+						"failed to restore MAC of %s", ifname);
 		if (b->has_promisc && (k = nl_link_set_promisc(s, ifindex, b->promisc)) < 0 && r >= 0)
-			r = cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to restore promisc of %s: %s", ifname,
-					  strerror(-k));
+			r = cni_error_set_errno(err, k, CNI_ERR_INTERNAL, NULL, "failed to restore promisc of %s",
+						ifname);
 		if (b->has_allmulti && (k = nl_link_set_allmulti(s, ifindex, b->allmulti)) < 0 && r >= 0)
-			r = cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to restore allmulti of %s: %s", ifname,
-					  strerror(-k));
+			r = cni_error_set_errno(err, k, CNI_ERR_INTERNAL, NULL, "failed to restore allmulti of %s",
+						ifname);
 	}
 	if (b->sysctl) {
 		const char *key;
@@ -384,8 +381,8 @@ static int restore(NlSock *s, int netns_fd, int ifindex, const Backup *b, const 
 			if (k == -ENOENT)
 				k = 0; /* per-interface entry gone with its interface */
 			if (k < 0 && r >= 0)
-				r = cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to restore sysctl %s: %s", key,
-						  strerror(-k));
+				r = cni_error_set_errno(err, k, CNI_ERR_INTERNAL, NULL, "failed to restore sysctl %s",
+							key);
 		}
 	}
 	return r;
@@ -438,14 +435,13 @@ static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
 	netns_fd = cni_request_open_netns(req);
 	if (netns_fd < 0)
 		return netns_fd;
-	r = nl_sock_open_netns(netns_fd, &s);
+	r = pod_open_cont_sock(req, netns_fd, &s);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
-				req->netns, strerror(-r));
+		return r;
 	r = nl_link_get(s, req->ifname, 0, &link);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname,
-				req->netns, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find %s in netns \"%s\"", req->ifname,
+				      req->netns);
 
 	file = backup_path(req, c);
 	if (!file)
@@ -482,9 +478,9 @@ static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
 		r = sysctl_read_in(netns_fd, c->sysctls[i].path, &v);
 		if (r < 0) {
 			backup_done(&saved);
-			return cni_fail(req, r, r == -ENOENT ? CNI_ERR_INVALID_NETCONF : CNI_ERR_INTERNAL,
-					"sysctl \"%s\" (/proc/sys/%s) in netns \"%s\": %s", c->sysctls[i].key,
-					c->sysctls[i].path, req->netns, strerror(-r));
+			return cni_fail_errno(req, r, r == -ENOENT ? CNI_ERR_INVALID_NETCONF : CNI_ERR_INTERNAL, NULL,
+					      "sysctl \"%s\" (/proc/sys/%s) in netns \"%s\"", c->sysctls[i].key,
+					      c->sysctls[i].path, req->netns);
 		}
 		if ((!saved.sysctl && !(saved.sysctl = json_object())) ||
 		    json_object_set_new(saved.sysctl, c->sysctls[i].path, json_string(v)) < 0) {
@@ -495,7 +491,7 @@ static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
 	r = backup_save(c->data_dir, file, &saved);
 	backup_done(&saved);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_IO, "failed to save original settings to %s: %s", file, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_IO, NULL, "failed to save original settings to %s", file);
 
 	rb_data.s = s;
 	rb_data.netns_fd = netns_fd;
@@ -522,9 +518,9 @@ static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
 			netns_leave(fd_saved);
 		}
 		if (r < 0) {
-			r = cni_fail(req, r, r == -EINVAL ? CNI_ERR_INVALID_NETCONF : CNI_ERR_INTERNAL,
-				     "failed to set sysctl \"%s\" to \"%s\": %s", c->sysctls[i].key,
-				     c->sysctls[i].value, strerror(-r));
+			r = cni_fail_errno(req, r, r == -EINVAL ? CNI_ERR_INVALID_NETCONF : CNI_ERR_INTERNAL, NULL,
+					   "failed to set sysctl \"%s\" to \"%s\"", c->sysctls[i].key,
+					   c->sysctls[i].value);
 			return r;
 		}
 	}
@@ -533,8 +529,8 @@ static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
 		memcpy(rb->undo.mac, link.mac, 6);
 		r = nl_link_set_mac(s, link.ifindex, c->mac);
 		if (r < 0) {
-			r = cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set \"mac\" %s on %s: %s%s%s", c->mac_str,
-				     req->ifname, strerror(-r), extack_sep(s), nl_sock_extack(s));
+			r = cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(s),
+					   "failed to set \"mac\" %s on %s", c->mac_str, req->ifname);
 			return r;
 		}
 		for (size_t i = 0; i < res->n_interfaces; i++)
@@ -553,8 +549,8 @@ static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
 		rb->undo.promisc = !!(link.flags & IFF_PROMISC);
 		r = nl_link_set_promisc(s, link.ifindex, true);
 		if (r < 0) {
-			r = cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set \"promisc\" on %s: %s", req->ifname,
-				     strerror(-r));
+			r = cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to set \"promisc\" on %s",
+					   req->ifname);
 			return r;
 		}
 	}
@@ -563,9 +559,8 @@ static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
 		rb->undo.mtu = link.mtu;
 		r = nl_link_set_mtu(s, link.ifindex, c->mtu);
 		if (r < 0) {
-			r = cni_fail(req, r, r == -EINVAL ? CNI_ERR_INVALID_NETCONF : CNI_ERR_INTERNAL,
-				     "failed to set \"mtu\" %u on %s: %s%s%s", c->mtu, req->ifname, strerror(-r),
-				     extack_sep(s), nl_sock_extack(s));
+			r = cni_fail_errno(req, r, r == -EINVAL ? CNI_ERR_INVALID_NETCONF : CNI_ERR_INTERNAL,
+					   nl_sock_extack(s), "failed to set \"mtu\" %u on %s", c->mtu, req->ifname);
 			return r;
 		}
 	}
@@ -574,8 +569,8 @@ static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
 		rb->undo.allmulti = !!(link.flags & IFF_ALLMULTI);
 		r = nl_link_set_allmulti(s, link.ifindex, c->allmulti);
 		if (r < 0) {
-			r = cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set \"allmulti\" on %s: %s", req->ifname,
-				     strerror(-r));
+			r = cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to set \"allmulti\" on %s",
+					   req->ifname);
 			return r;
 		}
 	}
@@ -619,20 +614,18 @@ static int tuning_del(CniRequest *req, void *userdata) {
 	if (netns_fd < 0) {
 		/* EACCES, EMFILE...: the namespace may well be there; keep the backup for a retry. */
 		backup_done(&b);
-		return cni_fail(req, netns_fd, CNI_ERR_INTERNAL, "failed to open netns \"%s\": %s", req->netns,
-				strerror(-netns_fd));
+		return cni_fail_errno(req, netns_fd, CNI_ERR_INTERNAL, NULL, "failed to open netns \"%s\"", req->netns);
 	}
-	r = nl_sock_open_netns(netns_fd, &s);
+	r = pod_open_cont_sock(req, netns_fd, &s);
 	if (r < 0) {
 		backup_done(&b);
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
-				req->netns, strerror(-r));
+		return r;
 	}
 	r = nl_link_get(s, req->ifname, 0, &link);
 	if (r < 0 && r != -ENODEV) {
 		backup_done(&b);
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname,
-				req->netns, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find %s in netns \"%s\"", req->ifname,
+				      req->netns);
 	}
 	/* The reference ignores restore failures (DEL must not wedge pod teardown); so do we,
 	 * loudly. */
@@ -666,8 +659,8 @@ static int tuning_check(CniRequest *req, void *userdata) {
 
 		r = sysctl_read_in(netns_fd, c->sysctls[i].path, &v);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to read sysctl \"%s\": %s", c->sysctls[i].key,
-					strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to read sysctl \"%s\"",
+					      c->sysctls[i].key);
 		if (!streq(v, c->sysctls[i].value))
 			return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL,
 					"Error: Tuning configured value of /proc/sys/%s is %s, current value is %s",
@@ -677,8 +670,8 @@ static int tuning_check(CniRequest *req, void *userdata) {
 	if (r >= 0)
 		r = nl_link_get(s, req->ifname, 0, &link);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname,
-				req->netns, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find %s in netns \"%s\"", req->ifname,
+				      req->netns);
 	if (c->has_mac && memcmp(c->mac, link.mac, 6) != 0)
 		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL,
 				"Error: Tuning configured Ethernet of %s is %s, current value is %s", req->ifname,
