@@ -401,6 +401,27 @@ static void test_error_json(void **state) {
 	json_decref(j);
 }
 
+static void test_error_errno(void **state) {
+	CniError e = {};
+
+	/* errno text appended; the kernel's extack after it when there is one */
+	assert_int_equal(cni_error_set_errno(&e, -EEXIST, CNI_ERR_INTERNAL, NULL, "failed to add %s", "x"), -EEXIST);
+	assert_int_equal(e.code, CNI_ERR_INTERNAL);
+	assert_string_equal(e.msg, "failed to add x: File exists");
+	cni_error_clear(&e);
+	cni_error_set_errno(&e, -EINVAL, CNI_ERR_INVALID_NETCONF, "", "failed to set mtu %u", 70000u);
+	assert_int_equal(e.code, CNI_ERR_INVALID_NETCONF);
+	assert_string_equal(e.msg, "failed to set mtu 70000: Invalid argument");
+	cni_error_clear(&e);
+	cni_error_set_errno(&e, -EINVAL, 0, "MTU too big", "failed to set mtu");
+	assert_int_equal(e.code, CNI_ERR_INTERNAL);
+	assert_string_equal(e.msg, "failed to set mtu: Invalid argument: MTU too big");
+	/* first error wins, as cni_error_set() */
+	assert_int_equal(cni_error_set_errno(&e, -EIO, CNI_ERR_IO, "later", "later"), -EIO);
+	assert_string_equal(e.msg, "failed to set mtu: Invalid argument: MTU too big");
+	cni_error_clear(&e);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip_each_version),
@@ -412,6 +433,7 @@ int main(void) {
 		cmocka_unit_test(test_copy),
 		cmocka_unit_test(test_dns),
 		cmocka_unit_test(test_error_json),
+		cmocka_unit_test(test_error_errno),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -176,8 +176,8 @@ static int call(CniRequest *req, const DhcpConf *c, json_t *msg, json_t **ret) {
 				"error dialing DHCP daemon: dial unix %s: connect: %s (is `dhcp daemon` running?)",
 				c->socket_path, strerror(-r));
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "error calling DHCP daemon at %s: %s", c->socket_path,
-				strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "error calling DHCP daemon at %s",
+				      c->socket_path);
 	ok = json_object_get(answer, "ok");
 	if (!json_is_true(ok)) {
 		json_int_t code = json_integer_value(json_object_get(answer, "code"));

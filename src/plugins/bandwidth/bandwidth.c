@@ -26,6 +26,7 @@
 #include "shared/netns/netns.h"
 #include "shared/nl/nl-tc.h"
 #include "shared/nl/nl.h"
+#include "shared/pod/pod-cni.h"
 
 #define IFB_PREFIX "bwp"
 
@@ -95,10 +96,6 @@ static int bandwidth_parse(CniRequest *req, void *userdata) {
 	return 0;
 }
 
-static const char *extack_sep(NlSock *s) {
-	return *nl_sock_extack(s) ? ": " : "";
-}
-
 /* The host end of the pod's veth: the container interface's peer. */
 static int find_host_veth(CniRequest *req, NlSock *host, NlLink *ret) {
 	_cleanup_(nl_sock_freep) NlSock *cont = NULL;
@@ -109,14 +106,13 @@ static int find_host_veth(CniRequest *req, NlSock *host, NlLink *ret) {
 	fd = cni_request_open_netns(req);
 	if (fd < 0)
 		return fd;
-	r = nl_sock_open_netns(fd, &cont);
+	r = pod_open_cont_sock(req, fd, &cont);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
-				req->netns, strerror(-r));
+		return r;
 	r = nl_link_get(cont, req->ifname, 0, &cl);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname,
-				req->netns, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find %s in netns \"%s\"", req->ifname,
+				      req->netns);
 	if (!streq(cl.kind, "veth") || cl.link <= 0)
 		return cni_fail(req, -ENODEV, CNI_ERR_INTERNAL, "container interface %s has no veth peer", req->ifname);
 	r = nl_link_get(host, NULL, cl.link, ret);
@@ -170,7 +166,7 @@ static int bandwidth_add(CniRequest *req, void *userdata, CniResult **ret) {
 
 	r = nl_sock_open(&host);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket: %s", strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to open netlink socket");
 	r = find_host_veth(req, host, &veth);
 	if (r < 0)
 		return r;
@@ -182,10 +178,9 @@ static int bandwidth_add(CniRequest *req, void *userdata, CniResult **ret) {
 		inst->tbf = true;
 		r = nl_tc_tbf_set(host, veth.ifindex, &tbf, true);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL,
-					"failed to add tbf qdisc on %s (ingressRate %llu): %s%s%s", veth.name,
-					(unsigned long long) c->bw.ingress_rate, strerror(-r), extack_sep(host),
-					nl_sock_extack(host));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+					      "failed to add tbf qdisc on %s (ingressRate %llu)", veth.name,
+					      (unsigned long long) c->bw.ingress_rate);
 	}
 
 	if (c->bw.egress_rate > 0) {
@@ -201,32 +196,31 @@ static int bandwidth_add(CniRequest *req, void *userdata, CniResult **ret) {
 			r = nl_link_get(host, c->ifb, 0, &ifb);
 		}
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to create ifb device %s: %s%s%s", c->ifb,
-					strerror(-r), extack_sep(host), nl_sock_extack(host));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+					      "failed to create ifb device %s", c->ifb);
 		if (cni_result_add_interface(res, c->ifb, ether_addr_format(ifb.mac, ms), NULL) < 0)
 			return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
 
 		/* Start from a clean ingress qdisc so a repeated ADD does not stack filters. */
 		r = nl_tc_qdisc_del(host, veth.ifindex, NL_TC_INGRESS);
 		if (r < 0 && r != -ENOENT && r != -EINVAL)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to reset the ingress qdisc of %s: %s",
-					veth.name, strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to reset the ingress qdisc of %s",
+					      veth.name);
 		inst->ingress = true;
 		r = nl_tc_ingress_add(host, veth.ifindex);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to add ingress qdisc on %s: %s%s%s",
-					veth.name, strerror(-r), extack_sep(host), nl_sock_extack(host));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+					      "failed to add ingress qdisc on %s", veth.name);
 		r = nl_tc_mirred_redirect_add(host, veth.ifindex, ifb.ifindex);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to redirect %s to %s: %s%s%s", veth.name,
-					c->ifb, strerror(-r), extack_sep(host), nl_sock_extack(host));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+					      "failed to redirect %s to %s", veth.name, c->ifb);
 		(void) nl_tc_tbf_from_bits(c->bw.egress_rate, c->bw.egress_burst, &tbf);
 		r = nl_tc_tbf_set(host, ifb.ifindex, &tbf, true);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL,
-					"failed to add tbf qdisc on %s (egressRate %llu): %s%s%s", c->ifb,
-					(unsigned long long) c->bw.egress_rate, strerror(-r), extack_sep(host),
-					nl_sock_extack(host));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+					      "failed to add tbf qdisc on %s (egressRate %llu)", c->ifb,
+					      (unsigned long long) c->bw.egress_rate);
 	}
 
 	TAKE_PTR(inst);
@@ -254,11 +248,11 @@ static int bandwidth_del(CniRequest *req, void *userdata) {
 
 	k = nl_sock_open(&host);
 	if (k < 0)
-		return cni_fail(req, k, CNI_ERR_INTERNAL, "failed to open netlink socket: %s", strerror(-k));
+		return cni_fail_errno(req, k, CNI_ERR_INTERNAL, NULL, "failed to open netlink socket");
 	/* ip link del bwp...: takes its tbf with it */
 	k = nl_link_del_by_name(host, c->ifb);
 	if (k < 0 && k != -ENODEV)
-		RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to delete %s: %s", c->ifb, strerror(-k)));
+		RET_GATHER(r, cni_fail_errno(req, k, CNI_ERR_INTERNAL, NULL, "failed to delete %s", c->ifb));
 
 	/* The veth's qdiscs, if the pod's veth is still there (chains DEL us before the bridge). Only
 	 * what we install: a tbf root and the ingress qdisc. */
@@ -266,15 +260,14 @@ static int bandwidth_del(CniRequest *req, void *userdata) {
 		if (c->bw.ingress_rate > 0) {
 			k = nl_tc_qdisc_del(host, veth.ifindex, NL_TC_ROOT);
 			if (k < 0 && k != -ENOENT && k != -EINVAL && k != -ENODEV)
-				RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to delete tbf of %s: %s",
-						       veth.name, strerror(-k)));
+				RET_GATHER(r, cni_fail_errno(req, k, CNI_ERR_INTERNAL, NULL,
+							     "failed to delete tbf of %s", veth.name));
 		}
 		if (c->bw.egress_rate > 0) {
 			k = nl_tc_qdisc_del(host, veth.ifindex, NL_TC_INGRESS);
 			if (k < 0 && k != -ENOENT && k != -EINVAL && k != -ENODEV)
-				RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL,
-						       "failed to delete ingress qdisc of %s: %s", veth.name,
-						       strerror(-k)));
+				RET_GATHER(r, cni_fail_errno(req, k, CNI_ERR_INTERNAL, NULL,
+							     "failed to delete ingress qdisc of %s", veth.name));
 		}
 	}
 	return r;
@@ -303,7 +296,7 @@ static int check_tbf(CniRequest *req, NlSock *host, const NlLink *l, uint64_t ra
 	(void) nl_tc_tbf_from_bits(rate, burst, &want);
 	r = nl_tc_qdisc_dump(host, l->ifindex, find_root_cb, &f);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to list qdiscs of %s: %s", l->name, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to list qdiscs of %s", l->name);
 	if (!f.root_seen || !f.q.has_tbf)
 		return cni_fail(req, -ENOENT, CNI_ERR_INTERNAL, "Failed to find qdisc: %s has no tbf root qdisc (%s)",
 				l->name, what);
@@ -333,7 +326,7 @@ static int bandwidth_check(CniRequest *req, void *userdata) {
 		return 0;
 	r = nl_sock_open(&host);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket: %s", strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to open netlink socket");
 	r = find_host_veth(req, host, &veth);
 	if (r < 0)
 		return r;
@@ -343,7 +336,7 @@ static int bandwidth_check(CniRequest *req, void *userdata) {
 	if (c->bw.egress_rate > 0) {
 		r = nl_link_get(host, c->ifb, 0, &ifb);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "ifb device %s not found: %s", c->ifb, strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "ifb device %s not found", c->ifb);
 		r = check_tbf(req, host, &ifb, c->bw.egress_rate, c->bw.egress_burst, "egressRate");
 		if (r < 0)
 			return r;

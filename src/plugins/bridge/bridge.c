@@ -97,22 +97,20 @@ static int ensure_vlan_gateway_iface(CniRequest *req, const BridgeConf *c, NlSoc
 	r = nl_link_get(host, name, 0, ret);
 	if (r != -ENODEV) {
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find interface %s: %s", name,
-					strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find interface %s", name);
 		return 0;
 	}
 
 	self = netns_open_current();
 	if (self < 0)
-		return cni_fail(req, self, CNI_ERR_INTERNAL, "failed to find host namespace: %s", strerror(-self));
+		return cni_fail_errno(req, self, CNI_ERR_INTERNAL, NULL, "failed to find host namespace");
 	r = pod_veth_create(host, host, self, name, br->mtu, NULL, port, &h, &g, &err);
 	if (r == -EEXIST) {
 		/* A concurrent ADD created it first. */
 		cni_error_clear(&err);
 		r = nl_link_get(host, name, 0, ret);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find interface %s: %s", name,
-					strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find interface %s", name);
 		return 0;
 	}
 	if (r < 0) {
@@ -126,7 +124,7 @@ static int ensure_vlan_gateway_iface(CniRequest *req, const BridgeConf *c, NlSoc
 	if (r >= 0) {
 		r = nl_link_set_up(host, g.ifindex, true);
 		if (r < 0)
-			cni_fail(req, r, CNI_ERR_INTERNAL, "failed to up %s: %s", name, strerror(-r));
+			cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to up %s", name);
 	}
 	if (r < 0) {
 		(void) nl_link_del(host, g.ifindex);
@@ -147,32 +145,189 @@ static bool has_default_route(const CniResult *res, int family) {
 	return false;
 }
 
+/* The bridge, created when missing (an existing one's settings are left alone, as the reference). */
+static int bridge_ensure(CniRequest *req, const BridgeConf *c, NlSock *host, NlLink *ret) {
+	return pod_bridge_ensure(host,
+				 &(PodBridgeConfig) {
+						 .name = c->br_name,
+						 .mtu = c->mtu,
+						 .promisc = c->promisc,
+						 .vlan_filtering = c->vlan != 0 || c->has_trunk,
+				 },
+				 ret, &req->error);
+}
+
+/* The veth's host end as a port of the bridge: hairpin, isolation, VLAN/trunk as configured. */
+static int bridge_port_attach(CniRequest *req, const BridgeConf *c, NlSock *host, const NlLink *br, const NlLink *hveth,
+			      const char *host_name) {
+	return pod_bridge_port_attach(host, br->ifindex, hveth->ifindex, host_name,
+				      &(PodBridgePort) {
+						      .hairpin = c->hairpin,
+						      .isolated = c->port_isolation,
+						      .vlan = c->vlan,
+						      .trunk = c->trunk,
+						      .n_trunk = c->n_trunk,
+						      .preserve_default_vlan = c->preserve_default_vlan,
+				      },
+				      &req->error);
+}
+
+/* macspoofchk: only the veth's MAC may leave the pod through its port. */
+static int bridge_macspoof_add(CniRequest *req, NftCtx **nft, BridgeRollback *rb, const char *host_name,
+			       const NlLink *cveth) {
+	int r;
+
+	r = pod_nft_open(req, nft);
+	if (r < 0)
+		return r;
+	rb->macspoof = true; /* armed before: a failed batch may still have applied nothing, del is a no-op */
+	r = nft_bridge_macspoof_add(*nft, req->name, req->container_id, req->ifname, host_name, cveth->mac);
+	if (r < 0)
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to set up macspoofchk for %s", host_name);
+	return 0;
+}
+
+/* The result's three interfaces (IFACE_BRIDGE, IFACE_HOST, IFACE_CONT); the MACs of the first
+ * two are filled in at the end (bridge_result_set_macs()): they may still change. */
+static int bridge_result_new(CniRequest *req, const BridgeConf *c, const char *host_name, const NlLink *cveth,
+			     CniResult **ret) {
+	_cleanup_(cni_result_freep) CniResult *res = NULL;
+	char ms[18];
+
+	res = cni_result_new(req->version);
+	if (!res)
+		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
+	if (cni_result_add_interface(res, c->br_name, NULL, NULL) < 0 ||
+	    cni_result_add_interface(res, host_name, NULL, NULL) < 0 ||
+	    cni_result_add_interface(res, req->ifname, mac_str(cveth->mac, ms), req->netns) < 0)
+		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
+	*ret = TAKE_PTR(res);
+	return 0;
+}
+
+/* IPAM's routes and addresses into the result, with the gateways per address (reference
+ * calcGateways): IPAM's, else the subnet's first address when isGateway; a default route per
+ * family when isDefaultGateway. The gateways the bridge is to carry (isGateway) go to
+ * ret_gws/ret_n_gws (caller frees). */
+static int bridge_result_add_ipam(CniRequest *req, const BridgeConf *c, const CniResult *ipam, CniResult *res,
+				  IpPrefix **ret_gws, size_t *ret_n_gws) {
+	_cleanup_free_ IpPrefix *gws = NULL;
+	size_t n_gws = 0;
+
+	gws = calloc(ipam->n_ips, sizeof(IpPrefix));
+	if (!gws)
+		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
+	for (size_t i = 0; i < ipam->n_routes; i++)
+		if (cni_result_add_route(res, &ipam->routes[i]) < 0)
+			return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
+
+	for (size_t i = 0; i < ipam->n_ips; i++) {
+		const CniIpConfig *ip = &ipam->ips[i];
+		IpAddr gw = ip->gateway;
+		int fam = ip->address.addr.family;
+
+		if (gw.family == AF_UNSPEC && c->is_gw)
+			gw = pod_gateway_default(&ip->address);
+		if (cni_result_add_ip(res, &ip->address, &gw, IFACE_CONT) < 0)
+			return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
+		if (c->is_default_gw && !has_default_route(res, fam)) {
+			CniRoute def = { .dst = { .addr = { .family = fam } }, .gw = gw };
+			if (cni_result_add_route(res, &def) < 0)
+				return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
+		}
+		if (c->is_gw)
+			gws[n_gws++] = (IpPrefix) { .addr = gw, .len = ip->address.len };
+	}
+	*ret_gws = TAKE_PTR(gws);
+	*ret_n_gws = n_gws;
+	return 0;
+}
+
+/* isGateway: the gateway addresses on the bridge (or on its VLAN interface, which joins the
+ * result), IPv4 first, then IPv6, as the reference; forwarding on for each family that has one. */
+static int bridge_gateways_ensure(CniRequest *req, const BridgeConf *c, NlSock *host, const NlLink *br, CniResult *res,
+				  const IpPrefix *gws, size_t n_gws) {
+	NlLink gw_link = *br, vlan_link;
+	bool fam_done[2] = {};
+	int r;
+
+	if (c->vlan != 0) {
+		char vms[18];
+
+		r = ensure_vlan_gateway_iface(req, c, host, br, &vlan_link);
+		if (r < 0)
+			return r;
+		gw_link = vlan_link;
+		if (cni_result_add_interface(res, vlan_link.name,
+					     vlan_link.has_mac ? mac_str(vlan_link.mac, vms) : NULL, NULL) < 0)
+			return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		int fam = pass == 0 ? AF_INET : AF_INET6;
+		for (size_t i = 0; i < n_gws; i++) {
+			if (gws[i].addr.family != fam)
+				continue;
+			r = pod_gateway_ensure(host, &gw_link, &gws[i], c->force_address, &req->error);
+			if (r < 0)
+				return r;
+			fam_done[pass] = true;
+		}
+		if (fam_done[pass] && (r = pod_forwarding_enable(fam, &req->error)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Layer 3: IPAM's addresses and routes into the result and onto the pod's interface, then the
+ * gateways on the bridge (isGateway). */
+static int bridge_configure_layer3(CniRequest *req, const BridgeConf *c, NlSock *host, NlSock *cont, int netns_fd,
+				   const NlLink *br, const NlLink *cveth, const CniResult *ipam, CniResult *res) {
+	_cleanup_free_ IpPrefix *gws = NULL;
+	size_t n_gws = 0;
+	int r;
+
+	r = bridge_result_add_ipam(req, c, ipam, res, &gws, &n_gws);
+	if (r < 0)
+		return r;
+	r = pod_iface_configure_link(cont, netns_fd, cveth, res, IFACE_CONT, c->enable_dad, &req->error);
+	if (r < 0)
+		return r;
+	if (c->is_gw)
+		return bridge_gateways_ensure(req, c, host, br, res, gws, n_gws);
+	return 0;
+}
+
+/* The MACs as read when the links were set up: pod_bridge_ensure() pinned the bridge's (so a
+ * port arriving does not change it) and enslaving a port leaves the port's alone. */
+static int bridge_result_set_macs(CniRequest *req, CniResult *res, const NlLink *br, const NlLink *hveth) {
+	char ms[18];
+
+	free(res->interfaces[IFACE_BRIDGE].mac);
+	free(res->interfaces[IFACE_HOST].mac);
+	res->interfaces[IFACE_BRIDGE].mac = strdup(mac_str(br->mac, ms));
+	res->interfaces[IFACE_HOST].mac = strdup(mac_str(hveth->mac, ms));
+	if (!res->interfaces[IFACE_BRIDGE].mac || !res->interfaces[IFACE_HOST].mac)
+		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
+	return 0;
+}
+
 static int bridge_add(CniRequest *req, void *userdata, CniResult **ret) {
 	const BridgeConf *c = userdata;
 	_cleanup_(cni_result_freep) CniResult *res = NULL, *ipam = NULL;
 	_cleanup_(nl_sock_freep) NlSock *host = NULL, *cont = NULL;
 	_cleanup_nft_ctx_ NftCtx *nft = NULL;
 	_cleanup_close_ int netns_fd = -EBADF;
-	_cleanup_free_ IpPrefix *gws = NULL;
 	BridgeRollback rb_data = { .req = req, .conf = c, .nft = &nft };
 	_cleanup_(bridge_rollback) BridgeRollback *rb = NULL;
-	char host_name[IFNAMSIZ], ms[18];
+	char host_name[IFNAMSIZ];
 	NlLink br, hveth, cveth;
-	size_t n_gws = 0;
 	int r;
 
 	r = pod_open_netns_socks(req, &netns_fd, &host, &cont);
 	if (r < 0)
 		return r;
 
-	r = pod_bridge_ensure(host,
-			      &(PodBridgeConfig) {
-					      .name = c->br_name,
-					      .mtu = c->mtu,
-					      .promisc = c->promisc,
-					      .vlan_filtering = c->vlan != 0 || c->has_trunk,
-			      },
-			      &br, &req->error);
+	r = bridge_ensure(req, c, host, &br);
 	if (r < 0)
 		return r;
 
@@ -184,37 +339,16 @@ static int bridge_add(CniRequest *req, void *userdata, CniResult **ret) {
 	rb_data.cont_ifindex = cveth.ifindex;
 	rb = &rb_data;
 
-	r = pod_bridge_port_attach(host, br.ifindex, hveth.ifindex, host_name,
-				   &(PodBridgePort) {
-						   .hairpin = c->hairpin,
-						   .isolated = c->port_isolation,
-						   .vlan = c->vlan,
-						   .trunk = c->trunk,
-						   .n_trunk = c->n_trunk,
-						   .preserve_default_vlan = c->preserve_default_vlan,
-				   },
-				   &req->error);
+	r = bridge_port_attach(req, c, host, &br, &hveth, host_name);
 	if (r < 0)
 		return r;
 
-	if (c->macspoofchk) {
-		if ((r = pod_nft_open(req, &nft)) < 0)
-			return r;
-		rb->macspoof = true; /* armed before: a failed batch may still have applied nothing, del is a no-op */
-		r = nft_bridge_macspoof_add(nft, req->name, req->container_id, req->ifname, host_name, cveth.mac);
-		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set up macspoofchk for %s: %s", host_name,
-					strerror(-r));
-	}
+	if (c->macspoofchk && (r = bridge_macspoof_add(req, &nft, rb, host_name, &cveth)) < 0)
+		return r;
 
-	res = cni_result_new(req->version);
-	if (!res)
-		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
-	/* MACs are filled in at the end: the bridge's and the host veth's may still change. */
-	if (cni_result_add_interface(res, c->br_name, NULL, NULL) < 0 ||
-	    cni_result_add_interface(res, host_name, NULL, NULL) < 0 ||
-	    cni_result_add_interface(res, req->ifname, mac_str(cveth.mac, ms), req->netns) < 0)
-		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
+	r = bridge_result_new(req, c, host_name, &cveth, &res);
+	if (r < 0)
+		return r;
 
 	if (c->is_layer3) {
 		r = pod_ipam_add(req, &ipam);
@@ -222,68 +356,9 @@ static int bridge_add(CniRequest *req, void *userdata, CniResult **ret) {
 			return r;
 		rb->ipam = true;
 
-		gws = calloc(ipam->n_ips, sizeof(IpPrefix));
-		if (!gws)
-			return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
-		for (size_t i = 0; i < ipam->n_routes; i++)
-			if (cni_result_add_route(res, &ipam->routes[i]) < 0)
-				return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
-
-		/* Gateways per address (reference calcGateways): IPAM's, else the subnet's first
-		 * address when isGateway; a default route per family when isDefaultGateway. */
-		for (size_t i = 0; i < ipam->n_ips; i++) {
-			const CniIpConfig *ip = &ipam->ips[i];
-			IpAddr gw = ip->gateway;
-			int fam = ip->address.addr.family;
-
-			if (gw.family == AF_UNSPEC && c->is_gw)
-				gw = pod_gateway_default(&ip->address);
-			if (cni_result_add_ip(res, &ip->address, &gw, IFACE_CONT) < 0)
-				return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
-			if (c->is_default_gw && !has_default_route(res, fam)) {
-				CniRoute def = { .dst = { .addr = { .family = fam } }, .gw = gw };
-				if (cni_result_add_route(res, &def) < 0)
-					return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
-			}
-			if (c->is_gw)
-				gws[n_gws++] = (IpPrefix) { .addr = gw, .len = ip->address.len };
-		}
-
-		r = pod_iface_configure_link(cont, netns_fd, &cveth, res, IFACE_CONT, c->enable_dad, &req->error);
+		r = bridge_configure_layer3(req, c, host, cont, netns_fd, &br, &cveth, ipam, res);
 		if (r < 0)
 			return r;
-
-		if (c->is_gw) {
-			NlLink gw_link = br, vlan_link;
-			bool fam_done[2] = {};
-
-			if (c->vlan != 0) {
-				char vms[18];
-
-				r = ensure_vlan_gateway_iface(req, c, host, &br, &vlan_link);
-				if (r < 0)
-					return r;
-				gw_link = vlan_link;
-				if (cni_result_add_interface(res, vlan_link.name,
-							     vlan_link.has_mac ? mac_str(vlan_link.mac, vms) : NULL,
-							     NULL) < 0)
-					return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
-			}
-			/* IPv4 gateways first, then IPv6, as the reference. */
-			for (int pass = 0; pass < 2; pass++) {
-				int fam = pass == 0 ? AF_INET : AF_INET6;
-				for (size_t i = 0; i < n_gws; i++) {
-					if (gws[i].addr.family != fam)
-						continue;
-					r = pod_gateway_ensure(host, &gw_link, &gws[i], c->force_address, &req->error);
-					if (r < 0)
-						return r;
-					fam_done[pass] = true;
-				}
-				if (fam_done[pass] && (r = pod_forwarding_enable(fam, &req->error)) < 0)
-					return r;
-			}
-		}
 
 		if (c->ip_masq) {
 			if ((r = pod_nft_open(req, &nft)) < 0)
@@ -297,17 +372,12 @@ static int bridge_add(CniRequest *req, void *userdata, CniResult **ret) {
 		/* L2 only: no addresses, but the interface is up. */
 		r = nl_link_set_up(cont, cveth.ifindex, true);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set %s up: %s", req->ifname, strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to set %s up", req->ifname);
 	}
 
-	/* The MACs as read when the links were set up: pod_bridge_ensure() pinned the bridge's (so a
-	 * port arriving does not change it) and enslaving a port leaves the port's alone. */
-	free(res->interfaces[IFACE_BRIDGE].mac);
-	free(res->interfaces[IFACE_HOST].mac);
-	res->interfaces[IFACE_BRIDGE].mac = strdup(mac_str(br.mac, ms));
-	res->interfaces[IFACE_HOST].mac = strdup(mac_str(hveth.mac, ms));
-	if (!res->interfaces[IFACE_BRIDGE].mac || !res->interfaces[IFACE_HOST].mac)
-		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
+	r = bridge_result_set_macs(req, res, &br, &hveth);
+	if (r < 0)
+		return r;
 
 	/* DNS from the config when it says anything, else what IPAM returned. */
 	r = cni_dns_merge(&res->dns, pod_dns_set(&req->dns) ? &req->dns : ipam ? &ipam->dns : &req->dns);
@@ -343,8 +413,8 @@ static int bridge_del(CniRequest *req, void *userdata) {
 				RET_GATHER(r, pod_masq_del(req, &nft));
 			if (c->macspoofchk &&
 			    (k = nft_bridge_macspoof_del(nft, req->name, req->container_id, req->ifname)) < 0)
-				RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL,
-						       "failed to remove macspoofchk elements: %s", strerror(-k)));
+				RET_GATHER(r, cni_fail_errno(req, k, CNI_ERR_INTERNAL, NULL,
+							     "failed to remove macspoofchk elements"));
 		}
 	}
 	return r;
@@ -380,7 +450,7 @@ static int bridge_check(CniRequest *req, void *userdata) {
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "CNI created bridge %s in host namespace was not found",
 				c->br_name);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up bridge %s: %s", c->br_name, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to look up bridge %s", c->br_name);
 	if (!streq(br.kind, "bridge"))
 		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Interface %s does not have link type of bridge",
 				c->br_name);
@@ -403,7 +473,7 @@ static int bridge_check(CniRequest *req, void *userdata) {
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "CNI created interface in container %s not found",
 				req->ifname);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up %s: %s", req->ifname, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to look up %s", req->ifname);
 	if (!streq(cl.kind, "veth"))
 		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Container interface %s not of type veth", req->ifname);
 	if (!isempty(ci->mac) && strcasecmp(ci->mac, mac_str(cl.mac, ms)) != 0)

@@ -111,17 +111,16 @@ static int firewall_add(CniRequest *req, void *userdata, CniResult **ret) {
 		return r;
 	r = nft_firewall_add(nft, req->name, req->container_id, req->ifname, ips, n);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to add pod addresses to nftables %s: %s", "fw-pods",
-				strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to add pod addresses to nftables %s",
+				      "fw-pods");
 	if (bridge) {
 		r = nft_firewall_isolate_bridge(nft, bridge);
 		if (r < 0) {
 			int k = nft_firewall_del(nft, req->name, req->container_id, req->ifname);
 			if (k < 0)
 				log_warning_errno(k, "rollback: failed to remove pod addresses: %m");
-			return cni_fail(req, r, r == -EINVAL ? CNI_ERR_INVALID_NETCONF : CNI_ERR_INTERNAL,
-					"failed to set up ingressPolicy same-bridge for bridge \"%s\": %s", bridge,
-					strerror(-r));
+			return cni_fail_errno(req, r, r == -EINVAL ? CNI_ERR_INVALID_NETCONF : CNI_ERR_INTERNAL, NULL,
+					      "failed to set up ingressPolicy same-bridge for bridge \"%s\"", bridge);
 		}
 	}
 	*ret = TAKE_PTR(res);
@@ -138,8 +137,7 @@ static int firewall_del(CniRequest *req, void *userdata) {
 		return r;
 	r = nft_firewall_del(nft, req->name, req->container_id, req->ifname);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to remove pod addresses from nftables: %s",
-				strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to remove pod addresses from nftables");
 	return 0;
 }
 
@@ -164,7 +162,7 @@ static int firewall_check(CniRequest *req, void *userdata) {
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "pod address %s is not in nftables set inet weft fw-pods%c",
 				ip_addr_to_string(&ips[missing], as), ips[missing].family == AF_INET ? '4' : '6');
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to list nftables sets: %s", strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to list nftables sets");
 	return 0;
 }
 
@@ -177,8 +175,7 @@ static int firewall_gc(CniRequest *req, void *userdata) {
 		return r;
 	r = nft_firewall_gc(nft, req->name, cni_attachment_is_valid_cb, req);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to garbage-collect nftables elements: %s",
-				strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to garbage-collect nftables elements");
 	if (r > 0)
 		log_info("removed %d stale pod addresses", r);
 	return 0;

@@ -134,8 +134,8 @@ static int find_host_device(CniRequest *req, const HostDeviceConf *c, NlSock *ho
 	if (!isempty(c->device)) {
 		r = nl_link_get(host, c->device, 0, ret);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find host device: \"device\" %s: %s",
-					c->device, strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL,
+					      "failed to find host device: \"device\" %s", c->device);
 		return 0;
 	}
 	if (c->has_hwaddr) {
@@ -143,7 +143,7 @@ static int find_host_device(CniRequest *req, const HostDeviceConf *c, NlSock *ho
 
 		r = nl_link_dump(host, mac_find_cb, &f);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to list node links: %s", strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to list node links");
 		if (f.found.ifindex == 0)
 			return cni_fail(req, -ENODEV, CNI_ERR_INTERNAL,
 					"failed to find host device: no link with \"hwaddr\" %s",
@@ -283,7 +283,7 @@ static int host_device_add(CniRequest *req, void *userdata, CniResult **ret) {
 		return r;
 	self = netns_open_current();
 	if (self < 0)
-		return cni_fail(req, self, CNI_ERR_INTERNAL, "failed to open the host namespace: %s", strerror(-self));
+		return cni_fail_errno(req, self, CNI_ERR_INTERNAL, NULL, "failed to open the host namespace");
 	if (netns_same(self, netns_fd))
 		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_ENV, "CNI_NETNS \"%s\" is the host namespace",
 				req->netns);
@@ -296,7 +296,7 @@ static int host_device_add(CniRequest *req, void *userdata, CniResult **ret) {
 				dev.name);
 	r = nl_link_get_info(host, NULL, dev.ifindex, &info);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up %s: %s", dev.name, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to look up %s", dev.name);
 
 	rb_data = (HostDeviceRollback) {
 		.req = req,
@@ -314,11 +314,11 @@ static int host_device_add(CniRequest *req, void *userdata, CniResult **ret) {
 	/* Devices can be renamed only when down. */
 	r = nl_link_set_up(host, dev.ifindex, false);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set \"%s\" down: %s", dev.name, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to set \"%s\" down", dev.name);
 	/* The original name travels with the device, for DEL. */
 	r = nl_link_set_alias(host, dev.ifindex, dev.name);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set alias to \"%s\": %s", dev.name, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to set alias to \"%s\"", dev.name);
 	/* ip link set DEV netns POD; ip -n POD link set DEV name IFNAME */
 	r = link_move_renamed(host, self, dev.ifindex, dev.name, cont, netns_fd, req->ifname, &cidx, &step);
 	if (r == -EEXIST && streq(step, "rename it"))
@@ -326,13 +326,13 @@ static int host_device_add(CniRequest *req, void *userdata, CniResult **ret) {
 				"failed to move %s to the container as %s: %s already exists there", dev.name,
 				req->ifname, req->ifname);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to move %s to the container as %s (%s): %s", dev.name,
-				req->ifname, step, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to move %s to the container as %s (%s)",
+				      dev.name, req->ifname, step);
 	r = nl_link_get(cont, NULL, cidx, &cdev);
 	if (r < 0) {
 		rb->cont_ifindex = cidx;
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in the container: %s", req->ifname,
-				strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find %s in the container",
+				      req->ifname);
 	}
 	rb->cont_ifindex = cdev.ifindex;
 
@@ -363,8 +363,7 @@ static int host_device_add(CniRequest *req, void *userdata, CniResult **ret) {
 	} else {
 		r = nl_link_set_up(cont, cdev.ifindex, true);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set \"%s\" up: %s", req->ifname,
-					strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to set \"%s\" up", req->ifname);
 	}
 
 	TAKE_PTR(rb);
@@ -388,16 +387,16 @@ static int move_link_out(CniRequest *req) {
 	if (fd == -ENOENT || fd == -EINVAL)
 		return 0;
 	if (fd < 0)
-		return cni_fail(req, fd, CNI_ERR_INTERNAL, "failed to open netns \"%s\": %s", req->netns,
-				strerror(-fd));
+		return cni_fail_errno(req, fd, CNI_ERR_INTERNAL, NULL, "failed to open netns \"%s\"", req->netns);
 	self = netns_open_current();
 	if (self < 0)
-		return cni_fail(req, self, CNI_ERR_INTERNAL, "failed to open the host namespace: %s", strerror(-self));
-	r = nl_sock_open_netns(fd, &cont);
-	if (r >= 0)
-		r = nl_sock_open(&host);
+		return cni_fail_errno(req, self, CNI_ERR_INTERNAL, NULL, "failed to open the host namespace");
+	r = pod_open_cont_sock(req, fd, &cont);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket: %s", strerror(-r));
+		return r;
+	r = nl_sock_open(&host);
+	if (r < 0)
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to open netlink socket");
 
 	r = nl_link_get(cont, req->ifname, 0, &dev);
 	if (r == -ENODEV)
@@ -405,7 +404,7 @@ static int move_link_out(CniRequest *req) {
 	if (r >= 0)
 		r = nl_link_get_info(cont, NULL, dev.ifindex, &info);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find \"%s\": %s", req->ifname, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find \"%s\"", req->ifname);
 	if (isempty(info.alias))
 		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL,
 				"%s in netns \"%s\" has no alias: its original name is unknown (not moved in by host-device?)",
@@ -414,7 +413,7 @@ static int move_link_out(CniRequest *req) {
 	/* Devices can be renamed only when down. */
 	r = nl_link_set_up(cont, dev.ifindex, false);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set \"%s\" down: %s", req->ifname, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to set \"%s\" down", req->ifname);
 	/* ip -n POD link set IFNAME netns HOST; ip link set IFNAME name ALIAS */
 	r = link_move_renamed(cont, fd, dev.ifindex, req->ifname, host, self, info.alias, &idx, &step);
 	if (r < 0) {
@@ -455,15 +454,15 @@ static int host_device_check(CniRequest *req, void *userdata) {
 		return netns_fd;
 	if (c->layer3 && (r = cni_ipam_exec(req, CNI_CMD_CHECK, NULL)) < 0)
 		return r;
-	r = nl_sock_open_netns(netns_fd, &cont);
+	r = pod_open_cont_sock(req, netns_fd, &cont);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket: %s", strerror(-r));
+		return r;
 	r = nl_link_get(cont, req->ifname, 0, &dev);
 	if (r == -ENODEV)
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "Container Interface name in prevResult: %s not found",
 				req->ifname);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up %s: %s", req->ifname, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to look up %s", req->ifname);
 	if (!isempty(ci->mac) && strcasecmp(ci->mac, ether_addr_format(dev.mac, ms)) != 0)
 		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Interface %s Mac %s doesn't match container Mac: %s",
 				req->ifname, ci->mac, ms);

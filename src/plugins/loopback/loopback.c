@@ -10,6 +10,7 @@
 #include "basic/string-util.h"
 #include "shared/cni/cni-plugin.h"
 #include "shared/nl/nl.h"
+#include "shared/pod/pod-cni.h"
 
 typedef struct LoAddrs {
 	IpPrefix v4, v6;
@@ -33,12 +34,12 @@ static int open_lo(CniRequest *req, NlSock **ret_sock, NlLink *ret_link) {
 	fd = cni_request_open_netns(req);
 	if (fd < 0)
 		return fd;
-	r = nl_sock_open_netns(fd, &s);
+	r = pod_open_cont_sock(req, fd, &s);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink in %s: %s", req->netns, strerror(-r));
+		return r;
 	r = nl_link_get(s, "lo", 0, ret_link);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find lo in %s: %s", req->netns, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find lo in %s", req->netns);
 	*ret_sock = TAKE_PTR(s);
 	return 0;
 }
@@ -56,14 +57,14 @@ static int loopback_add(CniRequest *req, void *conf, CniResult **ret) {
 	/* ip -n <netns> link set lo up */
 	r = nl_link_set_up(s, lo.ifindex, true);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set lo up in %s: %s%s%s", req->netns, strerror(-r),
-				*nl_sock_extack(s) ? ": " : "", nl_sock_extack(s));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(s), "failed to set lo up in %s",
+				      req->netns);
 	/* The kernel assigns 127.0.0.1/8 and ::1/128 when lo goes up; report what is really
 	 * there (no IPv6 when it is disabled in the namespace). */
 	r = nl_addr_dump(s, AF_UNSPEC, lo.ifindex, collect_addr, &addrs);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to list addresses of lo in %s: %s", req->netns,
-				strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to list addresses of lo in %s",
+				      req->netns);
 
 	res = cni_result_new(req->version);
 	if (!res || cni_result_add_interface(res, "lo", "00:00:00:00:00:00", req->netns) < 0 ||
@@ -92,7 +93,7 @@ static int loopback_del(CniRequest *req, void *conf) {
 	/* ip -n <netns> link set lo down */
 	r = nl_link_set_up(s, lo.ifindex, false);
 	if (r < 0 && r != -ENODEV)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set lo down in %s: %s", req->netns, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to set lo down in %s", req->netns);
 	return 0;
 }
 

@@ -170,8 +170,7 @@ static int enable_route_localnet(CniRequest *req, const IpAddr *pod) {
 		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
 	r = sysctl_write(key, "1");
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "unable to enable route_localnet on %s: %s", l.name,
-				strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "unable to enable route_localnet on %s", l.name);
 	return 0;
 }
 
@@ -231,8 +230,8 @@ static int portmap_add(CniRequest *req, void *userdata, CniResult **ret) {
 		r = nft_portmap_add(nft, req->name, req->container_id, req->ifname, plan.fwd, plan.n_fwd, plan.masq,
 				    plan.n_masq, &err);
 		if (r < 0) {
-			cni_fail(req, r, CNI_ERR_INTERNAL, "unable to set up nftables port mappings: %s%s%s",
-				 strerror(-r), err ? ": " : "", strempty_trim(err));
+			cni_fail_errno(req, r, CNI_ERR_INTERNAL, strempty_trim(err),
+				       "unable to set up nftables port mappings");
 			goto out;
 		}
 	}
@@ -258,7 +257,7 @@ static int portmap_del(CniRequest *req, void *userdata) {
 		return r;
 	r = nft_portmap_del(nft, req->name, req->container_id, req->ifname);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "error deleting nftables port mappings: %s", strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "error deleting nftables port mappings");
 	return 0;
 }
 
@@ -310,8 +309,8 @@ static int portmap_gc(CniRequest *req, void *userdata) {
 		return r;
 	r = nft_portmap_gc(nft, req->name, cni_attachment_is_valid_cb, req);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to garbage-collect nftables port mappings: %s",
-				strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL,
+				      "failed to garbage-collect nftables port mappings");
 	if (r > 0)
 		log_info("removed %d stale port mapping elements", r);
 	return 0;

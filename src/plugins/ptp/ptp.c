@@ -82,19 +82,10 @@ static IpPrefix host_prefix(const IpAddr *a) {
 	return (IpPrefix) { .addr = *a, .len = a->family == AF_INET ? 32 : 128 };
 }
 
-static const char *extack_of(NlSock *s, char buf[static 300]) {
-	const char *e = nl_sock_extack(s);
-
-	if (isempty(e))
-		return "";
-	snprintf(buf, 300, ": %s", e);
-	return buf;
-}
-
 /* The pod side's routing, per address (reference setupContainerVeth): drop the kernel's subnet
  * route, reach the gateway on the link, and the subnet through the gateway. */
 static int ptp_pod_routes(CniRequest *req, NlSock *cont, int ifindex, const CniResult *res) {
-	char as[IP_PREFIX_STRLEN], ea[300];
+	char as[IP_PREFIX_STRLEN];
 	int r;
 
 	for (size_t i = 0; i < res->n_ips; i++) {
@@ -109,9 +100,9 @@ static int ptp_pod_routes(CniRequest *req, NlSock *cont, int ifindex, const CniR
 		r = nl_route_del(cont, &rt);
 		/* Gone already: a second address of the same subnet. */
 		if (r < 0 && r != -ESRCH && r != -ENOENT)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to delete route %s on %s: %s%s",
-					ip_prefix_to_string(&subnet, as), req->ifname, strerror(-r),
-					extack_of(cont, ea));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(cont),
+					      "failed to delete route %s on %s", ip_prefix_to_string(&subnet, as),
+					      req->ifname);
 
 		/* ip route add GW/32 dev IF scope link */
 		nl_route_init(&rt);
@@ -120,9 +111,9 @@ static int ptp_pod_routes(CniRequest *req, NlSock *cont, int ifindex, const CniR
 		rt.scope = RT_SCOPE_LINK;
 		r = nl_route_add(cont, &rt, 0);
 		if (r < 0 && r != -EEXIST)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to add route %s on %s: %s%s",
-					ip_prefix_to_string(&rt.dst, as), req->ifname, strerror(-r),
-					extack_of(cont, ea));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(cont),
+					      "failed to add route %s on %s", ip_prefix_to_string(&rt.dst, as),
+					      req->ifname);
 
 		/* ip route add SUBNET via GW dev IF */
 		nl_route_init(&rt);
@@ -131,9 +122,9 @@ static int ptp_pod_routes(CniRequest *req, NlSock *cont, int ifindex, const CniR
 		rt.oif = ifindex;
 		r = nl_route_add(cont, &rt, 0);
 		if (r < 0 && r != -EEXIST)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to add route %s via the gateway on %s: %s%s",
-					ip_prefix_to_string(&subnet, as), req->ifname, strerror(-r),
-					extack_of(cont, ea));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(cont),
+					      "failed to add route %s via the gateway on %s",
+					      ip_prefix_to_string(&subnet, as), req->ifname);
 	}
 	return 0;
 }
@@ -141,13 +132,13 @@ static int ptp_pod_routes(CniRequest *req, NlSock *cont, int ifindex, const CniR
 /* The host side (reference setupHostVeth): the gateway as a host address on the veth, a host
  * route to the pod through it. Several attachments share the gateway address, each on its veth. */
 static int ptp_host_side(CniRequest *req, NlSock *host, const NlLink *hveth, const CniResult *res) {
-	char as[IP_PREFIX_STRLEN], ea[300];
+	char as[IP_PREFIX_STRLEN];
 	int r;
 
 	r = nl_link_set_up(host, hveth->ifindex, true);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set %s up: %s%s", hveth->name, strerror(-r),
-				extack_of(host, ea));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(host), "failed to set %s up",
+				      hveth->name);
 	for (size_t i = 0; i < res->n_ips; i++) {
 		const CniIpConfig *ip = &res->ips[i];
 		IpPrefix gw = host_prefix(&ip->gateway);
@@ -157,8 +148,9 @@ static int ptp_host_side(CniRequest *req, NlSock *host, const NlLink *hveth, con
 		 * reserved it), and a tentative gateway would make the pod's first packets fail. */
 		r = nl_addr_add(host, hveth->ifindex, &gw, gw.addr.family == AF_INET6 ? IFA_F_NODAD : 0);
 		if (r < 0 && r != -EEXIST)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to add IP addr %s to %s: %s%s",
-					ip_prefix_to_string(&gw, as), hveth->name, strerror(-r), extack_of(host, ea));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+					      "failed to add IP addr %s to %s", ip_prefix_to_string(&gw, as),
+					      hveth->name);
 
 		/* ip route add POD/32 dev VETH scope link */
 		nl_route_init(&rt);
@@ -166,9 +158,9 @@ static int ptp_host_side(CniRequest *req, NlSock *host, const NlLink *hveth, con
 		rt.oif = hveth->ifindex;
 		r = nl_route_add(host, &rt, 0);
 		if (r < 0 && r != -EEXIST)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to add route on host: %s dev %s: %s%s",
-					ip_prefix_to_string(&rt.dst, as), hveth->name, strerror(-r),
-					extack_of(host, ea));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+					      "failed to add route on host: %s dev %s",
+					      ip_prefix_to_string(&rt.dst, as), hveth->name);
 	}
 	return 0;
 }
@@ -304,7 +296,7 @@ static int ptp_check(CniRequest *req, void *userdata) {
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "ptp: Container Interface name in prevResult: %s not found",
 				req->ifname);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up %s: %s", req->ifname, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to look up %s", req->ifname);
 	if (!streq(cl.kind, "veth"))
 		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "Error: Container interface %s not of type veth/p2p",
 				req->ifname);

@@ -26,6 +26,7 @@
 #include "shared/netns/netns.h"
 #include "shared/nl/nl-rule.h"
 #include "shared/nl/nl.h"
+#include "shared/pod/pod-cni.h"
 
 #define SBR_FIRST_TABLE 100
 
@@ -106,10 +107,9 @@ static int open_pod(CniRequest *req, int *ret_fd, NlSock **ret_sock) {
 	/* Released when fd is closed. */
 	if (flock(fd, LOCK_EX) < 0)
 		return cni_fail(req, negative_errno(), CNI_ERR_INTERNAL, "failed to lock netns \"%s\": %m", req->netns);
-	r = nl_sock_open_netns(fd, ret_sock);
+	r = pod_open_cont_sock(req, fd, ret_sock);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
-				req->netns, strerror(-r));
+		return r;
 	*ret_fd = TAKE_FD(fd);
 	return 0;
 }
@@ -171,8 +171,8 @@ static int sbr_add(CniRequest *req, void *userdata, CniResult **ret) {
 		return r;
 	r = nl_link_get(s, req->ifname, 0, &link);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname,
-				req->netns, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find %s in netns \"%s\"", req->ifname,
+				      req->netns);
 
 	r = nl_rule_dump(s, AF_UNSPEC, rules_collect, &rules);
 	if (r >= 0)
@@ -182,8 +182,8 @@ static int sbr_add(CniRequest *req, void *userdata, CniResult **ret) {
 		r = nl_route_dump(s, AF_UNSPEC, 0, routes_collect, &moved);
 	}
 	if (r < 0) {
-		r = cni_fail(req, r, CNI_ERR_INTERNAL, "failed to list rules and routes in netns \"%s\": %s",
-			     req->netns, strerror(-r));
+		r = cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to list rules and routes in netns \"%s\"",
+				   req->netns);
 		goto out;
 	}
 	table = next_free_table(&rules, &all);
@@ -200,9 +200,9 @@ static int sbr_add(CniRequest *req, void *userdata, CniResult **ret) {
 		/* ip rule add from IP/32 lookup TABLE */
 		r = nl_rule_add(s, &rule);
 		if (r < 0) {
-			r = cni_fail(req, r, CNI_ERR_INTERNAL, "Failed to add rule from %s lookup %u: %s%s%s",
-				     ip_addr_to_string(&ip->address.addr, as), table, strerror(-r),
-				     *nl_sock_extack(s) ? ": " : "", nl_sock_extack(s));
+			r = cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(s),
+					   "Failed to add rule from %s lookup %u",
+					   ip_addr_to_string(&ip->address.addr, as), table);
 			goto out;
 		}
 		n = reallocarray(undo->rules, undo->n_rules + 1, sizeof(*n));
@@ -225,9 +225,9 @@ static int sbr_add(CniRequest *req, void *userdata, CniResult **ret) {
 			def.table = table;
 			r = nl_route_add(s, &def, 0);
 			if (r < 0 && r != -EEXIST) {
-				r = cni_fail(req, r, CNI_ERR_INTERNAL, "Failed to add default route to %s: %s%s%s",
-					     ip_addr_to_string(&ip->gateway, as), strerror(-r),
-					     *nl_sock_extack(s) ? ": " : "", nl_sock_extack(s));
+				r = cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(s),
+						   "Failed to add default route to %s",
+						   ip_addr_to_string(&ip->gateway, as));
 				goto out;
 			}
 		}
@@ -241,8 +241,8 @@ static int sbr_add(CniRequest *req, void *userdata, CniResult **ret) {
 		r = nl_route_add(s, &rt, NL_ROUTE_REPLACE);
 		if (r < 0) {
 			char ds[IP_PREFIX_STRLEN];
-			r = cni_fail(req, r, CNI_ERR_INTERNAL, "Failed to readd route %s to table %u: %s",
-				     ip_prefix_to_string(&moved.v[i].dst, ds), table, strerror(-r));
+			r = cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "Failed to readd route %s to table %u",
+					   ip_prefix_to_string(&moved.v[i].dst, ds), table);
 			goto out;
 		}
 	}
@@ -251,8 +251,9 @@ static int sbr_add(CniRequest *req, void *userdata, CniResult **ret) {
 		r = nl_route_del(s, &moved.v[i]);
 		if (r < 0 && r != -ESRCH && r != -ENOENT) {
 			char ds[IP_PREFIX_STRLEN];
-			r = cni_fail(req, r, CNI_ERR_INTERNAL, "Failed to delete route %s from the main table: %s",
-				     ip_prefix_to_string(&moved.v[i].dst, ds), strerror(-r));
+			r = cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL,
+					   "Failed to delete route %s from the main table",
+					   ip_prefix_to_string(&moved.v[i].dst, ds));
 			goto out;
 		}
 	}
@@ -299,24 +300,23 @@ static int sbr_del(CniRequest *req, void *userdata) {
 	if (k == -ENOENT || k == -EINVAL)
 		return 0; /* namespace gone: rules and routes went with it */
 	if (k < 0)
-		return cni_fail(req, k, CNI_ERR_INTERNAL, "failed to open netns \"%s\": %s", req->netns, strerror(-k));
+		return cni_fail_errno(req, k, CNI_ERR_INTERNAL, NULL, "failed to open netns \"%s\"", req->netns);
 	fd = k;
 	if (flock(fd, LOCK_EX) < 0)
 		return cni_fail(req, negative_errno(), CNI_ERR_INTERNAL, "failed to lock netns \"%s\": %m", req->netns);
-	k = nl_sock_open_netns(fd, &s);
+	k = pod_open_cont_sock(req, fd, &s);
 	if (k < 0)
-		return cni_fail(req, k, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
-				req->netns, strerror(-k));
+		return k;
 	k = nl_link_get(s, req->ifname, 0, &link);
 	if (k == -ENODEV)
 		return 0;
 	if (k < 0)
-		return cni_fail(req, k, CNI_ERR_INTERNAL, "failed to find %s: %s", req->ifname, strerror(-k));
+		return cni_fail_errno(req, k, CNI_ERR_INTERNAL, NULL, "failed to find %s", req->ifname);
 
 	k = nl_rule_dump(s, AF_UNSPEC, rules_collect, &rules);
 	if (k < 0) {
 		free(rules.v);
-		return cni_fail(req, k, CNI_ERR_INTERNAL, "Failed to list all rules to tidy: %s", strerror(-k));
+		return cni_fail_errno(req, k, CNI_ERR_INTERNAL, NULL, "Failed to list all rules to tidy");
 	}
 	for (size_t i = 0; i < rules.n; i++) {
 		NlRule *ru = &rules.v[i];
@@ -335,8 +335,8 @@ static int sbr_del(CniRequest *req, void *userdata) {
 		k = nl_rule_del(s, ru);
 		if (k < 0 && k != -ENOENT) {
 			char as[IP_ADDR_STRLEN];
-			RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "Failed to delete rule from %s: %s",
-					       ip_addr_to_string(&ru->src.addr, as), strerror(-k)));
+			RET_GATHER(r, cni_fail_errno(req, k, CNI_ERR_INTERNAL, NULL, "Failed to delete rule from %s",
+						     ip_addr_to_string(&ru->src.addr, as)));
 			continue;
 		}
 		/* Its table's routes via this interface (the reference leaves them to the link's deletion). */
@@ -380,7 +380,7 @@ static int sbr_check(CniRequest *req, void *userdata) {
 		return r;
 	r = nl_link_get(s, req->ifname, 0, &link);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s: %s", req->ifname, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find %s", req->ifname);
 	for (size_t i = 0; i < p->n_ips; i++) {
 		const CniIpConfig *ip = &p->ips[i];
 		FindRule f = { .src = &ip->address.addr };
@@ -390,7 +390,7 @@ static int sbr_check(CniRequest *req, void *userdata) {
 			continue;
 		r = nl_rule_dump(s, ip->address.addr.family, find_rule_cb, &f);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to list rules: %s", strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to list rules");
 		if (f.table < SBR_FIRST_TABLE)
 			return cni_fail(req, -ENOENT, CNI_ERR_INTERNAL,
 					"no rule \"from %s lookup <table>\" in netns \"%s\"",
@@ -398,7 +398,7 @@ static int sbr_check(CniRequest *req, void *userdata) {
 		r = nl_route_dump(s, ip->address.addr.family, f.table, routes_collect, &rt);
 		free(rt.v);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to list routes: %s", strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to list routes");
 		if (rt.n == 0)
 			return cni_fail(req, -ENOENT, CNI_ERR_INTERNAL, "table %u of %s has no route via %s", f.table,
 					ip_addr_to_string(&ip->address.addr, as), req->ifname);

@@ -32,6 +32,7 @@
 #include "shared/cni/cni-plugin.h"
 #include "shared/netns/netns.h"
 #include "shared/nl/nl.h"
+#include "shared/pod/pod-cni.h"
 
 #define TUNING_DEFAULT_DATA_DIR "/run/cni/tuning"
 
@@ -256,10 +257,6 @@ static int tuning_parse(CniRequest *req, void *userdata) {
 
 /* ---- netlink / sysctl helpers ---- */
 
-static const char *extack_sep(NlSock *s) {
-	return *nl_sock_extack(s) ? ": " : "";
-}
-
 /* Reads/writes a sysctl inside the pod's namespace. */
 static int sysctl_read_in(int netns_fd, const char *path, char **ret) {
 	int saved, r;
@@ -352,17 +349,17 @@ static int restore(NlSock *s, int netns_fd, int ifindex, const Backup *b, const 
 
 	if (ifindex > 0) {
 		if (b->has_mtu && (k = nl_link_set_mtu(s, ifindex, b->mtu)) < 0 && r >= 0)
-			r = cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to restore MTU %u of %s: %s%s%s", b->mtu,
-					  ifname, strerror(-k), extack_sep(s), nl_sock_extack(s));
+			r = cni_error_set_errno(err, k, CNI_ERR_INTERNAL, nl_sock_extack(s),
+						"failed to restore MTU %u of %s", b->mtu, ifname);
 		if (b->has_mac && (k = nl_link_set_mac(s, ifindex, b->mac)) < 0 && r >= 0)
-			r = cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to restore MAC of %s: %s%s%s", ifname,
-					  strerror(-k), extack_sep(s), nl_sock_extack(s));
+			r = cni_error_set_errno(err, k, CNI_ERR_INTERNAL, nl_sock_extack(s),
+						"failed to restore MAC of %s", ifname);
 		if (b->has_promisc && (k = nl_link_set_promisc(s, ifindex, b->promisc)) < 0 && r >= 0)
-			r = cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to restore promisc of %s: %s", ifname,
-					  strerror(-k));
+			r = cni_error_set_errno(err, k, CNI_ERR_INTERNAL, NULL, "failed to restore promisc of %s",
+						ifname);
 		if (b->has_allmulti && (k = nl_link_set_allmulti(s, ifindex, b->allmulti)) < 0 && r >= 0)
-			r = cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to restore allmulti of %s: %s", ifname,
-					  strerror(-k));
+			r = cni_error_set_errno(err, k, CNI_ERR_INTERNAL, NULL, "failed to restore allmulti of %s",
+						ifname);
 	}
 	if (b->sysctl) {
 		const char *key;
@@ -384,8 +381,8 @@ static int restore(NlSock *s, int netns_fd, int ifindex, const Backup *b, const 
 			if (k == -ENOENT)
 				k = 0; /* per-interface entry gone with its interface */
 			if (k < 0 && r >= 0)
-				r = cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to restore sysctl %s: %s", key,
-						  strerror(-k));
+				r = cni_error_set_errno(err, k, CNI_ERR_INTERNAL, NULL, "failed to restore sysctl %s",
+							key);
 		}
 	}
 	return r;
@@ -416,62 +413,33 @@ static void rollback_run(Rollback **p) {
 	backup_done(&rb->undo);
 }
 
-static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
-	TuningConf *c = userdata;
-	_cleanup_(cni_result_freep) CniResult *res = NULL;
-	_cleanup_(nl_sock_freep) NlSock *s = NULL;
-	_cleanup_close_ int netns_fd = -EBADF;
-	_cleanup_free_ char *file = NULL;
-	Rollback rb_data = { .netns_fd = -EBADF, .ifname = req->ifname };
-	_cleanup_(rollback_run) Rollback *rb = NULL;
+/* The interface's settings as they were before tuning touched them, saved to file for DEL: kept
+ * from an earlier ADD of this attachment, else read now. *ret_had_file: the file was there. */
+static int tuning_save_originals(CniRequest *req, const TuningConf *c, int netns_fd, const NlLink *link,
+				 const char *file, bool *ret_had_file) {
 	Backup saved = {}, old = {};
-	bool had_file;
-	NlLink link;
 	int r;
 
-	if (!req->prev_result)
-		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "Required prevResult missing");
-	res = cni_result_copy(req->prev_result);
-	if (!res)
-		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
-
-	netns_fd = cni_request_open_netns(req);
-	if (netns_fd < 0)
-		return netns_fd;
-	r = nl_sock_open_netns(netns_fd, &s);
-	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
-				req->netns, strerror(-r));
-	r = nl_link_get(s, req->ifname, 0, &link);
-	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname,
-				req->netns, strerror(-r));
-
-	file = backup_path(req, c);
-	if (!file)
-		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
-
-	/* The originals: kept from an earlier ADD of this attachment, else read now. */
 	r = backup_load(file, &old);
-	had_file = r >= 0;
+	*ret_had_file = r >= 0;
 	if (r < 0 && r != -ENOENT)
 		log_warning_errno(r, "ignoring unreadable backup %s: %m", file);
 	saved = old;
 	old = (Backup) {};
 	if (c->has_mac && !saved.has_mac) {
-		memcpy(saved.mac, link.mac, 6);
+		memcpy(saved.mac, link->mac, 6);
 		saved.has_mac = true;
 	}
 	if (c->promisc && !saved.has_promisc) {
-		saved.promisc = !!(link.flags & IFF_PROMISC);
+		saved.promisc = !!(link->flags & IFF_PROMISC);
 		saved.has_promisc = true;
 	}
 	if (c->mtu > 0 && !saved.has_mtu) {
-		saved.mtu = link.mtu;
+		saved.mtu = link->mtu;
 		saved.has_mtu = true;
 	}
 	if (c->allmulti >= 0 && !saved.has_allmulti) {
-		saved.allmulti = !!(link.flags & IFF_ALLMULTI);
+		saved.allmulti = !!(link->flags & IFF_ALLMULTI);
 		saved.has_allmulti = true;
 	}
 	for (size_t i = 0; i < c->n_sysctls; i++) {
@@ -482,9 +450,9 @@ static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
 		r = sysctl_read_in(netns_fd, c->sysctls[i].path, &v);
 		if (r < 0) {
 			backup_done(&saved);
-			return cni_fail(req, r, r == -ENOENT ? CNI_ERR_INVALID_NETCONF : CNI_ERR_INTERNAL,
-					"sysctl \"%s\" (/proc/sys/%s) in netns \"%s\": %s", c->sysctls[i].key,
-					c->sysctls[i].path, req->netns, strerror(-r));
+			return cni_fail_errno(req, r, r == -ENOENT ? CNI_ERR_INVALID_NETCONF : CNI_ERR_INTERNAL, NULL,
+					      "sysctl \"%s\" (/proc/sys/%s) in netns \"%s\"", c->sysctls[i].key,
+					      c->sysctls[i].path, req->netns);
 		}
 		if ((!saved.sysctl && !(saved.sysctl = json_object())) ||
 		    json_object_set_new(saved.sysctl, c->sysctls[i].path, json_string(v)) < 0) {
@@ -495,15 +463,14 @@ static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
 	r = backup_save(c->data_dir, file, &saved);
 	backup_done(&saved);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_IO, "failed to save original settings to %s: %s", file, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_IO, NULL, "failed to save original settings to %s", file);
+	return 0;
+}
 
-	rb_data.s = s;
-	rb_data.netns_fd = netns_fd;
-	rb_data.ifindex = link.ifindex;
-	rb_data.file = had_file ? NULL : file;
-	rb = &rb_data;
+/* The sysctls, first, as the reference; each value replaced is kept in rb for the rollback. */
+static int tuning_apply_sysctls(CniRequest *req, const TuningConf *c, int netns_fd, Rollback *rb) {
+	int r;
 
-	/* sysctls first, as the reference */
 	for (size_t i = 0; i < c->n_sysctls; i++) {
 		_cleanup_free_ char *v = NULL;
 		int fd_saved;
@@ -521,64 +488,117 @@ static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
 			r = sysctl_write(c->sysctls[i].path, c->sysctls[i].value);
 			netns_leave(fd_saved);
 		}
-		if (r < 0) {
-			r = cni_fail(req, r, r == -EINVAL ? CNI_ERR_INVALID_NETCONF : CNI_ERR_INTERNAL,
-				     "failed to set sysctl \"%s\" to \"%s\": %s", c->sysctls[i].key,
-				     c->sysctls[i].value, strerror(-r));
-			return r;
-		}
+		if (r < 0)
+			return cni_fail_errno(req, r, r == -EINVAL ? CNI_ERR_INVALID_NETCONF : CNI_ERR_INTERNAL, NULL,
+					      "failed to set sysctl \"%s\" to \"%s\"", c->sysctls[i].key,
+					      c->sysctls[i].value);
 	}
-	if (c->has_mac) {
-		rb->undo.has_mac = true;
-		memcpy(rb->undo.mac, link.mac, 6);
-		r = nl_link_set_mac(s, link.ifindex, c->mac);
-		if (r < 0) {
-			r = cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set \"mac\" %s on %s: %s%s%s", c->mac_str,
-				     req->ifname, strerror(-r), extack_sep(s), nl_sock_extack(s));
-			return r;
+	return 0;
+}
+
+/* "mac": set on the link, and reported for the interface in the result. */
+static int tuning_apply_mac(CniRequest *req, const TuningConf *c, NlSock *s, const NlLink *link, Rollback *rb,
+			    CniResult *res) {
+	int r;
+
+	rb->undo.has_mac = true;
+	memcpy(rb->undo.mac, link->mac, 6);
+	r = nl_link_set_mac(s, link->ifindex, c->mac);
+	if (r < 0)
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(s), "failed to set \"mac\" %s on %s",
+				      c->mac_str, req->ifname);
+	for (size_t i = 0; i < res->n_interfaces; i++)
+		if (streq_ptr(res->interfaces[i].name, req->ifname)) {
+			char *m = strdup(c->mac_str);
+			if (!m)
+				return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
+			free(res->interfaces[i].mac);
+			res->interfaces[i].mac = m;
 		}
-		for (size_t i = 0; i < res->n_interfaces; i++)
-			if (streq_ptr(res->interfaces[i].name, req->ifname)) {
-				char *m = strdup(c->mac_str);
-				if (!m) {
-					r = cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
-					return r;
-				}
-				free(res->interfaces[i].mac);
-				res->interfaces[i].mac = m;
-			}
-	}
+	return 0;
+}
+
+/* "promisc", "mtu", "allmulti" on the link; each old value kept in rb for the rollback. */
+static int tuning_apply_link_flags(CniRequest *req, const TuningConf *c, NlSock *s, const NlLink *link, Rollback *rb) {
+	int r;
+
 	if (c->promisc) {
 		rb->undo.has_promisc = true;
-		rb->undo.promisc = !!(link.flags & IFF_PROMISC);
-		r = nl_link_set_promisc(s, link.ifindex, true);
-		if (r < 0) {
-			r = cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set \"promisc\" on %s: %s", req->ifname,
-				     strerror(-r));
-			return r;
-		}
+		rb->undo.promisc = !!(link->flags & IFF_PROMISC);
+		r = nl_link_set_promisc(s, link->ifindex, true);
+		if (r < 0)
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to set \"promisc\" on %s",
+					      req->ifname);
 	}
 	if (c->mtu > 0) {
 		rb->undo.has_mtu = true;
-		rb->undo.mtu = link.mtu;
-		r = nl_link_set_mtu(s, link.ifindex, c->mtu);
-		if (r < 0) {
-			r = cni_fail(req, r, r == -EINVAL ? CNI_ERR_INVALID_NETCONF : CNI_ERR_INTERNAL,
-				     "failed to set \"mtu\" %u on %s: %s%s%s", c->mtu, req->ifname, strerror(-r),
-				     extack_sep(s), nl_sock_extack(s));
-			return r;
-		}
+		rb->undo.mtu = link->mtu;
+		r = nl_link_set_mtu(s, link->ifindex, c->mtu);
+		if (r < 0)
+			return cni_fail_errno(req, r, r == -EINVAL ? CNI_ERR_INVALID_NETCONF : CNI_ERR_INTERNAL,
+					      nl_sock_extack(s), "failed to set \"mtu\" %u on %s", c->mtu, req->ifname);
 	}
 	if (c->allmulti >= 0) {
 		rb->undo.has_allmulti = true;
-		rb->undo.allmulti = !!(link.flags & IFF_ALLMULTI);
-		r = nl_link_set_allmulti(s, link.ifindex, c->allmulti);
-		if (r < 0) {
-			r = cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set \"allmulti\" on %s: %s", req->ifname,
-				     strerror(-r));
-			return r;
-		}
+		rb->undo.allmulti = !!(link->flags & IFF_ALLMULTI);
+		r = nl_link_set_allmulti(s, link->ifindex, c->allmulti);
+		if (r < 0)
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to set \"allmulti\" on %s",
+					      req->ifname);
 	}
+	return 0;
+}
+
+static int tuning_add(CniRequest *req, void *userdata, CniResult **ret) {
+	TuningConf *c = userdata;
+	_cleanup_(cni_result_freep) CniResult *res = NULL;
+	_cleanup_(nl_sock_freep) NlSock *s = NULL;
+	_cleanup_close_ int netns_fd = -EBADF;
+	_cleanup_free_ char *file = NULL;
+	Rollback rb_data = { .netns_fd = -EBADF, .ifname = req->ifname };
+	_cleanup_(rollback_run) Rollback *rb = NULL;
+	bool had_file;
+	NlLink link;
+	int r;
+
+	if (!req->prev_result)
+		return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "Required prevResult missing");
+	res = cni_result_copy(req->prev_result);
+	if (!res)
+		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
+
+	netns_fd = cni_request_open_netns(req);
+	if (netns_fd < 0)
+		return netns_fd;
+	r = pod_open_cont_sock(req, netns_fd, &s);
+	if (r < 0)
+		return r;
+	r = nl_link_get(s, req->ifname, 0, &link);
+	if (r < 0)
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find %s in netns \"%s\"", req->ifname,
+				      req->netns);
+
+	file = backup_path(req, c);
+	if (!file)
+		return cni_fail(req, -ENOMEM, CNI_ERR_INTERNAL, "out of memory");
+	r = tuning_save_originals(req, c, netns_fd, &link, file, &had_file);
+	if (r < 0)
+		return r;
+
+	rb_data.s = s;
+	rb_data.netns_fd = netns_fd;
+	rb_data.ifindex = link.ifindex;
+	rb_data.file = had_file ? NULL : file;
+	rb = &rb_data;
+
+	r = tuning_apply_sysctls(req, c, netns_fd, rb);
+	if (r < 0)
+		return r;
+	if (c->has_mac && (r = tuning_apply_mac(req, c, s, &link, rb, res)) < 0)
+		return r;
+	r = tuning_apply_link_flags(req, c, s, &link, rb);
+	if (r < 0)
+		return r;
 
 	backup_done(&rb->undo);
 	TAKE_PTR(rb);
@@ -619,20 +639,18 @@ static int tuning_del(CniRequest *req, void *userdata) {
 	if (netns_fd < 0) {
 		/* EACCES, EMFILE...: the namespace may well be there; keep the backup for a retry. */
 		backup_done(&b);
-		return cni_fail(req, netns_fd, CNI_ERR_INTERNAL, "failed to open netns \"%s\": %s", req->netns,
-				strerror(-netns_fd));
+		return cni_fail_errno(req, netns_fd, CNI_ERR_INTERNAL, NULL, "failed to open netns \"%s\"", req->netns);
 	}
-	r = nl_sock_open_netns(netns_fd, &s);
+	r = pod_open_cont_sock(req, netns_fd, &s);
 	if (r < 0) {
 		backup_done(&b);
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
-				req->netns, strerror(-r));
+		return r;
 	}
 	r = nl_link_get(s, req->ifname, 0, &link);
 	if (r < 0 && r != -ENODEV) {
 		backup_done(&b);
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname,
-				req->netns, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find %s in netns \"%s\"", req->ifname,
+				      req->netns);
 	}
 	/* The reference ignores restore failures (DEL must not wedge pod teardown); so do we,
 	 * loudly. */
@@ -666,8 +684,8 @@ static int tuning_check(CniRequest *req, void *userdata) {
 
 		r = sysctl_read_in(netns_fd, c->sysctls[i].path, &v);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to read sysctl \"%s\": %s", c->sysctls[i].key,
-					strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to read sysctl \"%s\"",
+					      c->sysctls[i].key);
 		if (!streq(v, c->sysctls[i].value))
 			return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL,
 					"Error: Tuning configured value of /proc/sys/%s is %s, current value is %s",
@@ -677,8 +695,8 @@ static int tuning_check(CniRequest *req, void *userdata) {
 	if (r >= 0)
 		r = nl_link_get(s, req->ifname, 0, &link);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find %s in netns \"%s\": %s", req->ifname,
-				req->netns, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find %s in netns \"%s\"", req->ifname,
+				      req->netns);
 	if (c->has_mac && memcmp(c->mac, link.mac, 6) != 0)
 		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL,
 				"Error: Tuning configured Ethernet of %s is %s, current value is %s", req->ifname,

@@ -25,6 +25,7 @@
 #include "shared/netns/netns.h"
 #include "shared/nl/nl-vrf.h"
 #include "shared/nl/nl.h"
+#include "shared/pod/pod-cni.h"
 
 typedef struct VrfConf {
 	char name[IFNAMSIZ];
@@ -164,10 +165,9 @@ static int vrf_add(CniRequest *req, void *userdata, CniResult **ret) {
 	netns = cni_request_open_netns(req);
 	if (netns < 0)
 		return netns;
-	r = nl_sock_open_netns(netns, &nl);
+	r = pod_open_cont_sock(req, netns, &nl);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
-				req->netns, strerror(-r));
+		return r;
 
 	r = nl_vrf_get(nl, c->name, &vrf);
 	if (r == -EMEDIUMTYPE)
@@ -175,22 +175,21 @@ static int vrf_add(CniRequest *req, void *userdata, CniResult **ret) {
 	if (r == -ENODEV) {
 		uint32_t table = c->table;
 		if (table == 0 && (r = free_table(nl, &table)) < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find a free routing table: %s",
-					strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find a free routing table");
 		r = nl_vrf_create(nl, c->name, table);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "could not add VRF %s (table %u): %s%s%s", c->name,
-					table, strerror(-r), *nl_sock_extack(nl) ? ": " : "", nl_sock_extack(nl));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(nl),
+					      "could not add VRF %s (table %u)", c->name, table);
 		created = true;
 		r = nl_vrf_get(nl, c->name, &vrf);
 		if (r >= 0)
 			r = nl_link_set_up(nl, vrf.ifindex, true);
 		if (r < 0) {
-			cni_fail(req, r, CNI_ERR_INTERNAL, "could not set VRF %s up: %s", c->name, strerror(-r));
+			cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "could not set VRF %s up", c->name);
 			goto undo;
 		}
 	} else if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up VRF %s: %s", c->name, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to look up VRF %s", c->name);
 	else if (c->table != 0 && vrf.has_table && vrf.table != c->table)
 		return cni_fail(req, -EEXIST, CNI_ERR_INVALID_NETCONF,
 				"VRF %s already exists with table %u, \"table\" asks for %u", c->name, vrf.table,
@@ -198,7 +197,7 @@ static int vrf_add(CniRequest *req, void *userdata, CniResult **ret) {
 
 	r = nl_link_get(nl, req->ifname, 0, &link);
 	if (r < 0) {
-		cni_fail(req, r, CNI_ERR_INTERNAL, "failed getting interface %s: %s", req->ifname, strerror(-r));
+		cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed getting interface %s", req->ifname);
 		goto undo;
 	}
 	if (link.master == vrf.ifindex)
@@ -209,14 +208,12 @@ static int vrf_add(CniRequest *req, void *userdata, CniResult **ret) {
 	if (r >= 0)
 		r = nl_route_dump(nl, AF_UNSPEC, 0, collect_route, &before);
 	if (r < 0) {
-		cni_fail(req, r, CNI_ERR_INTERNAL, "failed to read %s's addresses and routes: %s", req->ifname,
-			 strerror(-r));
+		cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to read %s's addresses and routes", req->ifname);
 		goto undo;
 	}
 	r = nl_link_set_master(nl, link.ifindex, vrf.ifindex);
 	if (r < 0) {
-		cni_fail(req, r, CNI_ERR_INTERNAL, "could not add %s to VRF %s: %s", req->ifname, c->name,
-			 strerror(-r));
+		cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "could not add %s to VRF %s", req->ifname, c->name);
 		goto undo;
 	}
 
@@ -231,17 +228,17 @@ static int vrf_add(CniRequest *req, void *userdata, CniResult **ret) {
 		if (r == -EEXIST)
 			r = 0;
 		if (r < 0)
-			cni_fail(req, r, CNI_ERR_INTERNAL, "could not restore address %s on %s: %s",
-				 ip_prefix_to_string(&a->prefix, as), req->ifname, strerror(-r));
+			cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "could not restore address %s on %s",
+				       ip_prefix_to_string(&a->prefix, as), req->ifname);
 	}
 	for (size_t i = 0; r >= 0 && i < before.n_routes; i++) {
 		NlRoute rt = before.routes[i];
 		rt.table = vrf.table;
 		r = nl_route_add(nl, &rt, NL_ROUTE_REPLACE);
 		if (r < 0)
-			cni_fail(req, r, CNI_ERR_INTERNAL, "could not add route %s to VRF table %u: %s%s%s",
-				 ip_prefix_to_string(&rt.dst, as), vrf.table, strerror(-r),
-				 *nl_sock_extack(nl) ? ": " : "", nl_sock_extack(nl));
+			cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(nl),
+				       "could not add route %s to VRF table %u", ip_prefix_to_string(&rt.dst, as),
+				       vrf.table);
 	}
 	if (r < 0) {
 		(void) nl_link_set_master(nl, link.ifindex, 0);
@@ -284,36 +281,34 @@ static int vrf_del(CniRequest *req, void *userdata) {
 	if (netns == -ENOENT)
 		return 0;
 	if (netns < 0)
-		return cni_fail(req, netns, CNI_ERR_INVALID_ENV, "failed to open netns \"%s\": %s", req->netns,
-				strerror(-netns));
-	r = nl_sock_open_netns(netns, &nl);
+		return cni_fail_errno(req, netns, CNI_ERR_INVALID_ENV, NULL, "failed to open netns \"%s\"", req->netns);
+	r = pod_open_cont_sock(req, netns, &nl);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
-				req->netns, strerror(-r));
+		return r;
 	r = nl_vrf_get(nl, c->name, &vrf);
 	if (r == -ENODEV || r == -EMEDIUMTYPE)
 		return 0;
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up VRF %s: %s", c->name, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to look up VRF %s", c->name);
 
 	r = 0;
 	k = nl_link_get(nl, req->ifname, 0, &link);
 	if (k >= 0 && link.master == vrf.ifindex) {
 		k = nl_link_set_master(nl, link.ifindex, 0);
 		if (k < 0 && k != -ENODEV)
-			RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to remove %s from VRF %s: %s",
-					       req->ifname, c->name, strerror(-k)));
+			RET_GATHER(r, cni_fail_errno(req, k, CNI_ERR_INTERNAL, NULL, "failed to remove %s from VRF %s",
+						     req->ifname, c->name));
 	}
 	ports.master = vrf.ifindex;
 	k = nl_link_dump(nl, count_ports, &ports);
 	if (k < 0)
-		return RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to list VRF %s ports: %s", c->name,
-					      strerror(-k)));
+		return RET_GATHER(r, cni_fail_errno(req, k, CNI_ERR_INTERNAL, NULL, "failed to list VRF %s ports",
+						    c->name));
 	if (ports.n_ports == 0) {
 		k = nl_link_del(nl, vrf.ifindex);
 		if (k < 0 && k != -ENODEV)
-			RET_GATHER(r, cni_fail(req, k, CNI_ERR_INTERNAL, "failed to delete VRF %s: %s", c->name,
-					       strerror(-k)));
+			RET_GATHER(r,
+				   cni_fail_errno(req, k, CNI_ERR_INTERNAL, NULL, "failed to delete VRF %s", c->name));
 	}
 	return r;
 }
@@ -331,19 +326,18 @@ static int vrf_check(CniRequest *req, void *userdata) {
 	netns = cni_request_open_netns(req);
 	if (netns < 0)
 		return netns;
-	r = nl_sock_open_netns(netns, &nl);
+	r = pod_open_cont_sock(req, netns, &nl);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
-				req->netns, strerror(-r));
+		return r;
 	r = nl_vrf_get(nl, c->name, &vrf);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find VRF %s: %s", c->name, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find VRF %s", c->name);
 	if (c->table != 0 && vrf.table != c->table)
 		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "VRF %s has table %u, expected %u", c->name, vrf.table,
 				c->table);
 	r = nl_link_get(nl, req->ifname, 0, &link);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed getting interface %s: %s", req->ifname, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed getting interface %s", req->ifname);
 	if (link.master != vrf.ifindex)
 		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL, "failed to find %s associated to vrf %s", req->ifname,
 				c->name);

@@ -167,8 +167,7 @@ static int weft_parse(CniRequest *req, void *userdata) {
 		return 0;
 	}
 	if (c->lease_r < 0)
-		return cni_fail(req, c->lease_r, CNI_ERR_INVALID_NETCONF, "invalid lease file %s: %s", path,
-				strerror(-c->lease_r));
+		return cni_fail_errno(req, c->lease_r, CNI_ERR_INVALID_NETCONF, NULL, "invalid lease file %s", path);
 
 	r = synthesize_ipam(req, c);
 	if (r < 0)
@@ -322,16 +321,20 @@ static int weft_check(CniRequest *req, void *userdata) {
 	netns_fd = cni_request_open_netns(req);
 	if (netns_fd < 0)
 		return netns_fd;
-	if ((r = nl_sock_open(&host)) < 0 || (r = nl_sock_open_netns(netns_fd, &cont)) < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket: %s", strerror(-r));
+	r = nl_sock_open(&host);
+	if (r < 0)
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to open netlink socket");
+	r = pod_open_cont_sock(req, netns_fd, &cont);
+	if (r < 0)
+		return r;
 
 	r = nl_link_get(host, c->bridge, 0, &br);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "bridge %s: %s", c->bridge, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "bridge %s", c->bridge);
 	r = nl_link_get(cont, req->ifname, 0, &cl);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "interface %s in netns \"%s\": %s", req->ifname, req->netns,
-				strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "interface %s in netns \"%s\"", req->ifname,
+				      req->netns);
 	r = pod_veth_check_peer(host, p->interfaces[IFACE_HOST].name, &cl, br.ifindex, &req->error);
 	if (r < 0)
 		return r;

@@ -2,7 +2,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "basic/macro.h"
 #include "basic/string-util.h"
 #include "shared/cni/cni-json.h"
 #include "shared/cni/cni-types.h"
@@ -31,6 +33,22 @@ int cni_error_set(CniError *e, int r, unsigned code, const char *fmt, ...) {
 	free(e->msg);
 	e->msg = m;
 	return r;
+}
+
+int cni_error_set_errno(CniError *e, int r, unsigned code, const char *extack, const char *fmt, ...) {
+	_cleanup_free_ char *what = NULL;
+	va_list ap;
+	int k;
+
+	if (!e || e->code != 0)
+		return r;
+	va_start(ap, fmt);
+	k = vasprintf(&what, fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		what = NULL;
+	return cni_error_set(e, r, code, "%s: %s%s%s", what ?: "failed", strerror(-r), isempty(extack) ? "" : ": ",
+			     isempty(extack) ? "" : extack);
 }
 
 json_t *cni_error_to_json(const CniError *e, CniVersion v) {

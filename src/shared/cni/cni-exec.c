@@ -148,14 +148,14 @@ int cni_exec(const char *exe, char *const envp[], const char *stdin_data, size_t
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 || pipe2(pv, O_CLOEXEC) < 0) {
 		r = negative_errno();
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to set up pipes for plugin %s: %s", name,
-				     strerror(-r));
+		return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, NULL, "failed to set up pipes for plugin %s",
+					   name);
 	}
 	in_parent = sv[0], in_child = sv[1], out_r = pv[0], out_w = pv[1];
 
 	r = spawn(exe, envp ?: environ, in_child, out_w, &pid);
 	if (r < 0)
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to execute plugin %s: %s", exe, strerror(-r));
+		return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, NULL, "failed to execute plugin %s", exe);
 	in_child = safe_close(in_child);
 	out_w = safe_close(out_w);
 
@@ -167,8 +167,7 @@ int cni_exec(const char *exe, char *const envp[], const char *stdin_data, size_t
 			return cni_error_set(err, negative_errno(), CNI_ERR_INTERNAL,
 					     "failed to wait for plugin %s: %m", name);
 	if (r < 0)
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to read output of plugin %s: %s", name,
-				     strerror(-r));
+		return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, NULL, "failed to read output of plugin %s", name);
 
 	if (out_size > 0 && !all_space(out))
 		j = json_loadb(out, out_size, 0, &jerr);

@@ -19,7 +19,6 @@ int cni_request_open_netns(CniRequest *req) {
 		return cni_fail(req, fd, CNI_ERR_INVALID_ENV, "CNI_NETNS \"%s\" is invalid: not a network namespace",
 				req->netns);
 	if (fd < 0)
-		return cni_fail(req, fd, CNI_ERR_INTERNAL, "failed to open CNI_NETNS \"%s\": %s", req->netns,
-				strerror(-fd));
+		return cni_fail_errno(req, fd, CNI_ERR_INTERNAL, NULL, "failed to open CNI_NETNS \"%s\"", req->netns);
 	return fd;
 }

@@ -92,7 +92,7 @@ static int dispatch(const PluginOps *ops, CniRequest *req, void *conf) {
 					cni_version_to_string(req->version));
 		r = print_json(out);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_IO, "failed to write result: %s", strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_IO, NULL, "failed to write result");
 		return 0;
 	case CNI_CMD_DEL:
 		if (!ops->del)
@@ -130,7 +130,7 @@ static int run(const PluginOps *ops, CniRequest *req, const char *input, size_t 
 	}
 	if (req->command == CNI_CMD_VERSION) {
 		r = print_json(version_info(ops, req->version));
-		return r < 0 ? cni_fail(req, r, CNI_ERR_IO, "failed to write version info: %s", strerror(-r)) : 0;
+		return r < 0 ? cni_fail_errno(req, r, CNI_ERR_IO, NULL, "failed to write version info") : 0;
 	}
 
 	conf = calloc(1, ops->conf_size ?: 1);
@@ -166,13 +166,13 @@ int plugin_main(const PluginOps *ops, int argc, char **argv) {
 	if (r == -EBADF) /* no stdin at all: same as empty */
 		r = 0, size = 0;
 	if (r < 0) {
-		cni_fail(&req, r, CNI_ERR_IO, "failed to read config from stdin: %s", strerror(-r));
+		cni_fail_errno(&req, r, CNI_ERR_IO, NULL, "failed to read config from stdin");
 	} else {
 		r = run(ops, &req, input, size);
 		if (r < 0 && req.error.code == 0)
 			/* An op that failed without saying why: keep the errno as the message. */
-			cni_fail(&req, r, CNI_ERR_INTERNAL, "%s %s failed: %s", ops->name,
-				 cni_command_to_string(req.command) ?: "?", strerror(-r));
+			cni_fail_errno(&req, r, CNI_ERR_INTERNAL, NULL, "%s %s failed", ops->name,
+				       cni_command_to_string(req.command) ?: "?");
 	}
 
 	if (r < 0) {

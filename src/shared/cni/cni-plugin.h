@@ -118,6 +118,10 @@ void cni_args_done(CniArgs *a);
 /* Sets req->error (first one wins) and returns r (negative errno). Usage:
  *     return cni_fail(req, -EINVAL, CNI_ERR_INVALID_NETCONF, "invalid \"mtu\": %d", mtu); */
 #define cni_fail(req, r, code, ...) cni_error_set(&(req)->error, (r), (code), __VA_ARGS__)
+/* cni_fail() ending in ": <strerror(-r)>[: <kernel's extack>]" (cni_error_set_errno()). Usage:
+ *     return cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(s), "failed to set %s up", name);
+ * extack is NULL when the failure did not come from netlink. */
+#define cni_fail_errno(req, r, code, extack, ...) cni_error_set_errno(&(req)->error, (r), (code), (extack), __VA_ARGS__)
 
 typedef struct PluginOps {
 	const char *name;  /* "bridge" */

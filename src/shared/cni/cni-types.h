@@ -58,6 +58,10 @@ typedef struct CniError {
 void cni_error_clear(CniError *e);
 /* Sets code/msg (printf) unless already set (first error wins). Returns -EINVAL-ish `r` given. */
 int cni_error_set(CniError *e, int r, unsigned code, const char *fmt, ...) _printf_(4, 5);
+/* The one way to fail with what the kernel (or libc) said: cni_error_set() with the message
+ * "<fmt's text>: <strerror(-r)>", followed by ": <extack>" when extack (the kernel's
+ * extended-ACK text, nl_sock_extack()) is non-empty. extack NULL or "" = none. Returns r. */
+int cni_error_set_errno(CniError *e, int r, unsigned code, const char *extack, const char *fmt, ...) _printf_(5, 6);
 /* {"cniVersion","code","msg","details"} for printing. */
 json_t *cni_error_to_json(const CniError *e, CniVersion v);
 /* Parses an error object printed by another plugin. 0 or -EINVAL. */

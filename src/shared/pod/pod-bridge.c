@@ -8,17 +8,8 @@
 #include "shared/netns/netns.h"
 #include "shared/pod/pod-bridge.h"
 
-static const char *extack_of(NlSock *s, char buf[static 300]) {
-	const char *e = nl_sock_extack(s);
-
-	if (isempty(e))
-		return "";
-	snprintf(buf, 300, ": %s", e);
-	return buf;
-}
-
 int pod_bridge_ensure(NlSock *host, const PodBridgeConfig *c, NlLink *ret, CniError *err) {
-	char ea[300], key[64 + IFNAMSIZ];
+	char key[64 + IFNAMSIZ];
 	NlLink br;
 	int r;
 
@@ -38,21 +29,20 @@ int pod_bridge_ensure(NlSock *host, const PodBridgeConfig *c, NlLink *ret, CniEr
 			return cni_error_set(err, r, CNI_ERR_INTERNAL, "%s already exists but is not a bridge",
 					     c->name);
 		if (r < 0)
-			return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to create bridge %s: %s%s", c->name,
-					     strerror(-r), extack_of(host, ea));
+			return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+						   "failed to create bridge %s", c->name);
 		r = nl_link_get(host, c->name, 0, &br);
 	}
 	if (r < 0)
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not look up bridge %s: %s", c->name,
-				     strerror(-r));
+		return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, NULL, "could not look up bridge %s", c->name);
 	if (!streq(br.kind, "bridge"))
 		return cni_error_set(err, -EEXIST, CNI_ERR_INTERNAL, "%s already exists but is not a bridge", c->name);
 
 	if (c->promisc && !(br.flags & IFF_PROMISC)) {
 		r = nl_link_set_promisc(host, br.ifindex, true);
 		if (r < 0)
-			return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not set promiscuous mode on %s: %s%s",
-					     c->name, strerror(-r), extack_of(host, ea));
+			return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+						   "could not set promiscuous mode on %s", c->name);
 		br.flags |= IFF_PROMISC;
 		br.promisc = true;
 	}
@@ -64,8 +54,8 @@ int pod_bridge_ensure(NlSock *host, const PodBridgeConfig *c, NlLink *ret, CniEr
 	if (!(br.flags & IFF_UP)) {
 		r = nl_link_set_up(host, br.ifindex, true);
 		if (r < 0)
-			return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not set bridge %s up: %s%s", c->name,
-					     strerror(-r), extack_of(host, ea));
+			return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+						   "could not set bridge %s up", c->name);
 		br.flags |= IFF_UP;
 	}
 
@@ -84,7 +74,6 @@ int pod_bridge_ensure(NlSock *host, const PodBridgeConfig *c, NlLink *ret, CniEr
 }
 
 int pod_bridge_pin_mac(NlSock *host, const NlLink *br, CniError *err) {
-	char ea[300];
 	int r;
 
 	if (!br->has_mac)
@@ -92,8 +81,8 @@ int pod_bridge_pin_mac(NlSock *host, const NlLink *br, CniError *err) {
 	/* ip link set BR address <its own address>: the kernel then marks it NET_ADDR_SET. */
 	r = nl_link_set_mac(host, br->ifindex, br->mac);
 	if (r < 0)
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not set bridge %s's mac: %s%s", br->name,
-				     strerror(-r), extack_of(host, ea));
+		return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+					   "could not set bridge %s's mac", br->name);
 	return 0;
 }
 
@@ -104,28 +93,27 @@ static int cmp_u16(const void *a, const void *b) {
 int pod_bridge_port_attach(NlSock *host, int bridge_ifindex, int port_ifindex, const char *port_name,
 			   const PodBridgePort *p, CniError *err) {
 	_cleanup_free_ uint16_t *vids = NULL;
-	char ea[300];
 	int r;
 
 	/* ip link set PORT master BR */
 	r = nl_link_set_master(host, port_ifindex, bridge_ifindex);
 	if (r < 0)
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to connect %s to bridge (ifindex %d): %s%s",
-				     port_name, bridge_ifindex, strerror(-r), extack_of(host, ea));
+		return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+					   "failed to connect %s to bridge (ifindex %d)", port_name, bridge_ifindex);
 
 	if (p->hairpin) {
 		/* bridge link set dev PORT hairpin on */
 		r = nl_bridge_port_set_hairpin(host, port_ifindex, true);
 		if (r < 0)
-			return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to setup hairpin mode for %s: %s%s",
-					     port_name, strerror(-r), extack_of(host, ea));
+			return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+						   "failed to setup hairpin mode for %s", port_name);
 	}
 	if (p->isolated) {
 		/* bridge link set dev PORT isolated on */
 		r = nl_bridge_port_set_isolated(host, port_ifindex, true);
 		if (r < 0)
-			return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to set port isolation on %s: %s%s",
-					     port_name, strerror(-r), extack_of(host, ea));
+			return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+						   "failed to set port isolation on %s", port_name);
 	}
 
 	if ((p->vlan != 0 || p->n_trunk > 0) && !p->preserve_default_vlan) {
@@ -133,17 +121,15 @@ int pod_bridge_port_attach(NlSock *host, int bridge_ifindex, int port_ifindex, c
 		 * vlan_default_pvid is); the kernel ignores VLANs the port does not have. */
 		r = nl_bridge_vlan_del(host, port_ifindex, 1, 4094, false);
 		if (r < 0)
-			return cni_error_set(err, r, CNI_ERR_INTERNAL,
-					     "failed to remove default vlan on interface %s: %s%s", port_name,
-					     strerror(-r), extack_of(host, ea));
+			return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+						   "failed to remove default vlan on interface %s", port_name);
 	}
 	if (p->vlan != 0) {
 		/* bridge vlan add dev PORT vid VLAN pvid untagged */
 		r = nl_bridge_vlan_add(host, port_ifindex, p->vlan, 0, true, true, false);
 		if (r < 0)
-			return cni_error_set(err, r, CNI_ERR_INTERNAL,
-					     "failed to setup vlan tag %u on interface %s: %s%s", p->vlan, port_name,
-					     strerror(-r), extack_of(host, ea));
+			return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+						   "failed to setup vlan tag %u on interface %s", p->vlan, port_name);
 	}
 	if (p->n_trunk > 0) {
 		vids = malloc(p->n_trunk * sizeof(uint16_t));
@@ -158,9 +144,9 @@ int pod_bridge_port_attach(NlSock *host, int bridge_ifindex, int port_ifindex, c
 				j++;
 			r = nl_bridge_vlan_add(host, port_ifindex, vids[i], vids[j], false, false, false);
 			if (r < 0)
-				return cni_error_set(err, r, CNI_ERR_INTERNAL,
-						     "failed to setup vlan trunk %u-%u on interface %s: %s%s", vids[i],
-						     vids[j], port_name, strerror(-r), extack_of(host, ea));
+				return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+							   "failed to setup vlan trunk %u-%u on interface %s", vids[i],
+							   vids[j], port_name);
 			i = j + 1;
 		}
 	}
@@ -168,7 +154,7 @@ int pod_bridge_port_attach(NlSock *host, int bridge_ifindex, int port_ifindex, c
 	/* ip link set PORT up */
 	r = nl_link_set_up(host, port_ifindex, true);
 	if (r < 0)
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to set %s up: %s%s", port_name, strerror(-r),
-				     extack_of(host, ea));
+		return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, nl_sock_extack(host), "failed to set %s up",
+					   port_name);
 	return 0;
 }

@@ -143,8 +143,7 @@ int pod_link_del_in_netns(CniRequest *req) {
 	if (fd == -ENOENT || fd == -EINVAL)
 		return 0;
 	if (fd < 0)
-		return cni_fail(req, fd, CNI_ERR_INTERNAL, "failed to open netns \"%s\": %s", req->netns,
-				strerror(-fd));
+		return cni_fail_errno(req, fd, CNI_ERR_INTERNAL, NULL, "failed to open netns \"%s\"", req->netns);
 	r = nl_sock_open_netns(fd, &cont);
 	if (r >= 0) {
 		/* ip -n POD link del IFNAME */
@@ -153,8 +152,18 @@ int pod_link_del_in_netns(CniRequest *req) {
 			r = 0;
 	}
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to delete %s in netns \"%s\": %s", req->ifname,
-				req->netns, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to delete %s in netns \"%s\"",
+				      req->ifname, req->netns);
+	return 0;
+}
+
+int pod_open_cont_sock(CniRequest *req, int netns_fd, NlSock **ret) {
+	int r;
+
+	r = nl_sock_open_netns(netns_fd, ret);
+	if (r < 0)
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to open netlink socket in netns \"%s\"",
+				      req->netns);
 	return 0;
 }
 
@@ -166,11 +175,10 @@ int pod_open_netns_socks(CniRequest *req, int *ret_netns_fd, NlSock **ret_host, 
 		return *ret_netns_fd;
 	r = nl_sock_open(ret_host);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket: %s", strerror(-r));
-	r = nl_sock_open_netns(*ret_netns_fd, ret_cont);
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to open netlink socket");
+	r = pod_open_cont_sock(req, *ret_netns_fd, ret_cont);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open netlink socket in netns \"%s\": %s",
-				req->netns, strerror(-r));
+		return r;
 	return 0;
 }
 
@@ -181,6 +189,6 @@ int pod_nft_open(CniRequest *req, NftCtx **nft) {
 		return 0;
 	r = nft_ctx_open(nft);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to open nftables context: %s", strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to open nftables context");
 	return 0;
 }

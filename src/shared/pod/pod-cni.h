@@ -50,6 +50,13 @@ int pod_check_prev_iface(CniRequest *req, const CniInterface **ret_iface, int *r
 int pod_link_del_in_netns(CniRequest *req);
 
 /*
+ * The one way to open a netlink socket inside the pod's namespace (netns_fd, from
+ * cni_request_open_netns() or netns_open()): 0, or -errno with req->error set ("failed to open
+ * netlink socket in netns \"CNI_NETNS\": ...").
+ */
+int pod_open_cont_sock(CniRequest *req, int netns_fd, NlSock **ret);
+
+/*
  * ADD prologue: opens CNI_NETNS (cni_request_open_netns()), a netlink socket in the host namespace
  * and one inside the pod's. 0 with all three set (caller owns them), or -errno with req->error
  * set; on failure the outputs hold what was opened so far, for the caller's cleanup attributes.

@@ -39,7 +39,6 @@ static int collect_addr(const NlAddr *a, void *userdata) {
 int pod_gateway_ensure(NlSock *host, const NlLink *link, const IpPrefix *gw, bool force_address, CniError *err) {
 	_cleanup_free_ IpPrefix *items = NULL;
 	char gws[IP_PREFIX_STRLEN], as[IP_PREFIX_STRLEN];
-	const char *ea;
 	AddrList l = {};
 	int r;
 
@@ -47,8 +46,8 @@ int pod_gateway_ensure(NlSock *host, const NlLink *link, const IpPrefix *gw, boo
 	r = nl_addr_dump(host, gw->addr.family, link->ifindex, collect_addr, &l);
 	items = l.items;
 	if (r < 0)
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not get list of IP addresses of %s: %s",
-				     link->name, strerror(-r));
+		return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, NULL, "could not get list of IP addresses of %s",
+					   link->name);
 
 	for (size_t i = 0; i < l.n; i++) {
 		const IpPrefix *a = &l.items[i];
@@ -69,19 +68,17 @@ int pod_gateway_ensure(NlSock *host, const NlLink *link, const IpPrefix *gw, boo
 		/* ip addr del A dev BR */
 		r = nl_addr_del(host, link->ifindex, a);
 		if (r < 0 && r != -EADDRNOTAVAIL)
-			return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not remove IP address %s from %s: %s", as,
-					     link->name, strerror(-r));
+			return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, NULL,
+						   "could not remove IP address %s from %s", as, link->name);
 	}
 
 	/* ip addr add GW dev BR [nodad] — EEXIST: a concurrent ADD was faster, which is fine. */
 	r = nl_addr_add(host, link->ifindex, gw, gw->addr.family == AF_INET6 ? IFA_F_NODAD : 0);
 	if (r == -EEXIST)
 		return 0;
-	if (r < 0) {
-		ea = nl_sock_extack(host);
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "could not add IP address %s to %s: %s%s%s", gws,
-				     link->name, strerror(-r), isempty(ea) ? "" : ": ", isempty(ea) ? "" : ea);
-	}
+	if (r < 0)
+		return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+					   "could not add IP address %s to %s", gws, link->name);
 	return 1;
 }
 
@@ -94,7 +91,6 @@ int pod_forwarding_enable(int family, CniError *err) {
 		return 0;
 	r = sysctl_write(key, "1");
 	if (r < 0)
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to enable forwarding (%s): %s", key,
-				     strerror(-r));
+		return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, NULL, "failed to enable forwarding (%s)", key);
 	return 0;
 }

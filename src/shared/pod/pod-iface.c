@@ -17,15 +17,6 @@
 /* The reference waits up to 10 s for IPv6 DAD (ip.SettleAddresses). */
 #define POD_DAD_TIMEOUT_NS (10ULL * 1000 * 1000 * 1000)
 
-static const char *extack_of(NlSock *s, char buf[static 300]) {
-	const char *e = nl_sock_extack(s);
-
-	if (isempty(e))
-		return "";
-	snprintf(buf, 300, ": %s", e);
-	return buf;
-}
-
 static bool ip_for_iface(const CniIpConfig *ip, int iface_index) {
 	return ip->interface == iface_index;
 }
@@ -39,7 +30,7 @@ static int pod_iface_sysctls(int netns_fd, const char *ifname, bool has_v6, bool
 
 	r = netns_enter(netns_fd, &saved);
 	if (r < 0)
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to enter the container netns: %s", strerror(-r));
+		return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, NULL, "failed to enter the container netns");
 
 	if (has_v6) {
 		const char *names[] = { "lo", ifname };
@@ -52,8 +43,8 @@ static int pod_iface_sysctls(int netns_fd, const char *ifname, bool has_v6, bool
 			r = sysctl_write(key, "0");
 			if (r < 0) {
 				netns_leave(saved);
-				return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to enable IPv6 on %s (%s): %s",
-						     names[i], key, strerror(-r));
+				return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, NULL,
+							   "failed to enable IPv6 on %s (%s)", names[i], key);
 			}
 		}
 	}
@@ -112,8 +103,8 @@ static int settle_addresses(NlSock *cont, const char *ifname, int ifindex, CniEr
 		int r = nl_addr_dump(cont, AF_INET6, ifindex, dad_cb, &s);
 
 		if (r < 0)
-			return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to list addresses of %s: %s", ifname,
-					     strerror(-r));
+			return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, NULL, "failed to list addresses of %s",
+						   ifname);
 		if (s.failed)
 			return cni_error_set(err, -EADDRINUSE, CNI_ERR_INTERNAL,
 					     "link %s has address %s in DADFAILED state", ifname,
@@ -135,15 +126,15 @@ int pod_iface_configure(NlSock *cont, int netns_fd, const char *ifname, const Cn
 
 	k = nl_link_get(cont, ifname, 0, &link);
 	if (k < 0)
-		return cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to look up %s in the container: %s", ifname,
-				     strerror(-k));
+		return cni_error_set_errno(err, k, CNI_ERR_INTERNAL, NULL, "failed to look up %s in the container",
+					   ifname);
 	return pod_iface_configure_link(cont, netns_fd, &link, r, iface_index, enable_dad, err);
 }
 
 int pod_iface_configure_link(NlSock *cont, int netns_fd, const NlLink *l, const CniResult *r, int iface_index,
 			     bool enable_dad, CniError *err) {
 	IpAddr gw4 = { .family = AF_UNSPEC }, gw6 = { .family = AF_UNSPEC };
-	char ea[300], as[IP_PREFIX_STRLEN], gs[IP_ADDR_STRLEN];
+	char as[IP_PREFIX_STRLEN], gs[IP_ADDR_STRLEN];
 	bool has_v6 = false, has_ip = false;
 	const char *ifname = l->name;
 	NlLink link = *l;
@@ -165,8 +156,8 @@ int pod_iface_configure_link(NlSock *cont, int netns_fd, const NlLink *l, const 
 	/* ip link set IFNAME up */
 	k = nl_link_set_up(cont, link.ifindex, true);
 	if (k < 0)
-		return cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to set %s up: %s%s", ifname, strerror(-k),
-				     extack_of(cont, ea));
+		return cni_error_set_errno(err, k, CNI_ERR_INTERNAL, nl_sock_extack(cont), "failed to set %s up",
+					   ifname);
 
 	for (size_t i = 0; i < r->n_ips; i++) {
 		const CniIpConfig *ip = &r->ips[i];
@@ -177,9 +168,9 @@ int pod_iface_configure_link(NlSock *cont, int netns_fd, const NlLink *l, const 
 		/* ip addr add ADDR/LEN dev IFNAME [nodad] */
 		k = nl_addr_add(cont, link.ifindex, &ip->address, fam == AF_INET6 && !enable_dad ? IFA_F_NODAD : 0);
 		if (k < 0)
-			return cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to add IP addr %s to %s: %s%s",
-					     ip_prefix_to_string(&ip->address, as), ifname, strerror(-k),
-					     extack_of(cont, ea));
+			return cni_error_set_errno(err, k, CNI_ERR_INTERNAL, nl_sock_extack(cont),
+						   "failed to add IP addr %s to %s",
+						   ip_prefix_to_string(&ip->address, as), ifname);
 		if (ip->gateway.family == AF_INET && gw4.family == AF_UNSPEC)
 			gw4 = ip->gateway;
 		else if (ip->gateway.family == AF_INET6 && gw6.family == AF_UNSPEC)
@@ -213,10 +204,11 @@ int pod_iface_configure_link(NlSock *cont, int netns_fd, const NlLink *l, const 
 		if (k == -EEXIST)
 			continue; /* the result listed it twice */
 		if (k < 0)
-			return cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to add route %s%s%s on %s: %s%s",
-					     ip_prefix_to_string(&nr.dst, as), nr.gw.family != AF_UNSPEC ? " via " : "",
-					     nr.gw.family != AF_UNSPEC ? ip_addr_to_string(&nr.gw, gs) : "", ifname,
-					     strerror(-k), extack_of(cont, ea));
+			return cni_error_set_errno(err, k, CNI_ERR_INTERNAL, nl_sock_extack(cont),
+						   "failed to add route %s%s%s on %s", ip_prefix_to_string(&nr.dst, as),
+						   nr.gw.family != AF_UNSPEC ? " via " : "",
+						   nr.gw.family != AF_UNSPEC ? ip_addr_to_string(&nr.gw, gs) : "",
+						   ifname);
 	}
 	return 0;
 }
@@ -262,8 +254,8 @@ int pod_iface_check(NlSock *cont, const char *ifname, const CniResult *r, int if
 	if (k == -ENODEV)
 		return cni_error_set(err, k, CNI_ERR_INTERNAL, "container interface %s not found", ifname);
 	if (k < 0)
-		return cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to look up %s in the container: %s", ifname,
-				     strerror(-k));
+		return cni_error_set_errno(err, k, CNI_ERR_INTERNAL, NULL, "failed to look up %s in the container",
+					   ifname);
 
 	for (size_t i = 0; i < r->n_ips; i++) {
 		AddrFind f = { .ifindex = link.ifindex, .want = &r->ips[i].address };
@@ -273,8 +265,8 @@ int pod_iface_check(NlSock *cont, const char *ifname, const CniResult *r, int if
 			continue;
 		k = nl_addr_dump(cont, r->ips[i].address.addr.family, link.ifindex, addr_find_cb, &f);
 		if (k < 0)
-			return cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to list addresses of %s: %s", ifname,
-					     strerror(-k));
+			return cni_error_set_errno(err, k, CNI_ERR_INTERNAL, NULL, "failed to list addresses of %s",
+						   ifname);
 		if (!f.found)
 			return cni_error_set(err, -ENOENT, CNI_ERR_INTERNAL,
 					     "container interface %s is missing address %s", ifname,
@@ -288,7 +280,7 @@ int pod_iface_check(NlSock *cont, const char *ifname, const CniResult *r, int if
 		k = nl_route_dump(cont, rt->dst.addr.family, rt->table > 0 ? (uint32_t) rt->table : 0, route_find_cb,
 				  &f);
 		if (k < 0)
-			return cni_error_set(err, k, CNI_ERR_INTERNAL, "failed to list routes: %s", strerror(-k));
+			return cni_error_set_errno(err, k, CNI_ERR_INTERNAL, NULL, "failed to list routes");
 		if (!f.found)
 			return cni_error_set(err, -ENOENT, CNI_ERR_INTERNAL,
 					     "route %s%s%s not found in the container's routing table",

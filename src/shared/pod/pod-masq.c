@@ -18,8 +18,8 @@ int pod_masq_add(CniRequest *req, NftCtx **nft, const CniResult *res) {
 	for (size_t i = 0; i < res->n_ips; i++) {
 		r = nft_bridge_masq_add(*nft, req->name, req->container_id, req->ifname, &res->ips[i].address);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set up ipMasq for %s: %s",
-					ip_prefix_to_string(&res->ips[i].address, as), strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to set up ipMasq for %s",
+					      ip_prefix_to_string(&res->ips[i].address, as));
 	}
 	return 0;
 }
@@ -32,7 +32,7 @@ int pod_masq_del(CniRequest *req, NftCtx **nft) {
 		return r;
 	r = nft_bridge_masq_del(*nft, req->name, req->container_id, req->ifname);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to remove ipMasq elements: %s", strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to remove ipMasq elements");
 	return 0;
 }
 
@@ -54,8 +54,7 @@ int pod_masq_gc(CniRequest *req, bool required) {
 	if (r >= 0)
 		r = nft_bridge_masq_gc(nft, req->name, cni_attachment_is_valid_cb, req);
 	if (r < 0 && required)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to garbage-collect nftables elements: %s",
-				strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to garbage-collect nftables elements");
 	if (r > 0)
 		log_info("removed nftables elements of %d stale attachments", r);
 	return 0;

@@ -17,15 +17,6 @@
 #include "shared/pod/pod-iface.h"
 #include "shared/pod/pod-sublink.h"
 
-static const char *extack_of(NlSock *s, char buf[static 300]) {
-	const char *e = nl_sock_extack(s);
-
-	if (isempty(e))
-		return "";
-	snprintf(buf, 300, ": %s", e);
-	return buf;
-}
-
 typedef struct DefaultRoute {
 	int oif;
 } DefaultRoute;
@@ -47,7 +38,7 @@ int pod_sublink_default_master(CniRequest *req, NlSock *host, char ret[IFNAMSIZ]
 
 		r = nl_route_dump(host, pass == 0 ? AF_INET : AF_INET6, 0, default_route_cb, &d);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to list routes: %s", strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to list routes");
 		if (d.oif > 0 && nl_link_get(host, NULL, d.oif, &l) >= 0) {
 			snprintf(ret, IFNAMSIZ, "%s", l.name);
 			return 0;
@@ -70,7 +61,7 @@ static int sublink_master(CniRequest *req, const PodSublink *c, NlSock *host, Nl
 		snprintf(name, sizeof(name), "%s", c->master);
 	r = nl_link_get(host, name, 0, ret);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to lookup master \"%s\": %s", name, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to lookup master \"%s\"", name);
 	return 0;
 }
 
@@ -135,7 +126,7 @@ int pod_sublink_add(CniRequest *req, const PodSublink *c, CniResult **ret) {
 	_cleanup_close_ int netns_fd = -EBADF;
 	SublinkRollback rb_data = { .req = req };
 	_cleanup_(sublink_rollback) SublinkRollback *rb = NULL;
-	char tmp[IFNAMSIZ], key[64], ea[300], ms[18];
+	char tmp[IFNAMSIZ], key[64], ms[18];
 	NlLink master, link;
 	int r;
 
@@ -152,17 +143,17 @@ int pod_sublink_add(CniRequest *req, const PodSublink *c, CniResult **ret) {
 
 	r = temp_name(tmp);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to generate a temporary name: %s", strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to generate a temporary name");
 	r = c->create(host, c, tmp, master.ifindex, netns_fd);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to create %s on \"%s\": %s%s", c->kind, master.name,
-				strerror(-r), extack_of(host, ea));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(host), "failed to create %s on \"%s\"",
+				      c->kind, master.name);
 	r = nl_link_get(cont, tmp, 0, &link);
 	if (r < 0) {
 		/* Should not happen; the device is in the pod under that name. */
 		(void) nl_link_del_by_name(cont, tmp);
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to find the new %s %s in the container: %s", c->kind,
-				tmp, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to find the new %s %s in the container",
+				      c->kind, tmp);
 	}
 	rb_data.cont = cont;
 	rb_data.ifindex = link.ifindex;
@@ -172,18 +163,18 @@ int pod_sublink_add(CniRequest *req, const PodSublink *c, CniResult **ret) {
 		snprintf(key, sizeof(key), "net/ipv4/conf/%s/proxy_arp", tmp);
 		r = sysctl_write_netns(netns_fd, key, "1");
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL,
-					"failed to set proxy_arp on newly added interface %s: %s", tmp, strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL,
+					      "failed to set proxy_arp on newly added interface %s", tmp);
 	}
 
 	/* ip -n POD link set TMP name IFNAME */
 	r = nl_link_set_name(cont, link.ifindex, req->ifname);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to rename %s to \"%s\": %s%s", c->kind, req->ifname,
-				strerror(-r), extack_of(cont, ea));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, nl_sock_extack(cont), "failed to rename %s to \"%s\"",
+				      c->kind, req->ifname);
 	r = nl_link_get(cont, NULL, link.ifindex, &link);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up %s: %s", req->ifname, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to look up %s", req->ifname);
 
 	res = cni_result_new(req->version);
 	if (!res)
@@ -204,7 +195,7 @@ int pod_sublink_add(CniRequest *req, const PodSublink *c, CniResult **ret) {
 		/* L2 only: no addresses, but the interface is up. */
 		r = nl_link_set_up(cont, link.ifindex, true);
 		if (r < 0)
-			return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to set %s up: %s", req->ifname, strerror(-r));
+			return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to set %s up", req->ifname);
 	}
 
 	/* The reference prints the config's DNS only (IPAM's is dropped). */
@@ -256,7 +247,7 @@ int pod_sublink_check(CniRequest *req, const PodSublink *c) {
 		return cni_fail(req, r, CNI_ERR_INTERNAL, "Container Interface name in prevResult: %s not found",
 				req->ifname);
 	if (r < 0)
-		return cni_fail(req, r, CNI_ERR_INTERNAL, "failed to look up %s: %s", req->ifname, strerror(-r));
+		return cni_fail_errno(req, r, CNI_ERR_INTERNAL, NULL, "failed to look up %s", req->ifname);
 	if (!streq(li.kind, c->kind))
 		return cni_fail(req, -EINVAL, CNI_ERR_INTERNAL,
 				"Error: Container interface %s not of type %s (is \"%s\")", req->ifname, c->kind,

@@ -19,11 +19,6 @@ static int random_veth_name(char buf[IFNAMSIZ]) {
 	return 0;
 }
 
-static const char *extack(NlSock *s) {
-	const char *e = nl_sock_extack(s);
-	return isempty(e) ? "" : e;
-}
-
 int pod_veth_create(NlSock *host, NlSock *cont, int netns_fd, const char *ifname, unsigned mtu, const uint8_t *mac,
 		    char ret_host_name[IFNAMSIZ], NlLink *ret_host, NlLink *ret_cont, CniError *err) {
 	char name[IFNAMSIZ];
@@ -36,8 +31,7 @@ int pod_veth_create(NlSock *host, NlSock *cont, int netns_fd, const char *ifname
 	for (unsigned i = 0;; i++) {
 		r = random_veth_name(name);
 		if (r < 0)
-			return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to generate a veth name: %s",
-					     strerror(-r));
+			return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, NULL, "failed to generate a veth name");
 		/* ip link add vethXXXXXXXX [mtu M] type veth peer name IFNAME [address MAC] netns POD */
 		r = nl_veth_create(host, name, ifname, netns_fd, mtu, mac);
 		if (r != -EEXIST)
@@ -47,15 +41,15 @@ int pod_veth_create(NlSock *host, NlSock *cont, int netns_fd, const char *ifname
 			return cni_error_set(err, -EEXIST, CNI_ERR_INTERNAL,
 					     "container veth name provided (%s) already exists", ifname);
 		if (r != -ENODEV)
-			return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to look up %s in the container: %s%s%s",
-					     ifname, strerror(-r), *extack(cont) ? ": " : "", extack(cont));
+			return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, nl_sock_extack(cont),
+						   "failed to look up %s in the container", ifname);
 		r = -EEXIST;
 		if (i + 1 >= POD_VETH_NAME_TRIES)
 			break;
 	}
 	if (r < 0)
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to create veth pair %s/%s: %s%s%s", name, ifname,
-				     strerror(-r), *extack(host) ? ": " : "", extack(host));
+		return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, nl_sock_extack(host),
+					   "failed to create veth pair %s/%s", name, ifname);
 
 	r = nl_link_get(host, name, 0, &h);
 	if (r >= 0)
@@ -63,8 +57,8 @@ int pod_veth_create(NlSock *host, NlSock *cont, int netns_fd, const char *ifname
 	if (r < 0) {
 		/* Deleting one end deletes both. */
 		(void) nl_link_del_by_name(host, name);
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to look up new veth pair %s/%s: %s", name,
-				     ifname, strerror(-r));
+		return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, NULL, "failed to look up new veth pair %s/%s",
+					   name, ifname);
 	}
 
 	if (ret_host_name)
@@ -84,8 +78,7 @@ int pod_veth_check_peer(NlSock *host, const char *host_name, const NlLink *cont,
 	if (r == -ENODEV)
 		return cni_error_set(err, r, CNI_ERR_INTERNAL, "host veth %s not found", host_name);
 	if (r < 0)
-		return cni_error_set(err, r, CNI_ERR_INTERNAL, "failed to look up host veth %s: %s", host_name,
-				     strerror(-r));
+		return cni_error_set_errno(err, r, CNI_ERR_INTERNAL, NULL, "failed to look up host veth %s", host_name);
 	if (!streq(h.kind, "veth"))
 		return cni_error_set(err, -ENOLINK, CNI_ERR_INTERNAL, "host interface %s is a \"%s\", not a veth",
 				     host_name, h.kind);
