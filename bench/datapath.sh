@@ -158,10 +158,10 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	DP_P4=${DP_P4:-0}
 	NODES=2
 	[ "$DP_BACKEND" = bgp ] && NODES=3
-	# shellcheck source=../test/netns/lib.sh
-	. "$(dirname "$0")/../test/netns/lib.sh"
-	# shellcheck source=../test/netns/weft-cluster-lib.sh
-	. "$TOP/test/netns/weft-cluster-lib.sh"
+	# shellcheck source=../test/lib/lib.sh
+	. "$(dirname "$0")/../test/lib/lib.sh"
+	# shellcheck source=../test/lib/weft-cluster-lib.sh
+	. "$TOP/test/lib/weft-cluster-lib.sh"
 	WEFT_TOOL=${WEFT_TOOL:-$WEFT_BUILD/tool/weft}
 	# converged = every node has a route to every other node's subnet (bgp: learned over BGP)
 	converged() {

@@ -5,7 +5,7 @@
 NSP="wb$$"                      # prefix of every namespace we create
 _PIDS_FILE=$W/pids
 
-# grep_q ARGS...: `grep -q` that reads its input to the end (test/netns/lib.sh says why: pipefail)
+# grep_q ARGS...: `grep -q` that reads its input to the end (test/lib/lib.sh says why: pipefail)
 grep_q() {
 	local rc
 	grep -q "$@"
