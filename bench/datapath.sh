@@ -10,7 +10,7 @@ dp_cell() { if [ -n "$1" ]; then echo "$(awk -v b="$1" 'BEGIN{printf "%.2f", b/1
 
 sec_datapath() {
 	local f=$W/md/4-datapath.md be t csv key b1 b4 rtt base1 base4 baser paths
-	md "$f" "## 4. Datapath"
+	md "$f" "### datapath: Datapath"
 	md "$f" ""
 	if ! ours_has weftd weft host-local || [ ! -x "$WEFT_BUILD/tool/weft" ]; then
 		skipped "$f" "weftd / weft plugin / weft tool not built"; return 77
@@ -53,6 +53,10 @@ sec_datapath() {
 			DP["$be $key"]=$(pct "$b1" "$base1")
 			md "$f" "| $be | $key | $(dp_cell "$b1" "$base1") | $(dp_cell "$b4" "$base4") | $rtt ($baser) |"
 			[ "$key" = baseline ] || echo "\"$be $key\" $(pct "$b1" "$base1") $(pct "$b4" "$base4")" >>"$W/s4.dat"
+			if [ "$key" != baseline ]; then
+				verdict_pct datapath "$(pct "$b1" "$base1")" "least favourable: $be, $key, 1 stream"
+				verdict_pct datapath "$(pct "$b4" "$base4")" "least favourable: $be, $key, 4 streams"
+			fi
 		done <"$csv"
 		say "   $be:${DP["$be same-node"]:+ same node ${DP["$be same-node"]} %,} cross node ${DP["$be cross-node"]:-?} % of baseline (1 stream)"
 	done
