@@ -42,7 +42,7 @@ bgp_has_route() { ip -n "$NSP-bgpnode" route show proto bird "$1" | grep_q . ; }
 
 sec_bgp() {
 	local f=$W/md/8-bgp.md n t prefix d rd t0 t1 conv join be bes csv key b1 b4 rtt base1 base4 baser last
-	md "$f" "## 8. BGP backend (BIRD) and the udp backend"
+	md "$f" "### bgp: BGP backend (BIRD) and the udp backend"
 	md "$f" ""
 	# shellcheck disable=SC2153 # WEFT_BIN is set by bench/run
 	WEFTD_BIN=$WEFT_BIN/weftd
@@ -108,7 +108,7 @@ sec_bgp() {
 		md "$f" "Datapath, same run: the demo's cluster without its acts (\`bench/datapath.sh B CSV PATH...\`; bgp:"
 		md "$f" "3 nodes, node3 on a second segment behind an FRR router, every node's routes learned over BGP"
 		md "$f" "before measuring), iperf3 TCP $t s with 1 stream (4: full mode only), mean RTT of 20 pings; each backend against"
-		md "$f" "its own underlay baseline (node1 → node2). host-gw: section 4."
+		md "$f" "its own underlay baseline (node1 → node2). host-gw: the datapath section."
 	else
 		md "$f" "Datapath, same run: \`tools/demo --backend B --measure\` (3 nodes; bgp: node3 on a second segment"
 		md "$f" "behind an FRR router, the measured pair on one segment), iperf3 TCP $t s with 1 and 4 streams,"
@@ -137,6 +137,10 @@ sec_bgp() {
 			echo "$be,$key,$b1,$b4,$rtt" >>"$OUT/datapath-bgp.csv"
 			md "$f" "| $be | $key | $(dp_cell "$b1" "$base1") | $(dp_cell "$b4" "$base4") | $rtt ($baser) |"
 			[ "$key" = cross-node ] && say "   $be: cross node $(pct "$b1" "$base1") % of baseline (1 stream), RTT $rtt ms"
+			if [ "$key" = cross-node ]; then
+				verdict_pct bgp "$(pct "$b1" "$base1")" "least favourable: $be, cross node, 1 stream"
+				verdict_pct bgp "$(pct "$b4" "$base4")" "least favourable: $be, cross node, 4 streams"
+			fi
 		done <"$csv"
 	done
 	md "$f" ""

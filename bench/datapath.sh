@@ -10,7 +10,7 @@ dp_cell() { if [ -n "$1" ]; then echo "$(awk -v b="$1" 'BEGIN{printf "%.2f", b/1
 
 sec_datapath() {
 	local f=$W/md/4-datapath.md be t csv key b1 b4 rtt base1 base4 baser paths
-	md "$f" "## 4. Datapath"
+	md "$f" "### datapath: Datapath"
 	md "$f" ""
 	if ! ours_has weftd weft host-local || [ ! -x "$WEFT_BUILD/tool/weft" ]; then
 		skipped "$f" "weftd / weft plugin / weft tool not built"; return 77
@@ -53,6 +53,10 @@ sec_datapath() {
 			DP["$be $key"]=$(pct "$b1" "$base1")
 			md "$f" "| $be | $key | $(dp_cell "$b1" "$base1") | $(dp_cell "$b4" "$base4") | $rtt ($baser) |"
 			[ "$key" = baseline ] || echo "\"$be $key\" $(pct "$b1" "$base1") $(pct "$b4" "$base4")" >>"$W/s4.dat"
+			if [ "$key" != baseline ]; then
+				verdict_pct datapath "$(pct "$b1" "$base1")" "least favourable: $be, $key, 1 stream"
+				verdict_pct datapath "$(pct "$b4" "$base4")" "least favourable: $be, $key, 4 streams"
+			fi
 		done <"$csv"
 		say "   $be:${DP["$be same-node"]:+ same node ${DP["$be same-node"]} %,} cross node ${DP["$be cross-node"]:-?} % of baseline (1 stream)"
 	done
@@ -158,10 +162,10 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	DP_P4=${DP_P4:-0}
 	NODES=2
 	[ "$DP_BACKEND" = bgp ] && NODES=3
-	# shellcheck source=../test/netns/lib.sh
-	. "$(dirname "$0")/../test/netns/lib.sh"
-	# shellcheck source=../test/netns/weft-cluster-lib.sh
-	. "$TOP/test/netns/weft-cluster-lib.sh"
+	# shellcheck source=../test/lib/lib.sh
+	. "$(dirname "$0")/../test/lib/lib.sh"
+	# shellcheck source=../test/lib/weft-cluster-lib.sh
+	. "$TOP/test/lib/weft-cluster-lib.sh"
 	WEFT_TOOL=${WEFT_TOOL:-$WEFT_BUILD/tool/weft}
 	# converged = every node has a route to every other node's subnet (bgp: learned over BGP)
 	converged() {

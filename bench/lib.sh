@@ -5,7 +5,7 @@
 NSP="wb$$"                      # prefix of every namespace we create
 _PIDS_FILE=$W/pids
 
-# grep_q ARGS...: `grep -q` that reads its input to the end (test/netns/lib.sh says why: pipefail)
+# grep_q ARGS...: `grep -q` that reads its input to the end (test/lib/lib.sh says why: pipefail)
 grep_q() {
 	local rc
 	grep -q "$@"
@@ -77,3 +77,40 @@ ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a+0 >= b+0) }'; }
 md() { local f=$1; shift; printf '%s\n' "$*" >>"$f"; }
 # target NAME VALUE VERDICT NOTE: one row of the targets table
 target() { printf '| %s | %s | %s | %s |\n' "$1" "$2" "$3" "$4" >>"$W/targets.md"; }
+
+# Every section of REPORT.md opens with one verdict word and the ratio it rests on: the least
+# favourable one the section measured (write_report prints it under the section's header).
+# verdict_ratio SECTION RATIO SHOWN WHAT [BETTER WORSE]: RATIO is weft's standing, > 1 when weft is
+# better (reference time / weft time, weft throughput / baseline, ...); SHOWN is how the report prints
+# it ("1.2×", "86 % of the underlay"). The section keeps the smallest RATIO. Its word: par when
+# RATIO prints as 1.0, else BETTER (default faster) above and WORSE (default slower) below.
+verdict_ratio() {
+	local f=$W/md/$1.vr cur
+	[[ $2 =~ ^[0-9]*\.?[0-9]+$ ]] || return 0
+	if [ -f "$f" ]; then
+		read -r cur _ <"$f"
+		ge "$2" "$cur" && return 0
+	fi
+	printf '%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "${5:-faster}" "${6:-slower}" >"$f"
+}
+# verdict_pct SECTION PCT WHAT: verdict_ratio for a percentage of a baseline
+verdict_pct() {
+	[[ $2 =~ ^[0-9]+$ ]] || return 0
+	verdict_ratio "$1" "$(awk -v p="$2" 'BEGIN { printf "%.2f", p / 100 }')" "$2 % of the underlay baseline" "$3"
+}
+# verdict SECTION WORD TEXT: the verdict of a section with nothing to compare with (met / missed)
+verdict() { printf '**Verdict: %s** %s\n' "$2" "$3" >"$W/md/$1.verdict"; }
+# verdict_line SECTION: the section's verdict line
+verdict_line() {
+	local r shown what better worse word
+	if [ -f "$W/md/$1.verdict" ]; then
+		cat "$W/md/$1.verdict"
+	elif [ -f "$W/md/$1.vr" ]; then
+		IFS=$'\t' read -r r shown what better worse <"$W/md/$1.vr"
+		word=$better
+		if [ "$(awk -v r="$r" 'BEGIN { printf "%.1f", r }')" = 1.0 ]; then word=par; elif ! ge "$r" 1; then word=$worse; fi
+		echo "**Verdict: $word** $shown ($what)"
+	else
+		echo "**Verdict: none** (nothing in this run to compare with)"
+	fi
+}

@@ -57,7 +57,7 @@ obj_delta_after() { awk -v a="$(obj_metric 'weft_cache_last_delta_timestamp_seco
 sec_objects() {
 	local f=$W/md/6-objects.md csv=$OUT/objects.csv n1 n2 nns npol nsvc samples lat0 lat1 lat2 rss0 rss_pods rss_all
 	local sync_pods sync_all per_pod v
-	md "$f" "## 6. Object cache (weftd --objects-datastore etcd)"
+	md "$f" "### objects: Object cache (weftd --objects-datastore etcd)"
 	md "$f" ""
 	# shellcheck disable=SC2153 # WEFT_BIN is bench/run's
 	WEFTD_BIN=$WEFT_BIN/weftd
@@ -137,5 +137,7 @@ sec_objects() {
 	v=FAIL; [ "$per_pod" -le 300 ] && v=PASS
 	q && v="n/a (--quick: $n2 pods are a few pages; judged at 10k)"
 	target "≤ 300 bytes RSS per pod object" "$per_pod B" "$v" "VmRSS difference after malloc_trim / $n2"
+	if grep -q '| FAIL |' "$W/targets.md"; then v=missed; else v=met; fi
+	verdict objects "$v" "(no reference cache: delta p95 $b ms at $n2 pods, target ≤ 50 ms; initial sync $sync_pods s, target ≤ 2 s; $per_pod B per pod, target ≤ 300)"
 	return 0
 }

@@ -242,7 +242,7 @@ sec_policy() {
 	local f=$W/md/9-policy.md csv=$OUT/policy.csv P Q PS t samples nsamples pings rounds n k v
 	declare -A POL_GW POL_PID POL_CNT POL_IPT POL_STATS POL_U
 	POL_NEW=()
-	md "$f" "## 9. NetworkPolicy (weftd --objects-datastore etcd)"
+	md "$f" "### policy: NetworkPolicy (weftd --objects-datastore etcd)"
 	md "$f" ""
 	# shellcheck disable=SC2153 # WEFT_BIN is bench/run's
 	WEFTD_BIN=$WEFT_BIN/weftd
@@ -496,6 +496,15 @@ pol_report() {
 			"$(awk -v v="$a" 'BEGIN { printf "%.2f", v / 1e9 }') ($(awk -v a="$a" -v b="$x" 'BEGIN { printf "%.2f", a / b }')) |" \
 			"$b ($(awk -v a="$b" -v b="$y" 'BEGIN { printf "%.2f", a / b }')) | $c ($(awk -v a="$c" -v b="$z" 'BEGIN { printf "%.2f", a / b }')) |" \
 			"$d ($(awk -v a="$d" -v b="$w" 'BEGIN { printf "%.2f", a / b }')) |"
+		# the verdict: weft with its policies against no policy (its standing: > 1 is better)
+		if [ "$m" = weft ]; then
+			local sv what
+			for what in "iperf3 $a $x" "ping -f RTT $y $b" "ping -f packets/s $c $z" "new connection $w $d"; do
+				read -r -a sv <<<"$what"
+				sv[0]=$(awk -v a="${sv[-2]}" -v b="${sv[-1]}" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "n/a" }')
+				verdict_ratio policy "${sv[0]}" "${sv[0]}× of no policy" "least favourable per-packet figure with $Q policies: ${what% * *}"
+			done
+		fi
 	done
 	md "$f" ""
 	md "$f" "Established flows are accepted by conntrack before any per-pod chain in weft; the iptables-style"

@@ -148,7 +148,7 @@ within() { awk -v a="$1" -v b="$2" -v m="$3" 'BEGIN { exit !(a != "" && b != "" 
 
 sec_setup() {
 	local f=$W/md/1-setup.md c impl drv op n conc need
-	md "$f" "## 1. Pod setup and teardown"
+	md "$f" "### setup: Pod setup and teardown"
 	md "$f" ""
 	# shellcheck disable=SC2153 # WEFT_BIN is set by bench/run, which sources this file
 	if ! ours_has bridge host-local portmap firewall tuning weft; then skipped "$f" "weft's plugins not all built in $WEFT_BIN"; return 77; fi
@@ -239,7 +239,7 @@ s1_report() {
 	: >"$W/s1-conc.dat"
 	for c in $CHAINS; do
 		fk=${CH_FLOOR[$c]}
-		md "$f" "### ${CH_TITLE[$c]}"
+		md "$f" "#### ${CH_TITLE[$c]}"
 		md "$f" ""
 		md "$f" "weft's conflist: \`$(jq -c 'del(.plugins[].ipam?.dataDir, .plugins[].dataDir?, .plugins[].runDir?)' "$W/ch-$c-ours/net.d/bench.conflist" | sed 's/null//g')\`"
 		md "$f" ""
@@ -324,6 +324,7 @@ s1_report() {
 	if ge "$r" 10; then v=met; else v="not met"; fi
 	target "ADD with a hostPort ≥ 10× faster" "${r}× via cnitool ($wm vs $rmed ms); $(ratio "$(echo "${S1["hostport ref direct ADD 1"]}" | cut -d' ' -f1)" "$(echo "${S1["hostport ours direct ADD 1"]}" | cut -d' ' -f1)")× direct" "$v" "chain (c)"
 	S1_HEADLINE="least favourable: ${worst_r}× ($worst)"
+	verdict_ratio setup "$worst_r" "${worst_r}×" "reference / weft, least favourable chain and driver: $worst"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -331,7 +332,7 @@ s1_report() {
 
 sec_scale() {
 	local f=$W/md/2-scale.md impl sizes k size prev i d ipam_sizes ik
-	md "$f" "## 2. Scale"
+	md "$f" "### scale: Scale"
 	md "$f" ""
 	if ! ours_has bridge host-local; then skipped "$f" "weft's bridge/host-local not built in $WEFT_BIN"; return 77; fi
 	sizes="0 250 1000"; k=20; ipam_sizes="0 250 1000 4000"; ik=50
@@ -415,6 +416,7 @@ sec_scale() {
 		read -r oa oa95 _ <<<"${SC["ours $size ADD"]}"; read -r od od95 _ <<<"${SC["ours $size DEL"]}"
 		read -r ra ra95 _ <<<"${SC["ref $size ADD"]}"; read -r rd rd95 _ <<<"${SC["ref $size DEL"]}"
 		md "$f" "| $size | $oa / $oa95 | $od / $od95 | $ra / $ra95 | $rd / $rd95 | $(ratio "$ra" "$oa")× |"
+		verdict_ratio scale "$(ratio "$ra" "$oa")" "$(ratio "$ra" "$oa")×" "reference / weft ADD, least favourable row: $size pods on the node"
 		echo "$size $oa $od $ra $rd" >>"$W/s2-pods.dat"
 	done
 	md "$f" ""
@@ -428,6 +430,7 @@ sec_scale() {
 		read -r oa oa95 _ <<<"${IP["ours $size ADD"]}"; read -r od od95 _ <<<"${IP["ours $size DEL"]}"
 		read -r ra ra95 _ <<<"${IP["ref $size ADD"]}"; read -r rd rd95 _ <<<"${IP["ref $size DEL"]}"
 		md "$f" "| $size | $oa / $oa95 | $od / $od95 | $ra / $ra95 | $rd / $rd95 | $(ratio "$ra" "$oa")× |"
+		verdict_ratio scale "$(ratio "$ra" "$oa")" "$(ratio "$ra" "$oa")×" "reference / weft ADD, least favourable row: host-local alone, $size reservations"
 		echo "$size $oa $od $ra $rd" >>"$W/s2-ipam.dat"
 	done
 	md "$f" ""
@@ -461,7 +464,7 @@ sec_scale() {
 
 sec_footprint() {
 	local f=$W/md/5-footprint.md p
-	md "$f" "## 5. Footprint"
+	md "$f" "### footprint: Footprint"
 	md "$f" ""
 	md "$f" "Binary sizes in bytes: as installed (ours: \`$WEFT_BUILD/bin\`, built -O2 -g; reference: $REF_BIN) and"
 	md "$f" "stripped (\`strip -o\`; Debian's Go binaries are already stripped)."
@@ -482,6 +485,7 @@ sec_footprint() {
 		[ "$p" = weftd ] && ri="(no reference agent)"
 		[ "$p" = portmap ] && [ ! -x "$WEFT_BIN/$p" ] && oi="(not implemented)"
 		md "$f" "| $p | $oi | $os | $ri | $rs_ | $(ratio "$rs_" "$os")× |"
+		verdict_ratio footprint "$(ratio "$rs_" "$os")" "$(ratio "$rs_" "$os")×" "reference / weft, least favourable: $p stripped" smaller larger
 	done
 	md "$f" ""
 	# peak RSS of one ADD (bridge + its host-local child, max of the two), /usr/bin/time -f %M
@@ -518,6 +522,8 @@ sec_footprint() {
 		done
 		for op in ADD DEL; do
 			md "$f" "| $op | ${RSS["ours $op"]} | ${RSS["ref $op"]} | $(ratio "${RSS["ref $op"]}" "${RSS["ours $op"]}")× |"
+			verdict_ratio footprint "$(ratio "${RSS["ref $op"]}" "${RSS["ours $op"]}")" "$(ratio "${RSS["ref $op"]}" "${RSS["ours $op"]}")×" \
+				"reference / weft, least favourable: peak RSS of one $op" smaller larger
 			echo "peak_rss_$op,weft,${RSS["ours $op"]}," >>"$OUT/footprint.csv"
 			echo "peak_rss_$op,reference,${RSS["ref $op"]}," >>"$OUT/footprint.csv"
 		done
@@ -526,9 +532,9 @@ sec_footprint() {
 		md "$f" "Peak RSS of one ADD: skipped: weft's bridge/host-local not built."
 	fi
 	if [ -n "${AGENT_IDLE_RSS:-}" ]; then
-		md "$f" "weftd RSS idle (0 remote nodes): $AGENT_IDLE_RSS (from section 3)."
+		md "$f" "weftd RSS idle (0 remote nodes): $AGENT_IDLE_RSS (from the agent section)."
 	else
-		md "$f" "weftd RSS idle: see section 3 (not measured in this run)."
+		md "$f" "weftd RSS idle: see the agent section (not measured in this run)."
 	fi
 	md "$f" ""
 	return 0
@@ -579,18 +585,31 @@ plot "$dat" using 1:2 with linespoints lw 2 pt 7 lc rgb "#2a7ab0" title "weft AD
 EOF
 }
 
+# write_report: REPORT.md, one run: its header (commit, date, machine, configuration), the targets,
+# then each section that ran in bench/run's order, its verdict line under its header.
 write_report() {
-	local r=$OUT/REPORT.md cpu mode
+	local r=$OUT/REPORT.md cpu mode git date s sf
 	cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 	mode=full; q && mode="quick (--quick: small counts; ratios are indicative only)"
+	git=$(git -C "$TOP" describe --always --dirty 2>/dev/null || echo '?')
+	date=$(date -u '+%Y-%m-%d %H:%M UTC')
 	{
 		echo "# weft benchmarks vs the Go reference plugins"
+		echo
+		echo "One header per run (\`## Run\`: commit, date, machine, configuration); under it, the sections that"
+		echo "run measured, in \`bench/run\`'s order: ${ALL_SECTIONS// /, }. Each section opens with one"
+		echo "verdict word and the ratio it rests on, the least favourable one in the section: **faster** /"
+		echo "**slower** (weft against the reference, or against the baseline of the same run), **par** (the"
+		echo "ratio prints as 1.0×), **smaller** / **larger** (sizes and memory), **met** / **missed** (absolute"
+		echo "targets where there is nothing to compare with)."
+		echo
+		echo "## Run: git $git, $date, ${ONLY:-$ALL_SECTIONS}"
 		echo
 		echo "Generated by \`bench/run$( q && echo ' --quick')$( [ -n "$ONLY" ] && echo " --only ${ONLY// /,}")\` — mode: $mode."
 		echo
 		echo "- machine: $cpu, $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
-		echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(. /etc/os-release; echo "$PRETTY_NAME")"
-		echo "- weft: $WEFT_BIN (git $(git -C "$TOP" describe --always --dirty 2>/dev/null || echo '?'))"
+		echo "- date: $date; $(. /etc/os-release; echo "$PRETTY_NAME")"
+		echo "- weft: $WEFT_BIN (git $git)"
 		echo "- reference: $REF_BIN (Debian containernetworking-plugins $(dpkg-query -W -f '${Version}' containernetworking-plugins 2>/dev/null || echo '?'))"
 		echo "- runtime tool: cnitool (libcni $(dpkg-query -W -f '${Version}' golang-github-appc-cni-dev 2>/dev/null || echo '?')), $CNITOOL"
 		echo "- sections run: ${ONLY:-$ALL_SECTIONS}; failed: ${FAILED[*]:-none}; skipped: ${SKIPPED[*]:-none}"
@@ -600,13 +619,22 @@ write_report() {
 		echo "reference, measured in the same run, are the point. Raw figures: the CSV files next to this"
 		echo "report (setup.csv, scale.csv, agent.csv, datapath.csv, footprint.csv; latencies in µs)."
 		echo
-		echo "## Targets"
+		echo "### Targets"
 		echo
-		[ -n "${S1_HEADLINE:-}" ] && { echo "Pod setup, $S1_HEADLINE; every target below is judged on all four chains of section 1."; echo; }
+		[ -n "${S1_HEADLINE:-}" ] && { echo "Pod setup, $S1_HEADLINE; every target below is judged on all four chains of the setup section."; echo; }
 		echo "| target | measured | verdict | note |"
 		echo "|---|---|---|---|"
 		[ -f "$W/targets.md" ] && cat "$W/targets.md"
 		echo
-		cat "$W"/md/*.md 2>/dev/null
+		# each section's fragment is $W/md/<n>-<name>.md, its first line the header
+		for s in $ALL_SECTIONS; do
+			for sf in "$W"/md/*-"$s".md; do
+				[ -f "$sf" ] || continue
+				head -n 1 "$sf"
+				echo
+				verdict_line "$s"
+				tail -n +2 "$sf"
+			done
+		done
 	} >"$r"
 }

@@ -32,7 +32,7 @@ if [ "${BASH_SOURCE[0]}" != "$0" ]; then
 	sec_services() {
 		local f=$W/md/95-services.md csv=$OUT/services.csv sizes lsizes rounds n c rc t0 sync lat w i wi
 		local v worst base dev ref
-		md "$f" "## 10. Services: weft's nftables sync and connection setup against kube-proxy's iptables"
+		md "$f" "### services: weft's nftables sync and connection setup against kube-proxy's iptables"
 		md "$f" ""
 		if [ ! -x "$WEFT_BUILD/test/test-service-model" ]; then skipped "$f" "test/test-service-model not built"; return 77; fi
 		for c in iptables-restore iptables nft python3; do command -v "$c" >/dev/null || { skipped "$f" "needs $c"; return 77; }; done
@@ -87,6 +87,8 @@ if [ "${BASH_SOURCE[0]}" != "$0" ]; then
 			echo "$(svc_x "$wi1" "$ii") | $n | $(svc_cpu weft-nft "$n" full_sync "$sync") | $(svc_cpu iptables-restore "$n" full_sync "$sync") | $(svc_x "$wf" "$if_") |" \
 				"$(svc_cpu weft-nft "$n" one_service_sync "$sync") | $(svc_cpu iptables-restore "$n" one_service_sync "$sync") | $(svc_x "$wi1" "$ii") |"
 			say "   $n Services: initial weft $wf ms vs iptables-restore $if_ ms; one Service weft $wi1 ms vs iptables $ii ms" >&2
+			verdict_ratio services "$(svc_x "$wf" "$if_")" "$(svc_x "$wf" "$if_")" "iptables / weft, least favourable row: initial sync of $n Services"
+			verdict_ratio services "$(svc_x "$wi1" "$ii")" "$(svc_x "$wi1" "$ii")" "iptables / weft, least favourable row: one Service's sync at $n Services"
 		done | sort -g | cut -d'|' -f2- | sed 's/^/|/' >>"$f"
 		md "$f" ""
 
@@ -105,6 +107,7 @@ if [ "${BASH_SOURCE[0]}" != "$0" ]; then
 			im=$(svc_med iptables "$n" connect_us_median "$lat") ip_=$(svc_med iptables "$n" connect_us_p90 "$lat")
 			echo "$(svc_x "$wm" "$im") | $n | $wm | $wp | $im | $ip_ | $(svc_x "$wm" "$im") |"
 			say "   $n Services: connect weft $wm µs vs iptables $im µs (median)" >&2
+			verdict_ratio services "$(svc_x "$wm" "$im")" "$(svc_x "$wm" "$im")" "iptables / weft, least favourable row: connection setup at $n Services"
 		done | sort -g | cut -d'|' -f2- | sed 's/^/|/' >>"$f"
 		md "$f" ""
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # weftd's memory as it is (issue #18: no MADV_DONTNEED on library pages any more): RSS, PSS and
 # private dirty from /proc/PID/smaps_rollup of one weftd, ready on a one-node vxlan cluster in
-# throwaway namespaces (test/netns/weft-cluster-lib.sh: etcd + the node), read after its first
+# throwaway namespaces (test/lib/weft-cluster-lib.sh: etcd + the node), read after its first
 # full resync (the old trick ran after each full pass, so the figures are comparable).
 #
 #   bench/weftd-memory.sh [BUILD_DIR]      default: build (WEFT_BUILD); prints one Markdown row
@@ -9,10 +9,10 @@
 # Needs root, etcd, the build's weftd.
 set -euo pipefail
 [ $# -ge 1 ] && WEFT_BUILD=$(cd "$1" && pwd) && export WEFT_BUILD
-# shellcheck source=../test/netns/lib.sh
-. "$(dirname "$0")/../test/netns/lib.sh"
-# shellcheck source=../test/netns/weft-cluster-lib.sh
-. "$(dirname "$0")/../test/netns/weft-cluster-lib.sh"
+# shellcheck source=../test/lib/lib.sh
+. "$(dirname "$0")/../test/lib/lib.sh"
+# shellcheck source=../test/lib/weft-cluster-lib.sh
+. "$(dirname "$0")/../test/lib/weft-cluster-lib.sh"
 cluster_require
 cluster_init 1 vxlan
 weftd_start 1

@@ -6,7 +6,7 @@
 #
 #   host-weft: br0 10.50.0.1/24 fd00:50::1/64 ── veth ── pod-weft (eth0, lo)   CNI_PATH=our bin
 #   host-ref:  br0 10.50.0.1/24 fd00:50::1/64 ── veth ── pod-ref  (eth0, lo)   CNI_PATH=/usr/lib/cni
-. "$(dirname "$0")/../netns/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip jq ping
 [ -x "$CNITOOL" ] || skip "no cnitool at $CNITOOL (tools/build-cnitool.sh)"

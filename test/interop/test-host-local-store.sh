@@ -7,7 +7,7 @@
 #   $T/data/mix/    the shared store
 # Store entries are IP literals and fixed names, so ls | grep is safe here.
 # shellcheck disable=SC2010,SC2012
-. "$(dirname "$0")/../netns/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd jq ip
 require_plugins host-local

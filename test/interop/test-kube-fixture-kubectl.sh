@@ -11,9 +11,9 @@
 # (subset match; expected selections computed from the YAML, not written down). Watches run in the
 # background during the changes and must show each change as ADDED/MODIFIED/DELETED, filtered by
 # their selectors; a compaction must show kubectl and a raw watch a 410 Expired.
-. "$(dirname "$0")/../netns/lib.sh"
-# shellcheck source=../kube/fixture-lib.sh
-. "$TOP/test/kube/fixture-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+# shellcheck source=../lib/kube-fixture-lib.sh
+. "$TOP/test/lib/kube-fixture-lib.sh"
 require_cmd kubectl python3 jq curl
 
 # a deleted Namespace stays Terminating for 15 s: long enough to try creating in it, even when each

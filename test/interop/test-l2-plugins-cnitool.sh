@@ -7,7 +7,7 @@
 #
 #   node-weft: vethX 10.90.0.1/32 ── veth ── pw1 eth0   mv0 ══ mv0p 10.91.0.1/24; mv0 ── pw2 eth0 (macvlan)
 #   node-ref:  the same, with CNI_PATH=/usr/lib/cni     (pods pr1, pr2)
-. "$(dirname "$0")/../netns/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip jq ping
 [ -x "$CNITOOL" ] || skip "no cnitool at $CNITOOL (tools/build-cnitool.sh)"

@@ -7,7 +7,7 @@
 #
 #   client-S (eth0 192.168.70.2/24) ── veth ── host-S: up0 192.168.70.1/24
 #                                               br0 10.70.0.1/24 ── veth ── pod-S (eth0)
-. "$(dirname "$0")/../netns/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip jq nc timeout nft
 [ -x "$CNITOOL" ] || skip "no cnitool at $CNITOOL (tools/build-cnitool.sh)"

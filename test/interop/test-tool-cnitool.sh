@@ -9,7 +9,7 @@
 # host-local hands out and the netns path), the cache files agree field by field, each tool
 # CHECKs and DELs what the other ADDed. cnitool has no cache-dir option, so both use the default
 # /var/lib/cni with network names carrying our PID; the EXIT trap removes exactly those files.
-. "$(dirname "$0")/../netns/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd jq ip
 WEFT=$WEFT_BUILD/tool/weft

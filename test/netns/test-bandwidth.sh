@@ -5,7 +5,7 @@
 #   pod (eth0 10.30.0.x) ──veth──► br0 10.30.0.1 (namespace "host" plays the node)
 #       ingress limit: tbf root qdisc on the host veth
 #       egress  limit: host veth ingress qdisc ─u32/mirred─► ifb bwp<hash> ─ tbf
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip tc jq iperf3
 require_plugins bandwidth bridge

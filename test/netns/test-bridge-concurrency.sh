@@ -6,7 +6,7 @@
 #
 # Expect: every ADD succeeds, 50 distinct IPs, one bridge, each gateway address once, exactly one
 # copy of each nft rule; after the DELs: IPAM store empty, no veth, no nft element.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip nft jq ping
 require_plugins bridge host-local

@@ -3,7 +3,7 @@
 # leaves nothing behind (no link in the host or pod namespace, no reservation, no nft element).
 #
 #   pod (eth0?) ──veth?── br0 (namespace "host")      pod0 holds the only address of a 1-IP range
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip nft jq
 require_plugins bridge host-local

@@ -9,7 +9,7 @@
 #   podm ───── br3 (MAC from CNI_ARGS, ipam {})                  podd ── br4 (disableContainerInterface)
 #
 # The plugin runs inside the "host" namespace (ip netns exec), never in the real root namespace.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip bridge nft jq ping
 require_plugins bridge host-local

@@ -5,7 +5,7 @@
 #
 #   [ w-err-PID ]  lo down, must stay down
 #
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip jq
 

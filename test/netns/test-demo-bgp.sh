@@ -4,7 +4,7 @@
 # tools/demo with the bgp backend (two segments, an FRR router, BIRD on every node: the router's
 # table is one of the checks) and the udp backend (TUN + userspace UDP), 3 nodes, 2 pods each, no
 # iperf: every pair reachable, masquerade to the outside only, nothing left behind.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd etcd jq python3 bird birdc
 require_plugins weftd

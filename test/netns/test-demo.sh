@@ -2,7 +2,7 @@
 # weft-test: no-san (the whole demo for minutes; the sanitizer pass takes its backends and plugins in test-weftd-backends, -bgp, -udp and the plugin tests)
 # The main job as a test: tools/demo with both backends (3 nodes, 2 pods each, no iperf) must
 # report every pair reachable, masquerade to the outside only, and clean up after itself.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd etcd jq python3
 require_plugins weftd

@@ -12,7 +12,7 @@
 # a pod namespace deleted without DEL does not hurt the daemon; no daemon -> clear errors.
 # dnsmasq enforces a 2-minute minimum lease, so renewal is driven by T1 (option 58) instead
 # of a 30 s lease; the test takes about 20 s.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip jq ping dnsmasq
 require_plugins dhcp bridge

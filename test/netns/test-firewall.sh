@@ -6,7 +6,7 @@
 #   pod1, pod4 ── br0 10.40.0.1/24 ─┐
 #   pod2 ──────── br1 10.41.0.1/24 ─┼─ node ("host" netns) ── up0 192.0.2.1 ── "out" netns 192.0.2.2
 #   pod3 ──────── br2 10.42.0.1/24 ─┘   br1, br2: ingressPolicy same-bridge
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip nft jq ping
 require_plugins firewall bridge

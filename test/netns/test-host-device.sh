@@ -5,7 +5,7 @@
 # as it was); the reference side by side.
 #
 #   pod eth0 (was hd0) 10.80.0.x/24 ══ veth ══ hd0p 10.80.0.1/24   (namespace "host": the node)
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip jq ping
 require_plugins host-device host-local

@@ -10,7 +10,7 @@
 # and our ADD output against the reference for 1.0.0 / 0.4.0 / 0.3.1 / 0.2.0.
 # Store entries are IP literals and fixed names, so ls | grep is safe here.
 # shellcheck disable=SC2010,SC2012
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd jq ip
 require_plugins host-local

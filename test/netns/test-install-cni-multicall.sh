@@ -10,7 +10,7 @@
 # runs `dhcp daemon` (the only long-running plugin mode: it keeps running from the old inode, the
 # names all point at the new file), a destination holding separate per-plugin copies (what
 # install-cni wrote before the multi-call suite) is turned into links, --plugins with a subset.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_cmd cmp stat
 WEFT=$WEFT_BUILD/tool/weft
 require_built "$WEFT" "$WEFT_BIN/weft-plugins"

@@ -10,7 +10,7 @@
 # in-place write would be ETXTBSY), foreign files in dest untouched, --plugins, a wrong mode
 # repaired, stale temp files, --conf-src/--conf-dest, and every error: missing dirs, unknown and
 # non-executable plugins (nothing written), read-only dest, a directory in the way, bad usage.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_cmd cmp stat sha256sum
 WEFT=$WEFT_BUILD/tool/weft
 require_built "$WEFT"

@@ -6,7 +6,7 @@
 #   pod1 eth0 (ipvlan l2) ──┐
 #   pod2 eth0 (ipvlan l2) ──┤ iv0 ══ veth ══ iv0p      (namespace "host": the node)
 #   pod3 eth0 (ipvlan l3) ──┘
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip jq ping
 require_plugins ipvlan host-local

@@ -3,15 +3,15 @@
 # and their exit status must say so. A test library whose scripts pass after failed checks makes
 # every test built on it unable to fail.
 #
-#   $T/test-case-NAME.sh ── sources LIB (default: this directory's lib.sh) ── exit status, output
+#   $T/test-case-NAME.sh ── sources LIB (default: test/lib/lib.sh) ── exit status, output
 #                       WEFT_BUILD=$T/build (bin/bridge exists, nothing else)
 #
 # LIB=path/to/old/lib.sh runs the cases against another copy (to see them fail on the old one).
 # shellcheck disable=SC2016 # the case bodies are single-quoted on purpose: they expand in the case
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_cmd ip jq
 
-LIB=${LIB:-$TOP/test/netns/lib.sh}
+LIB=${LIB:-$TOP/test/lib/lib.sh}
 FAKE=$T/build
 mkdir -p "$FAKE/bin"
 printf '#!/bin/sh\nexit 0\n' >"$FAKE/bin/bridge"

@@ -4,7 +4,7 @@
 #
 #   [ w-lo-PID ]  lo (down at start)     [ w-loref-PID ]  lo, for the reference plugin
 #
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip jq ping
 

@@ -6,7 +6,7 @@
 #   pod1 eth0 (macvlan bridge) ──┐
 #   pod2 eth0 (macvlan bridge) ──┤ mv0 ══ veth ══ mv0p   (namespace "host": the node; mv0 has the
 #   pod3 eth0 (L2, private)    ──┘                         default route, so it is the default master)
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip jq ping
 require_plugins macvlan host-local

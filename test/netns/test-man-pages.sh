@@ -15,7 +15,7 @@
 #
 # MAN_DIR=DIR checks the pages in DIR instead of man/ (to see the test fail on a page with a flag
 # taken out: copy man/, delete one option's item, run with MAN_DIR pointing at the copy).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_cmd groff
 
 MAN_DIR=${MAN_DIR:-$TOP/man}

@@ -9,7 +9,7 @@
 # The elements are added/removed by a tiny driver linked against libweft.a, run inside "node".
 # outside has no route to the pods, so pod1 -> outside only works when masqueraded; nft counters
 # in outside and pod2 show which source address arrived.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip nft jq ping nc cc pkg-config
 require_built "$WEFT_BUILD/libweft.a"

@@ -28,7 +28,7 @@
 #  13  weft (and tuning) DEL: a netns it cannot open (EACCES) is reported and the pod's interface
 #      (tuning: its backup) is kept for the retry; a netns that is gone (ENOENT, or not a netns any
 #      more) is success.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip nft jq nsenter unshare setpriv timeout mkfifo
 require_plugins loopback bridge ptp portmap firewall host-local weft tuning

@@ -8,7 +8,7 @@
 # Traced with strace: nft_ctx_new() opens /etc/iproute2/* (and a dynamic suite first opens
 # libnftables.so.1). The positive control - the DEL right after an ADD, which has elements to
 # remove - must show it, so the marker is known to work.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd strace jq
 require_plugins bridge portmap host-local

@@ -7,8 +7,8 @@
 # policies: the churned pods' labels can only add allowances for their own addresses) denies; after
 # the churn every pair is again as the model says.
 #   CHURN_PODS (default 1000), CHURN_LIVE (pods alive at once, default 200)
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 
 cluster_require
 NETPOL=$TOP/test/netns/policy/netpol.py

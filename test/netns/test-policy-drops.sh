@@ -12,8 +12,8 @@
 #   3. node 2 (without the option): no log rule, /policy/drops 404, `weft policy drops` exits 2
 #   4. fallback: with the group taken by another listener, weftd says so and logs to the kernel log
 #   5. weftd uninstall removes the counters too
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 
 cluster_require
 WEFT_TOOL=$WEFT_BUILD/tool/weft

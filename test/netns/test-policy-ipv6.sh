@@ -4,8 +4,8 @@
 # policy every IPv6 probe passes (so a denial below is the policy, not broken IPv6); then x gets a
 # default deny ingress plus an allow from pods a of namespace y on port 80 TCP, and each IPv6 pair
 # is checked same-node and cross-node, the allowed port and the other one.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 
 cluster_require
 [ -d /proc/sys/net/bridge ] || skip "br_netfilter is not loaded (same-node traffic would not be policed)"

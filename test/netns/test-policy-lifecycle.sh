@@ -9,8 +9,8 @@
 #      `weft cni add` writes on ADD) and the first denied probe is measured and bounded
 #   4. --policy-log-drops puts a log rule naming the policy before each drop (only with the option)
 #   5. `weftd uninstall` removes every np-* chain, set and map
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 
 cluster_require
 NETPOL=$TOP/test/netns/policy/netpol.py

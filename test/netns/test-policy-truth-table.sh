@@ -2,15 +2,15 @@
 # weft-test: timeout 1200
 # weft-test: no-san (288-cell tables for 6-7 minutes plain; the sanitizer pass takes the same policy compiler and sync in test-policy-lifecycle, -drops, -ipv6 and unit/test-policy-compile)
 # NetworkPolicy enforced by weftd across nodes, checked cell by cell against an independent model
-# (policy/truth-table-lib.sh: namespaces x, y, z × pods a, b, c over 2 nodes, 288 cells per case,
+# (test/lib/policy-truth-table-lib.sh: namespaces x, y, z × pods a, b, c over 2 nodes, 288 cells per case,
 # the table netpol.py computes from the spec). This half of Kubernetes' netpol e2e suite: default
 # deny, pod and namespace selectors (matchLabels, matchExpressions, AND within a peer, OR across
 # peers), ipBlock on ingress, policies combining, update and removal, and pod and namespace label
 # changes. test-policy-e2e.sh has the other half; policy/E2E-CASES.md maps every upstream case.
 #   POLICY_BACKEND=host-gw|vxlan (default host-gw; test-policy-truth-table-vxlan.sh sets vxlan)
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
-. "$(dirname "$0")/policy/truth-table-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/policy-truth-table-lib.sh"
 
 tt_setup
 

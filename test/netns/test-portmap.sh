@@ -9,7 +9,7 @@
 #         br0 10.30.0.1/24 fd00:30::1/64 ── pod1 (10.30.0.2), pod2 (10.30.0.3), pod3, pod4
 #
 # The plugins run inside the "host" namespace (ip netns exec), never in the real root namespace.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip nft jq nc timeout
 require_plugins bridge portmap host-local

@@ -7,7 +7,7 @@
 #                                    │                           (namespace "host": the node)
 #   pod2 eth0 10.60.0.y/24 ── veth ──┘ vethB 10.60.0.1/32 ; 10.60.0.y/32 dev vethB
 #   (and fd00:60::/64 the same way)          podr: the reference ptp in namespace "href"
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip nft jq ping
 require_plugins ptp host-local

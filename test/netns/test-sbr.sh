@@ -6,7 +6,7 @@
 #   pod ──────────┤  (default route)                 ├─ node ("host" netns) ── 192.0.2.1 ── "out" 192.0.2.2
 #                 └ eth1 10.51.0.2 ── br1 10.51.0.1 ─┘
 #   sbr on eth1: ip rule from 10.51.0.2 lookup 100; table 100: default via 10.51.0.1, 10.51.0.0/24
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip jq ping
 require_plugins sbr bridge

@@ -23,7 +23,7 @@ if [ -z "${WEFT_TEST_MNTNS:-}" ] && [ "$(id -u)" = 0 ]; then
 	# bind mounts stay in a private mount namespace: nothing to unmount on the host, even on a crash
 	exec unshare -m --propagation private env WEFT_TEST_MNTNS=1 bash "$0" "$@"
 fi
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd jq ping chroot nft tc ldd
 require_plugins weft-plugins bridge portmap firewall tuning bandwidth host-local weft loopback

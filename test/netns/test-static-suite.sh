@@ -17,7 +17,7 @@
 #   - size: the stripped suite is under 3 MB (the reference's is ~45 MB).
 # A dynamic suite (sanitizer build, or Debian's netfilter source packages could not be fetched:
 # build/static-deps/UNAVAILABLE) passes the other checks and then skips, saying why.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_cmd readelf file strip
 MC=$WEFT_BIN/weft-plugins
 require_built "$MC"

@@ -11,7 +11,7 @@
 # prevResult chaining and version conversion; rollback of a failed ADD; the cache file (libcni
 # format) and its removal; CHECK from the cache; DEL twice; GC (stale DELs with the cached config,
 # GC with the valid list); STATUS; VERSION; a real loopback + host-local chain.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd jq ip base64 sha512sum
 

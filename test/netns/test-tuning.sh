@@ -4,7 +4,7 @@
 # precedence of CNI_ARGS / runtimeConfig / args.cni, bad input leaves nothing behind.
 #
 #   pod (eth0) ──veth── br0 10.70.0.1 (namespace "host")
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip jq ping
 require_plugins tuning bridge

@@ -6,7 +6,7 @@
 #   pod1 eth0 (VLAN 42 on vl0) ──┐
 #                                 vl0 ══ veth ══ vl1     (namespace "host": the node)
 #   pod2 eth0 (VLAN 42 on vl1) ──┘    the two pods share VLAN 42 over the veth pair
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip jq ping
 require_plugins vlan host-local

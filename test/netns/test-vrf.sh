@@ -7,7 +7,7 @@
 #        eth0, eth1 in VRF "blue"
 #
 # Needs the kernel's vrf link kind: skips (77) with the reason where it is missing.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip jq ping
 require_kind vrf

@@ -15,11 +15,11 @@
 # malformed YAML, a namespace clash) are refused with the document named and nothing written;
 # delete -f, NotFound exit codes, namespace deletion takes its objects; pod records at ADD/DEL,
 # DEL twice, a record that would be refused and an unreachable etcd both undo the ADD.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd jq ip python3 etcd etcdctl
 python3 -c 'import yaml' 2>/dev/null || skip "needs python3-yaml (the independent YAML parser)"
-. "$TOP/test/etcd-lib.sh"
+. "$TOP/test/lib/etcd-lib.sh"
 
 WEFT=$WEFT_BUILD/tool/weft
 require_built "$WEFT"

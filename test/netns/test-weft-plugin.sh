@@ -7,7 +7,7 @@
 # No lease → code 11 and nothing created; ADD → CHECK → DEL → DEL → GC; ping pod ↔ gateway and
 # pod ↔ pod (v4 + v6); MTU and routes from the lease; CHECK notices a removed address; DEL without
 # the pod netns and without the lease still releases the address; bad input leaves nothing behind.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd jq ping
 

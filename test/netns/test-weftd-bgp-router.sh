@@ -13,8 +13,8 @@
 # router (ping, TCP keeping pod addresses); prefixes the router announces on its own (a node's
 # subnet, one outside the cluster network, an unleased one inside it) are never installed on a
 # node; node3 leaves: withdrawn from the router and the nodes within 10 s.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 require_root
 require_cmd ip jq curl nft etcd etcdctl python3 ping bird birdc vtysh
 require_built "$WEFTD"

@@ -15,8 +15,8 @@
 # withdrawn while it lasts: the reflector's own route hides the reflected one); BIRD down on a client:
 # /healthz stays 200, /healthz?verbose and /metrics say BIRD is down; node4 stops (releases its
 # lease): its own BIRD no longer announces its subnet, withdrawn everywhere within 10 s.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 require_root
 require_cmd ip jq curl nft etcd etcdctl python3 ping bird birdc
 require_built "$WEFTD"

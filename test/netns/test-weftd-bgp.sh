@@ -13,8 +13,8 @@
 # inside it) gets none of them installed anywhere, while its own subnet stays; BIRD killed on
 # node2: weftd reports it down, the routes stay and pod traffic keeps flowing (graceful restart),
 # BIRD back: sessions up again; node3 leaves: its route is withdrawn everywhere within 10 s.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 require_root
 require_cmd ip jq curl nft etcd etcdctl python3 ping bird birdc
 require_built "$WEFTD"

@@ -5,8 +5,8 @@
 #
 #   node1 (10.99.0.11) --underlay-- node2 (10.99.0.12)       etcd 10.99.0.2
 #     cni0 + pod p1                    cni0 + pod p2           (pods attached with `weft cni add`)
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 cluster_require
 WEFT_TOOL=$WEFT_BUILD/tool/weft
 require_built "$WEFT_TOOL"

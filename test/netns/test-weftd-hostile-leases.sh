@@ -23,8 +23,8 @@
 # against an older weftd (step 1 cuts that one's underlay, and everything after fails with it).
 # shellcheck disable=SC2317 # helpers are called through wait_for
 CLUSTER_UNDERLAY=10.250.100
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 cluster_require
 CLUSTER_NETWORK=10.250.128.0/17
 WEFTD_LEASE_TTL=6

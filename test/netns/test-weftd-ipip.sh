@@ -23,8 +23,8 @@ if [ -z "${WEFT_IPIP_CASE:-}" ]; then
 	exit $rc
 fi
 
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 TEST_NAME="${TEST_NAME}[$WEFT_IPIP_CASE]"
 require_root
 require_cmd ip jq curl nft etcd etcdctl python3 ping

@@ -15,8 +15,8 @@
 #   - node2's weft.dev annotations removed by hand: node2 publishes them again at once
 # shellcheck disable=SC2317 # helpers are called through wait_for
 CLUSTER_UNDERLAY=10.250.100
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 require_root
 require_cmd ip bridge jq curl python3
 [ -x "$WEFTD" ] || skip "weftd not built ($WEFTD)"

@@ -25,8 +25,8 @@ if [ -z "${WEFT_BACKEND_CASE:-}" ]; then
 	exit $rc
 fi
 
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 TEST_NAME="${TEST_NAME}[$WEFT_BACKEND_CASE]"
 backend=$WEFT_BACKEND_CASE
 

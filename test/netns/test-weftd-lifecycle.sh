@@ -13,8 +13,8 @@
 #   8. etcd down for ETCD_OUTAGE seconds (default 30): no route lost; leases renewed afterwards
 #   9. weftd uninstall removes chains, VTEP, routes, conflist and lease file
 # shellcheck disable=SC2317 # helpers are called through wait_for
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 cluster_require
 ETCD_OUTAGE=${ETCD_OUTAGE:-30}
 WEFTD_LEASE_TTL=6

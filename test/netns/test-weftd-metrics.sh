@@ -11,10 +11,10 @@
 #      reports the target up with no scrape error and answers PromQL over weft's series
 # shellcheck source-path=SCRIPTDIR
 # shellcheck disable=SC2317 # helpers are called through wait_for
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
-# shellcheck source=weft-cluster-lib.sh
-. "$(dirname "$0")/weft-cluster-lib.sh"
+# shellcheck source=../lib/lib.sh
+. "$(dirname "$0")/../lib/lib.sh"
+# shellcheck source=../lib/weft-cluster-lib.sh
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 cluster_require
 require_cmd promtool prometheus
 # shellcheck disable=SC2034 # read by weft-cluster-lib.sh

@@ -13,8 +13,8 @@
 #     cache lists again (weft_cache_expired_total) and the deletes made meanwhile reach it;
 #   --relist-interval lists every kind again, with no deltas for an unchanged store; the weft_cache_*
 #   metrics pass promtool; unsupported --objects-datastore combinations exit 2.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 
 require_root
 require_cmd ip jq curl python3 etcd etcdctl

@@ -20,8 +20,8 @@
 #   8. a policy with 5,000 ipBlocks refused, naming the limit.
 #  11. apiVersion v2 Service refused; a key with an extra segment refused and counted; a value
 #      that is no object refused naming its etcd key (no fake label in the message).
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 
 cluster_require
 WEFT_TOOL=$WEFT_BUILD/tool/weft

@@ -16,8 +16,8 @@
 #     other/attacker, still open to cli; counted, held, shown in /debug/objects
 #   - a decodable update replaces the held version (allow-cli on port 81 only: cli denied on 80)
 #   - deletes through the API really remove the policies (iso open to everyone)
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 
 require_root
 require_cmd ip jq curl python3

@@ -14,8 +14,8 @@
 #   a compaction while weftd's watches are cut: the resumed watch gets 410 Gone, the cache lists
 #     again (weft_cache_expired_total) and the deletes made meanwhile reach it;
 #   test/kube/objects/cluster.yaml applied: every kind's cache holds what the API server lists.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 
 require_root
 require_cmd ip jq curl python3

@@ -13,8 +13,8 @@
 # Steps: kubectl apply -f test/kube/objects/cluster.yaml; pod IPs through pods/status (kubectl patch
 # --subresource=status, as the kubelet would); label, strategic/JSON/merge patches, deletes and a new
 # pod (each kind's cache from before them must differ: the comparison can fail); kubectl delete -f.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 
 require_root
 require_cmd ip jq curl python3 kubectl openssl # client-go sends a bearer token only over TLS

@@ -6,8 +6,8 @@
 #
 #   underlay br0 -- node1 (weftd) ; etcd 10.99.0.2    (remote nodes exist only as leases)
 # shellcheck disable=SC2317 # helpers are called through wait_for
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 cluster_require
 N=${WEFT_SCALE_NODES:-5000}
 CLUSTER_NETWORK=100.64.0.0/10    # 16384 /24 subnets, no overlap with the 10.99.0.0/24 underlay

@@ -17,8 +17,8 @@
 #      ABUSE_SKIP_LIMITS=1 leaves them out.
 #
 # Timing figures (healthz p50/max, sync time) are printed for bench/; the test only holds the 1 s bound.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 
 cluster_require
 require_cmd python3 curl jq

@@ -15,8 +15,8 @@
 #                         -- outside 10.99.0.200
 #   3-node vxlan cluster, weftd --objects-datastore etcd --service-cluster-ip-range 10.96.0.0/16
 #   --service-external-ip-cidrs 192.0.2.0/24,10.99.0.0/24,<node3>/32 (node3's address listed exactly)
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 
 cluster_require
 SVC=$TOP/test/netns/service/svc.py

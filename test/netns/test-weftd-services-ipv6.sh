@@ -18,8 +18,8 @@
 # the routes; a range overlapping the underlay refused. (The ranges are not kube-apiserver's
 # default 10.96.0.0/12: that one covers this underlay, 10.99.0.0/24.)
 #   SERVICES_BACKEND=vxlan|udp (default vxlan; IPv6 pods need an overlay on this IPv4 underlay)
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 
 cluster_require
 BACKEND=${SERVICES_BACKEND:-vxlan}

@@ -16,8 +16,8 @@
 #    default/kubernetes, whose endpoints ARE the API server, works from a pod.
 # 2. Two Services with the same externalIP:port: the older creationTimestamp wins although its
 #    name sorts last; when it goes, the other takes over.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 
 require_root
 require_cmd ip jq curl python3 nft

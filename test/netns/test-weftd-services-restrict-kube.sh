@@ -11,8 +11,8 @@
 #
 # The LB IP 10.250.0.40 answers the outside host only; after the list is widened to the underlay,
 # node2 gets through too; the ClusterIP stays unrestricted.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 
 cluster_require
 require_cmd curl jq python3

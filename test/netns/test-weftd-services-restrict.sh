@@ -21,8 +21,8 @@
 #      others written in the same transaction are programmed, later changes apply, a restart under
 #      the conflict programs everyone else; once the set goes and the Service changes, it is
 #      programmed.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 
 cluster_require
 SVC=$TOP/test/netns/service/svc.py

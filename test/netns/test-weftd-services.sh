@@ -16,8 +16,8 @@
 # endpoint churn under a running client (no connection to the removed
 # endpoint once the node has synced), and a restart's full sync removing a Service deleted meanwhile.
 #   SERVICES_BACKEND=host-gw|vxlan (default host-gw)
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 
 cluster_require
 BACKEND=${SERVICES_BACKEND:-host-gw}

@@ -13,8 +13,8 @@
 # counted, while the same datagram from the right node is delivered (the control); a node that
 # joins is routed everywhere and its routes go when it leaves; weftd killed and restarted on a
 # node: weft0 comes back and traffic flows again. Prints pod -> pod throughput (iperf3) if present.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 require_root
 require_cmd ip jq curl nft etcd etcdctl python3 ping
 require_built "$WEFTD"

@@ -14,10 +14,10 @@
 # answers from outside; StopPodSandbox → our DEL (reservation, veth and port mapping gone);
 # StopPodSandbox again and RemovePodSandbox (containerd's repeated DELs) succeed and change
 # nothing; the host's root namespace is unchanged.
-# shellcheck source=../netns/lib.sh
-. "$(dirname "$0")/../netns/lib.sh"
-# shellcheck source=lib-runtime.sh
-. "$(dirname "$0")/lib-runtime.sh"
+# shellcheck source=../lib/lib.sh
+. "$(dirname "$0")/../lib/lib.sh"
+# shellcheck source=../lib/runtime-lib.sh
+. "$(dirname "$0")/../lib/runtime-lib.sh"
 require_root
 require_cmd ip nft jq nsenter unshare curl
 command -v containerd >/dev/null || skip "needs containerd (apt-get install containerd)"

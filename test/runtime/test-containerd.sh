@@ -13,10 +13,10 @@
 # OCI image imports; ctr run --cni → address from our host-local (reservation file with
 # containerd's ID), ping gateway and the other container; exit → our DEL (reservation released,
 # veth gone); the host's root namespace is unchanged.
-# shellcheck source=../netns/lib.sh
-. "$(dirname "$0")/../netns/lib.sh"
-# shellcheck source=lib-runtime.sh
-. "$(dirname "$0")/lib-runtime.sh"
+# shellcheck source=../lib/lib.sh
+. "$(dirname "$0")/../lib/lib.sh"
+# shellcheck source=../lib/runtime-lib.sh
+. "$(dirname "$0")/../lib/runtime-lib.sh"
 require_root
 require_cmd ip nft jq nsenter unshare
 command -v containerd >/dev/null || skip "needs containerd (apt-get install containerd)"

@@ -17,12 +17,12 @@
 # RemovePodSandbox) after a new pod took the node do not touch that pod; at the end no veth,
 # reservation or nft element is left on either node, weftd stays ready, and the host's root
 # namespace is unchanged.
-# shellcheck source=../netns/lib.sh
-. "$(dirname "$0")/../netns/lib.sh"
-# shellcheck source=../netns/weft-cluster-lib.sh
-. "$(dirname "$0")/../netns/weft-cluster-lib.sh"
-# shellcheck source=lib-runtime.sh
-. "$(dirname "$0")/lib-runtime.sh"
+# shellcheck source=../lib/lib.sh
+. "$(dirname "$0")/../lib/lib.sh"
+# shellcheck source=../lib/weft-cluster-lib.sh
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
+# shellcheck source=../lib/runtime-lib.sh
+. "$(dirname "$0")/../lib/runtime-lib.sh"
 cluster_require
 require_cmd nsenter unshare
 command -v containerd >/dev/null || skip "needs containerd (apt-get install containerd)"

@@ -5,10 +5,10 @@
 # containerd per node (the kubelet's calls), must report every pair reachable and the outside
 # reached through masquerade, remove every pod with StopPodSandbox + RemovePodSandbox, and leave
 # the host's root namespace as it was.
-# shellcheck source=../netns/lib.sh
-. "$(dirname "$0")/../netns/lib.sh"
-# shellcheck source=lib-runtime.sh
-. "$(dirname "$0")/lib-runtime.sh"
+# shellcheck source=../lib/lib.sh
+. "$(dirname "$0")/../lib/lib.sh"
+# shellcheck source=../lib/runtime-lib.sh
+. "$(dirname "$0")/../lib/runtime-lib.sh"
 require_root
 require_cmd etcd jq python3 nsenter unshare
 command -v containerd >/dev/null || skip "needs containerd (apt-get install containerd)"

@@ -14,15 +14,15 @@
 #               ── node2 10.99.0.12: weftd from the build, pod netns p2 (weft cni add)
 #               ── etcd 10.99.0.2, outside 10.99.0.200
 #
-# Node 1 is a network namespace plus a private mount namespace (lib-runtime.sh's holder): its /run,
+# Node 1 is a network namespace plus a private mount namespace (runtime-lib.sh's holder): its /run,
 # /etc/cni, /opt/cni, /var/lib/cni and /var/lib/weft are tmpfs there, so the manifest's hostPaths
 # are used as written.
-# shellcheck source=../netns/lib.sh
-. "$(dirname "$0")/../netns/lib.sh"
-# shellcheck source=../netns/weft-cluster-lib.sh
-. "$(dirname "$0")/../netns/weft-cluster-lib.sh"
-# shellcheck source=lib-runtime.sh
-. "$(dirname "$0")/lib-runtime.sh"
+# shellcheck source=../lib/lib.sh
+. "$(dirname "$0")/../lib/lib.sh"
+# shellcheck source=../lib/weft-cluster-lib.sh
+. "$(dirname "$0")/../lib/weft-cluster-lib.sh"
+# shellcheck source=../lib/runtime-lib.sh
+. "$(dirname "$0")/../lib/runtime-lib.sh"
 cluster_require
 require_cmd nsenter unshare podman make strip
 command -v containerd >/dev/null || skip "needs containerd (apt-get install containerd)"

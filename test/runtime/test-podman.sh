@@ -11,10 +11,10 @@
 # Checks: podman network ls sees the conflist; run → address from our host-local (reservation file
 # in our dataDir, podman inspect), ping gateway and the other container, port mapping from the
 # node; rm -f → our DEL (reservation gone, veth gone); the host's root namespace is unchanged.
-# shellcheck source=../netns/lib.sh
-. "$(dirname "$0")/../netns/lib.sh"
-# shellcheck source=lib-runtime.sh
-. "$(dirname "$0")/lib-runtime.sh"
+# shellcheck source=../lib/lib.sh
+. "$(dirname "$0")/../lib/lib.sh"
+# shellcheck source=../lib/runtime-lib.sh
+. "$(dirname "$0")/../lib/runtime-lib.sh"
 require_root
 require_cmd ip nft jq nsenter unshare nc
 command -v podman >/dev/null || skip "needs podman (apt-get install podman)"

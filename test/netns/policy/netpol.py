@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The NetworkPolicy truth-table helper of truth-table-lib.sh (test-policy-truth-table.sh,
+"""The NetworkPolicy truth-table helper of policy-truth-table-lib.sh (test-policy-truth-table.sh,
 test-policy-e2e.sh), written from the networking.k8s.io/v1 spec and independent of weft's compiler:
 
   netpol.py serve                      in a pod: TCP and UDP on 80 and 81 (UDP echoes)

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# A private etcd for shell tests. Source it after test/netns/lib.sh (uses skip/on_exit when present):
-#   . "$TOP/test/etcd-lib.sh"
+# A private etcd for shell tests. Source it after test/lib/lib.sh (uses skip/on_exit when present):
+#   . "$TOP/test/lib/etcd-lib.sh"
 #   etcd_start "$T"                  # 127.0.0.1, free ports, data in $T/etcd
 #   etcd_start "$T" "$ns" 10.0.0.1   # inside network namespace $ns, listening on 10.0.0.1
 #   ... weftd --etcd-endpoints "$ETCD_ENDPOINT" ...

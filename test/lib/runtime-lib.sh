@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Helpers for the runtime tests (podman, containerd). Source after test/netns/lib.sh.
+# Helpers for the runtime tests (podman, containerd). Source after test/lib/lib.sh.
 #
 # - a tiny busybox rootfs and an OCI image archive of it, built locally from Debian's
 #   busybox-static (no image registry is reachable);

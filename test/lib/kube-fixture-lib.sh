@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Start test/kube/fake-apiserver.py on loopback and fill it with test/kube/objects/: what a test of
-# weft's Kubernetes client (or of kubectl against the fixture) needs. Source after test/netns/lib.sh
+# weft's Kubernetes client (or of kubectl against the fixture) needs. Source after test/lib/lib.sh
 # (uses $T, $TOP, on_exit, fail).
 #
 #   fixture_start [FIXTURE ARGS...]   https on 127.0.0.1, a free port, a bearer token (plain http and

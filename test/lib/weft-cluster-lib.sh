@@ -3,7 +3,7 @@
 # A throwaway weft cluster in network namespaces, for the weftd tests, the demo and the benchmarks.
 # Source lib.sh first, then this file:
 #
-#   . "$(dirname "$0")/lib.sh"; . "$(dirname "$0")/weft-cluster-lib.sh"
+#   . "$(dirname "$0")/../lib/lib.sh"; . "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 #   cluster_init 3 vxlan                  # underlay, 3 node namespaces, etcd, config in etcd
 #   weftd_start 1; weftd_start 2; weftd_start 3
 #   weftd_wait_ready 1 2 3

@@ -4,7 +4,7 @@
 # output as the reference binary, bad input.
 #
 #   pod (eth0 10.60.0.5/24, static) ──veth── br0 10.60.0.1 (namespace "host")
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 require_root
 require_cmd ip jq ping
 require_plugins static bridge

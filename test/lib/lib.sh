@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Shared helpers for netns/interop tests. Source it first thing:
-#   . "$(dirname "$0")/../netns/lib.sh"
+#   . "$(dirname "$0")/../lib/lib.sh"
 #
 # Every test runs as root in namespaces it creates itself (named with the PID) and removes them
 # in an EXIT trap; it never touches the host's own links, routes or firewall. Exit 77 = skipped.
