@@ -32,7 +32,7 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "daemon/client/http-multi.h"
+#include "shared/client/http-multi.h"
 #include "daemon/service/service-model.h"
 #include "daemon/weftd.h"
 

@@ -64,7 +64,7 @@
 #include <stdint.h>
 
 #include "basic/macro.h"
-#include "daemon/cache/kube-objects.h"
+#include "shared/kube/kube-objects.h"
 #include "shared/event/event-loop.h"
 
 typedef struct ObjectCache ObjectCache;

@@ -30,9 +30,9 @@
 #include "basic/log.h"
 #include "basic/string-util.h"
 #include "daemon/datastore/datastore.h"
-#include "daemon/client/http-multi.h"
-#include "daemon/client/kube-client.h"
-#include "daemon/client/kubeconfig.h"
+#include "shared/client/http-multi.h"
+#include "shared/client/kube-client.h"
+#include "shared/client/kubeconfig.h"
 
 #define ANNOTATION_PUBLIC_IP "weft.dev/public-ip"
 #define ANNOTATION_PUBLIC_IP6 "weft.dev/public-ip6"

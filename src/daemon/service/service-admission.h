@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "daemon/cache/kube-objects.h"
+#include "shared/kube/kube-objects.h"
 #include "shared/ip/ip-addr.h"
 
 /* The bounded label set of weft_service_rejected_total{reason}. */

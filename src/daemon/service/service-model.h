@@ -70,7 +70,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "daemon/cache/kube-objects.h"
+#include "shared/kube/kube-objects.h"
 #include "daemon/service/service-admission.h"
 #include "shared/ip/ip-addr.h"
 

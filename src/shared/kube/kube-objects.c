@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "basic/string-util.h"
-#include "daemon/cache/kube-objects.h"
+#include "shared/kube/kube-objects.h"
 
 #define OBJECT_FLAG_BLOCK 0x01 /* one allocation: arrays and name live inside the object */
 

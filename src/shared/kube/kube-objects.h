@@ -21,8 +21,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "daemon/cache/label-selector.h"
-#include "daemon/cache/string-pool.h"
+#include "shared/kube/label-selector.h"
+#include "shared/kube/string-pool.h"
 #include "shared/ip/ip-addr.h"
 
 typedef enum KubeKind {
