@@ -22,7 +22,6 @@
 #include <stdint.h>
 
 #include "basic/macro.h"
-#include "daemon/datastore/datastore.h"
 #include "shared/client/kubeconfig.h"
 
 typedef struct KubeClient KubeClient;
