@@ -165,8 +165,9 @@ $(BUILD)/bin/weftd: $(BUILD)/obj/src/daemon/weftd.o $(DAEMON_LIB) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-# The tool links libweftd.a for the etcd client and the object decoders (weft apply/get, pod records).
-$(BUILD)/tool/weft: $(BUILD)/obj/src/tool/weft.o $(TOOL_LIB) $(DAEMON_LIB) $(LIB)
+# The tool links libweft.a only: the etcd client and the object decoders it uses (weft apply/get,
+# pod records) are in src/shared/. It must not need libweftd.a.
+$(BUILD)/tool/weft: $(BUILD)/obj/src/tool/weft.o $(TOOL_LIB) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lm
 

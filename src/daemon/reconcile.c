@@ -226,16 +226,6 @@ void reconciler_done(Reconciler *r) {
 	r->n_nodes = r->n_alloc = 0;
 }
 
-/* Everything that changes what we program or how a conflict is decided; the expiration moves on
- * every renewal and does not. */
-static bool lease_same(const NodeLease *a, const NodeLease *b) {
-	return streq_ptr(a->node_name, b->node_name) && ip_prefix_equal(&a->subnet, &b->subnet) &&
-	       ip_prefix_equal(&a->subnet6, &b->subnet6) && ip_addr_equal(&a->public_ip, &b->public_ip) &&
-	       streq(a->backend, b->backend) && a->has_vtep_mac == b->has_vtep_mac &&
-	       (!a->has_vtep_mac || memcmp(a->vtep_mac, b->vtep_mac, 6) == 0) && a->created == b->created &&
-	       a->invalid == b->invalid;
-}
-
 /* Our own lease, as listed by the store: our name on our subnet. Another key with our name is
  * not us, and goes to the filter (which refuses it). */
 static bool is_self(const Reconciler *r, const NodeLease *l) {
@@ -329,7 +319,7 @@ int reconciler_set_all(Reconciler *r, const NodeLease *nodes, size_t n) {
 	for (size_t i = 0; i < k; i++) {
 		DesiredNode *old = desired_find(r, nn[i].key);
 
-		if (old && lease_same(&old->lease, &nn[i].lease)) {
+		if (old && node_lease_equal(&old->lease, &nn[i].lease)) {
 			/* unchanged: keep the verdicts, so nothing is logged or counted twice */
 			nn[i].judged = old->judged;
 			nn[i].verdict = old->verdict;
@@ -359,7 +349,7 @@ int reconciler_upsert(Reconciler *r, const NodeLease *lease) {
 		return 0;
 	d = desired_find(r, key);
 	if (d) {
-		bool same = lease_same(&d->lease, lease);
+		bool same = node_lease_equal(&d->lease, lease);
 		NodeLease copy;
 
 		if (node_lease_copy(&copy, lease) < 0)

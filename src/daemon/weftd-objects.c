@@ -24,10 +24,10 @@
 #include "basic/string-util.h"
 #include "daemon/cache/object-source-etcd.h"
 #include "daemon/cache/object-source-kube.h"
-#include "daemon/client/kubeconfig.h"
 #include "daemon/policy/policy-agent.h"
 #include "daemon/service/service-agent.h"
 #include "daemon/weftd.h"
+#include "shared/client/kubeconfig.h"
 
 /* The kinds weftd caches (Nodes come from the lease datastore). */
 static const KubeKind object_kinds[] = {

@@ -32,9 +32,9 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "daemon/client/http-multi.h"
 #include "daemon/service/service-model.h"
 #include "daemon/weftd.h"
+#include "shared/client/http-multi.h"
 
 static void manager_done(Manager *m) {
 	status_server_free(m->status);

@@ -14,7 +14,7 @@
  * --etcd-prefix PREFIX (WEFT_ETCD_PREFIX, default /weft/network), -n NS (default "default").
  */
 
-#include "daemon/cache/kube-objects.h"
+#include "shared/kube/kube-objects.h"
 
 int object_apply_main(int argc, char *argv[]);
 int object_delete_main(int argc, char *argv[]);

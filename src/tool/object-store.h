@@ -17,8 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "daemon/cache/kube-objects.h"
-#include "daemon/client/etcd-client.h"
+#include "shared/client/etcd-client.h"
+#include "shared/kube/kube-objects.h"
 
 #define OBJECT_STORE_PREFIX_DEFAULT "/weft/network"
 #define OBJECT_STORE_ENDPOINTS_DEFAULT "http://127.0.0.1:2379"

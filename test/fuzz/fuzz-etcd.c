@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "basic/macro.h"
-#include "daemon/client/etcd-client.h"
+#include "shared/client/etcd-client.h"
 #include "fuzz-leases.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

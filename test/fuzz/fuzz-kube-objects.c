@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/cache/kube-objects.h"
+#include "shared/kube/kube-objects.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "daemon/client/kubeconfig.h"
+#include "shared/client/kubeconfig.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

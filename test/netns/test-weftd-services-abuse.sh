@@ -13,7 +13,8 @@
 #      sanitizer build, whose RSS is mostly ASan's own).
 #   3. The huge objects: a Service with 5,000 ports, an EndpointSlice with 20,000 endpoints and a
 #      NetworkPolicy with 5,000 ipBlocks are refused and counted (weft_cache_rejected_objects_total).
-#      (the decoder limits in src/daemon/cache/kube-objects.c; docs/object-limits.md).
+#      (the decoder limits in src/shared/kube/kube-service.c, kube-endpointslice.c,
+#      kube-networkpolicy.c; docs/object-limits.md).
 #      ABUSE_SKIP_LIMITS=1 leaves them out.
 #
 # Timing figures (healthz p50/max, sync time) are printed for bench/; the test only holds the 1 s bound.

@@ -30,8 +30,8 @@
 #include "basic/fileio.h"
 #include "basic/string-util.h"
 #include "daemon/datastore/datastore.h"
-#include "daemon/client/http-multi.h"
-#include "daemon/client/kube-client.h"
+#include "shared/client/http-multi.h"
+#include "shared/client/kube-client.h"
 
 #define TOKEN "weft-test-token"
 

@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "basic/string-util.h"
-#include "daemon/cache/kube-objects.h"
+#include "shared/kube/kube-objects.h"
 
 static char data_dir[PATH_MAX];
 static StringPool *pool;

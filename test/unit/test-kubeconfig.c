@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "basic/string-util.h"
-#include "daemon/client/kubeconfig.h"
+#include "shared/client/kubeconfig.h"
 
 static char dir[64];
 

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "basic/string-util.h"
-#include "daemon/cache/label-selector.h"
+#include "shared/kube/label-selector.h"
 
 static LabelSelector *parse_ok(const char *text) {
 	json_error_t jerr;

@@ -27,7 +27,7 @@
 
 #include "basic/string-util.h"
 #include "daemon/cache/object-source-kube.h"
-#include "daemon/client/kubeconfig.h"
+#include "shared/client/kubeconfig.h"
 
 #define TOKEN "weft-cache-token"
 

@@ -64,8 +64,8 @@
 #include <stdint.h>
 
 #include "basic/macro.h"
-#include "daemon/cache/kube-objects.h"
 #include "shared/event/event-loop.h"
+#include "shared/kube/kube-objects.h"
 
 typedef struct ObjectCache ObjectCache;
 

@@ -22,7 +22,7 @@
  */
 
 #include "daemon/cache/object-cache.h"
-#include "daemon/client/etcd-client.h"
+#include "shared/client/etcd-client.h"
 
 typedef struct EtcdObjectSource EtcdObjectSource;
 

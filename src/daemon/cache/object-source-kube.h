@@ -22,7 +22,7 @@
  */
 
 #include "daemon/cache/object-cache.h"
-#include "daemon/client/kube-client.h"
+#include "shared/client/kube-client.h"
 
 typedef struct KubeObjectSource KubeObjectSource;
 

@@ -25,7 +25,7 @@
 #include "basic/log.h"
 #include "basic/string-util.h"
 #include "daemon/datastore/datastore.h"
-#include "daemon/client/etcd-client.h"
+#include "shared/client/etcd-client.h"
 
 #define DEFAULT_PREFIX "/weft/network"
 #define DEFAULT_TTL_SEC 60

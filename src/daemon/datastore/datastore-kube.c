@@ -30,9 +30,9 @@
 #include "basic/log.h"
 #include "basic/string-util.h"
 #include "daemon/datastore/datastore.h"
-#include "daemon/client/http-multi.h"
-#include "daemon/client/kube-client.h"
-#include "daemon/client/kubeconfig.h"
+#include "shared/client/http-multi.h"
+#include "shared/client/kube-client.h"
+#include "shared/client/kubeconfig.h"
 
 #define ANNOTATION_PUBLIC_IP "weft.dev/public-ip"
 #define ANNOTATION_PUBLIC_IP6 "weft.dev/public-ip6"
@@ -229,13 +229,6 @@ static int node_to_lease(const json_t *node, NodeLease *ret) {
 	return datastore_kube_node_parse(node, ret);
 }
 
-static bool lease_same(const NodeLease *a, const NodeLease *b) {
-	return streq_ptr(a->node_name, b->node_name) && a->created == b->created && a->invalid == b->invalid &&
-	       ip_prefix_equal(&a->subnet, &b->subnet) && ip_prefix_equal(&a->subnet6, &b->subnet6) &&
-	       ip_addr_equal(&a->public_ip, &b->public_ip) && streq(a->backend, b->backend) &&
-	       a->has_vtep_mac == b->has_vtep_mac && (!a->has_vtep_mac || memcmp(a->vtep_mac, b->vtep_mac, 6) == 0);
-}
-
 /* ---- the cache behind RESYNC, and the deltas ---- */
 
 static NodeLease *cache_find(Datastore *d, const char *name) {
@@ -292,7 +285,7 @@ static void node_changed(Datastore *d, const json_t *node) {
 	c = cache_find(d, l.node_name);
 	if (c) {
 		/* Kubelet heartbeats modify Nodes every few seconds: only real changes are events. */
-		if (lease_same(c, &l))
+		if (node_lease_equal(c, &l))
 			return;
 		node_lease_done(c);
 		*c = l;

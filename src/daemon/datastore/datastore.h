@@ -80,6 +80,10 @@ int node_lease_set_name(NodeLease *l, const char *name);
 /* *dst = *src with its own copy of node_name (key stays borrowed). dst is overwritten, not
  * released. 0 or -ENOMEM (dst untouched). */
 int node_lease_copy(NodeLease *dst, const NodeLease *src);
+/* Everything that changes what a node programs or how a conflict is decided: name, subnets, public
+ * IP, backend, VTEP MAC, creation order and the parser's verdict. Not the expiration (it moves on
+ * every renewal), the borrowed key or invalid_detail. */
+bool node_lease_equal(const NodeLease *a, const NodeLease *b);
 /* Frees what l owns; l stays usable (node_name NULL). */
 void node_lease_done(NodeLease *l);
 /* node_lease_done() on each of n leases, then free(l). NULL-safe. */

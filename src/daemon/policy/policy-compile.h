@@ -42,7 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/cache/kube-objects.h"
+#include "shared/kube/kube-objects.h"
 #include "shared/nft/nft.h"
 
 #define POLICY_CHAIN_INGRESS "np-ingress"

@@ -18,8 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "daemon/cache/kube-objects.h"
 #include "shared/ip/ip-addr.h"
+#include "shared/kube/kube-objects.h"
 
 /* The bounded label set of weft_service_rejected_total{reason}. */
 typedef enum ServiceRejectReason {

@@ -70,9 +70,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "daemon/cache/kube-objects.h"
 #include "daemon/service/service-admission.h"
 #include "shared/ip/ip-addr.h"
+#include "shared/kube/kube-objects.h"
 
 #define SVC_PREFIX "svc-"
 #define SVC_MASQ_MARK "0x4000"

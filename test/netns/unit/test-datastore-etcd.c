@@ -24,7 +24,7 @@
 
 #include "basic/string-util.h"
 #include "daemon/datastore/datastore.h"
-#include "daemon/client/etcd-client.h"
+#include "shared/client/etcd-client.h"
 
 #define ETCD_BIN "/usr/bin/etcd"
 

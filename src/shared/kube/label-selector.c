@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "basic/string-util.h"
-#include "daemon/cache/label-selector.h"
+#include "shared/kube/label-selector.h"
 
 size_t label_pair_key_len(const char *pair) {
 	const char *eq = strchr(pair, '=');

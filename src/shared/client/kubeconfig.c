@@ -9,7 +9,7 @@
 #include "basic/base64.h"
 #include "basic/fileio.h"
 #include "basic/string-util.h"
-#include "daemon/client/kubeconfig.h"
+#include "shared/client/kubeconfig.h"
 
 KubeConfig *kubeconfig_free(KubeConfig *k) {
 	if (!k)

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "basic/list.h"
-#include "daemon/client/http-multi.h"
+#include "shared/client/http-multi.h"
 
 /* A response bigger than this is not something we asked for. */
 #define RESPONSE_MAX_DEFAULT (64u * 1024u * 1024u)

@@ -13,7 +13,7 @@
  * JSON null) selector selects nothing — what LabelSelectorAsSelector() does, and what a
  * NetworkPolicy peer without podSelector relies on. Where Kubernetes gives a missing selector
  * another meaning (NetworkPolicyPeer: "namespaceSelector absent = the policy's own namespace"),
- * the caller looks at whether the field was there (kube-objects.c keeps NULL for absent).
+ * the caller looks at whether the field was there (kube-networkpolicy.c keeps NULL for absent).
  */
 
 #include <jansson.h>

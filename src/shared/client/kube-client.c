@@ -7,8 +7,8 @@
 
 #include "basic/list.h"
 #include "basic/string-util.h"
-#include "daemon/client/http-multi.h"
-#include "daemon/client/kube-client.h"
+#include "shared/client/http-multi.h"
+#include "shared/client/kube-client.h"
 
 struct KubeRequest {
 	KubeClient *client;

@@ -9,8 +9,8 @@
 #include "basic/base64.h"
 #include "basic/list.h"
 #include "basic/string-util.h"
-#include "daemon/client/etcd-client.h"
-#include "daemon/client/http-multi.h"
+#include "shared/client/etcd-client.h"
+#include "shared/client/http-multi.h"
 
 /* One etcd call on top of an HttpTransfer (the curl-multi/epoll glue lives in http-multi.c). */
 struct EtcdRequest {

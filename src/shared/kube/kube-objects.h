@@ -21,9 +21,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "daemon/cache/label-selector.h"
-#include "daemon/cache/string-pool.h"
 #include "shared/ip/ip-addr.h"
+#include "shared/kube/label-selector.h"
+#include "shared/kube/string-pool.h"
 
 typedef enum KubeKind {
 	KUBE_KIND_NODE,

@@ -22,8 +22,7 @@
 #include <stdint.h>
 
 #include "basic/macro.h"
-#include "daemon/datastore/datastore.h"
-#include "daemon/client/kubeconfig.h"
+#include "shared/client/kubeconfig.h"
 
 typedef struct KubeClient KubeClient;
 typedef struct KubeRequest KubeRequest;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/cache/string-pool.h"
+#include "shared/kube/string-pool.h"
 
 typedef struct PoolString {
 	uint32_t refs;

@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "daemon/cache/kube-objects.h"
+#include "shared/kube/kube-objects.h"
 
 static int set(json_t *o, const char *key, json_t *v) {
 	return json_object_set_new(o, key, v);

@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 #include "basic/macro.h"
-#include "daemon/cache/cache-table.h"
+#include "shared/kube/cache-table.h"
 
 typedef struct StringPool StringPool;
 

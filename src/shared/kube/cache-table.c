@@ -5,7 +5,7 @@
 #include <sys/random.h>
 
 #include "basic/macro.h"
-#include "daemon/cache/cache-table.h"
+#include "shared/kube/cache-table.h"
 
 #define TOMB ((void *) 1)
 #define LIVE(p) ((p) != NULL && (p) != TOMB)

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Service decoder: type, cluster/external/LB IPs, ports, source ranges, traffic policies, affinity. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "basic/string-util.h"
+#include "shared/kube/kube-objects-internal.h"
+#include "shared/kube/kube-objects.h"
+
+void service_free(KubeService *s, StringPool *pool) {
+	for (size_t i = 0; i < s->n_ports; i++) {
+		string_pool_unref(pool, s->ports[i].name);
+		string_pool_unref(pool, s->ports[i].target_port.name);
+	}
+	free(s->ports);
+	free(s->cluster_ips);
+	free(s->external_ips);
+	free(s->lb_ips);
+	free(s->source_ranges);
+}
+
+/* metadata.creationTimestamp (RFC 3339 in UTC, as the API server writes it: "2024-01-02T03:04:05Z")
+ * as unix seconds; 0 if absent. */
+static int parse_creation_timestamp(const json_t *md, int64_t *ret, DecodeError *err) {
+	const char *s, *end;
+	struct tm tm = {};
+
+	if (jstr(md, "creationTimestamp", &s) < 0)
+		return decode_error(err, "metadata.creationTimestamp: not a string");
+	if (!s) {
+		*ret = 0;
+		return 0;
+	}
+	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (end && *end == '.') /* fractional seconds (MicroTime): the order needs none */
+		end += 1 + strspn(end + 1, "0123456789");
+	if (!end || !streq(end, "Z"))
+		return decode_error(err, "metadata.creationTimestamp: \"%.40s\" is not an RFC 3339 UTC time", s);
+	*ret = (int64_t) timegm(&tm);
+	/* an API server never wrote a time before 1970 or after 9999 (and the debug dump could not
+	 * print it back the same) */
+	if (*ret < 0 || *ret > INT64_C(253402300799))
+		return decode_error(err, "metadata.creationTimestamp: \"%.40s\" is not between 1970 and 9999", s);
+	return 0;
+}
+
+/* KubeService.created: the source's create revision if it gave one, else creationTimestamp. */
+static int service_created(const json_t *j, KubeService *s, DecodeError *err) {
+	const json_t *rev = jget(j, KUBE_CREATE_REVISION_FIELD);
+
+	if (rev) {
+		if (!json_is_integer(rev) || json_integer_value(rev) < 0)
+			return decode_error(err, "%s: not a revision", KUBE_CREATE_REVISION_FIELD);
+		s->created = json_integer_value(rev);
+		s->created_by_revision = true;
+		return 0;
+	}
+	return parse_creation_timestamp(jget(j, "metadata"), &s->created, err);
+}
+
+/* spec.loadBalancerSourceRanges: CIDRs (host bits allowed, as the API server allows them). */
+static int service_source_ranges_parse(const json_t *spec, KubeService *s, DecodeError *err) {
+	const json_t *a, *x;
+	size_t i;
+
+	if (jarr(spec, "loadBalancerSourceRanges", &a) < 0)
+		return decode_error(err, "spec.loadBalancerSourceRanges: not an array");
+	if (jlen(a) > KUBE_SERVICE_MAX_SOURCE_RANGES)
+		return decode_error(err, "spec.loadBalancerSourceRanges: %zu entries, at most %d", jlen(a),
+				    KUBE_SERVICE_MAX_SOURCE_RANGES);
+	if (jlen(a) == 0)
+		return 0;
+	s->source_ranges = calloc(jlen(a), sizeof(IpPrefix));
+	if (!s->source_ranges)
+		return -ENOMEM;
+	json_array_foreach(a, i, x) {
+		IpPrefix p;
+
+		if (!json_is_string(x) || ip_prefix_parse(json_string_value(x), &p) < 0)
+			return decode_error(err, "spec.loadBalancerSourceRanges[%zu]: \"%.64s\" is not a CIDR", i,
+					    json_is_string(x) ? json_string_value(x) : "(not a string)");
+		s->source_ranges[s->n_source_ranges++] = ip_prefix_mask(&p);
+	}
+	return 0;
+}
+
+static int service_ports_parse(const json_t *spec, StringPool *pool, KubeService *s, DecodeError *err) {
+	const json_t *ports, *x;
+	size_t i;
+	int r;
+
+	if (jarr(spec, "ports", &ports) < 0)
+		return decode_error(err, "spec.ports: not an array");
+	if (jlen(ports) > KUBE_SERVICE_MAX_PORTS)
+		return decode_error(err, "spec.ports: %zu entries, at most %d", jlen(ports), KUBE_SERVICE_MAX_PORTS);
+	if (jlen(ports) > 0 && !(s->ports = calloc(jlen(ports), sizeof(KubeServicePort))))
+		return -ENOMEM;
+	json_array_foreach(ports, i, x) {
+		KubeServicePort *e = &s->ports[i];
+		const char *name;
+		long long port, node_port;
+		char p[64];
+
+		s->n_ports++;
+		pathf(p, sizeof(p), "spec.ports[%zu]", i);
+		if (!json_is_object(x))
+			return decode_error(err, "%s: not an object", p);
+		if (jint(x, "port", 1, 65535, 0, &port) < 0 || port == 0)
+			return decode_error(err, "%s.port: missing or not a port", p);
+		if (jint(x, "nodePort", 0, 65535, 0, &node_port) < 0)
+			return decode_error(err, "%s.nodePort: not a port", p);
+		if (jstr(x, "name", &name) < 0 || (name && *name && !dns_label_valid(name)))
+			return decode_error(err, "%s.name: not a valid port name", p);
+		e->port = (uint16_t) port;
+		e->node_port = (uint16_t) node_port;
+		if (name && *name && !(e->name = string_pool_intern(pool, name)))
+			return -ENOMEM;
+		r = parse_protocol(x, p, &e->protocol, err);
+		if (r < 0)
+			return r;
+		pathf(p, sizeof(p), "spec.ports[%zu].targetPort", i);
+		r = parse_port_ref(jget(x, "targetPort"), p, pool, &e->target_port, err);
+		if (r < 0)
+			return r;
+		if (!e->target_port.name && e->target_port.number == 0)
+			e->target_port.number = e->port;
+		/* as the API server: one port per name, per port . protocol and per nodePort . protocol
+		 * (two of them would be two rules for one key, and which one wins would be chance) */
+		for (size_t k = 0; k < i; k++) {
+			const KubeServicePort *o = &s->ports[k];
+
+			if (e->name && o->name == e->name) /* interned: equal strings are one pointer */
+				return decode_error(err, "spec.ports[%zu].name: \"%s\" repeats spec.ports[%zu]", i,
+						    e->name, k);
+			if (o->port == e->port && o->protocol == e->protocol)
+				return decode_error(err, "spec.ports[%zu]: port %u/%s repeats spec.ports[%zu]", i,
+						    e->port, kube_protocol_to_string(e->protocol), k);
+			if (e->node_port && o->node_port == e->node_port && o->protocol == e->protocol)
+				return decode_error(err, "spec.ports[%zu].nodePort: %u/%s repeats spec.ports[%zu]", i,
+						    e->node_port, kube_protocol_to_string(e->protocol), k);
+		}
+	}
+	return 0;
+}
+
+int service_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
+	_cleanup_(meta_done) Meta m = {};
+	const json_t *spec = jget(j, "spec"), *a, *x;
+	const char *type, *s, *cip;
+	KubeService *v;
+	long long hc, timeout;
+	size_t n, i;
+	int r;
+
+	r = meta_parse(j, true, dns1035_label_valid, pool, &m, err);
+	if (r < 0)
+		return r;
+	if (!json_is_object(spec))
+		return decode_error(err, "spec: missing or not an object");
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+
+	if (jstr(spec, "type", &type) < 0)
+		type = "?";
+	if (!type || streq(type, "ClusterIP"))
+		v->type = KUBE_SERVICE_CLUSTER_IP;
+	else if (streq(type, "NodePort"))
+		v->type = KUBE_SERVICE_NODE_PORT;
+	else if (streq(type, "LoadBalancer"))
+		v->type = KUBE_SERVICE_LOAD_BALANCER;
+	else if (streq(type, "ExternalName"))
+		v->type = KUBE_SERVICE_EXTERNAL_NAME;
+	else {
+		r = decode_error(err, "spec.type: \"%.32s\" is not a service type", type);
+		goto fail;
+	}
+
+	/* clusterIPs (clusterIP on old servers); "None" = headless. */
+	if (jarr(spec, "clusterIPs", &a) < 0 || jstr(spec, "clusterIP", &cip) < 0) {
+		r = decode_error(err, "spec.clusterIPs: not an array of strings");
+		goto fail;
+	}
+	if ((jlen(a) > 0 && json_is_string(json_array_get(a, 0)) &&
+	     streq(json_string_value(json_array_get(a, 0)), "None")) ||
+	    (jlen(a) == 0 && cip && streq(cip, "None")))
+		v->headless = true;
+	else if (jlen(a) > 0) {
+		r = parse_ip_array(a, "spec.clusterIPs", NULL, &v->cluster_ips, &n, err);
+		if (r < 0)
+			goto fail;
+		if (n > 2 || (n == 2 && v->cluster_ips[0].family == v->cluster_ips[1].family)) {
+			r = decode_error(err, "spec.clusterIPs: more than one address per family");
+			goto fail;
+		}
+		v->n_cluster_ips = (uint8_t) n;
+	} else if (!isempty(cip)) {
+		if (!(v->cluster_ips = calloc(1, sizeof(IpAddr))))
+			goto oom;
+		if (ip_addr_parse(cip, &v->cluster_ips[0]) < 0) {
+			r = decode_error(err, "spec.clusterIP: \"%.64s\" is not an IP address", cip);
+			goto fail;
+		}
+		v->n_cluster_ips = 1;
+	}
+
+	r = service_ports_parse(spec, pool, v, err);
+	if (r < 0)
+		goto fail;
+	if (jarr(spec, "externalIPs", &a) < 0) {
+		r = decode_error(err, "spec.externalIPs: not an array");
+		goto fail;
+	}
+	if (jlen(a) > KUBE_SERVICE_MAX_EXTERNAL_IPS) {
+		r = decode_error(err, "spec.externalIPs: %zu entries, at most %d", jlen(a),
+				 KUBE_SERVICE_MAX_EXTERNAL_IPS);
+		goto fail;
+	}
+	r = parse_ip_array(a, "spec.externalIPs", NULL, &v->external_ips, &v->n_external_ips, err);
+	if (r < 0)
+		goto fail;
+	if (jarr(jget(jget(j, "status"), "loadBalancer"), "ingress", &a) < 0) {
+		r = decode_error(err, "status.loadBalancer.ingress: not an array");
+		goto fail;
+	}
+	if (jlen(a) > KUBE_SERVICE_MAX_LB_INGRESS) {
+		r = decode_error(err, "status.loadBalancer.ingress: %zu entries, at most %d", jlen(a),
+				 KUBE_SERVICE_MAX_LB_INGRESS);
+		goto fail;
+	}
+	/* Ingress points given only by hostname (some cloud LBs) carry nothing to route. */
+	n = 0;
+	json_array_foreach(a, i, x)
+		if (jget(x, "ip"))
+			n++;
+	if (n > 0) {
+		if (!(v->lb_ips = calloc(n, sizeof(IpAddr))))
+			goto oom;
+		json_array_foreach(a, i, x) {
+			char p[64];
+
+			if (!jget(x, "ip"))
+				continue;
+			pathf(p, sizeof(p), "status.loadBalancer.ingress[%zu].ip", i);
+			r = parse_ip(jget(x, "ip"), p, &v->lb_ips[v->n_lb_ips], err);
+			if (r < 0)
+				goto fail;
+			v->n_lb_ips++;
+		}
+	}
+
+	if (jstr(spec, "sessionAffinity", &s) < 0 || (s && !streq(s, "None") && !streq(s, "ClientIP"))) {
+		r = decode_error(err, "spec.sessionAffinity: not None or ClientIP");
+		goto fail;
+	}
+	v->session_affinity_client_ip = s && streq(s, "ClientIP");
+	if (jint(jget(jget(spec, "sessionAffinityConfig"), "clientIP"), "timeoutSeconds", 1, 86400, 10800, &timeout) <
+	    0) {
+		r = decode_error(err, "spec.sessionAffinityConfig.clientIP.timeoutSeconds: not in 1..86400");
+		goto fail;
+	}
+	v->session_affinity_timeout = v->session_affinity_client_ip ? (uint32_t) timeout : 0;
+	if (jstr(spec, "externalTrafficPolicy", &s) < 0 || (s && !streq(s, "Cluster") && !streq(s, "Local"))) {
+		r = decode_error(err, "spec.externalTrafficPolicy: not Cluster or Local");
+		goto fail;
+	}
+	v->external_traffic_local = s && streq(s, "Local");
+	if (jstr(spec, "internalTrafficPolicy", &s) < 0 || (s && !streq(s, "Cluster") && !streq(s, "Local"))) {
+		r = decode_error(err, "spec.internalTrafficPolicy: not Cluster or Local");
+		goto fail;
+	}
+	v->internal_traffic_local = s && streq(s, "Local");
+	if (jint(spec, "healthCheckNodePort", 0, 65535, 0, &hc) < 0) {
+		r = decode_error(err, "spec.healthCheckNodePort: not a port");
+		goto fail;
+	}
+	v->health_check_node_port = (uint16_t) hc;
+	if (jarr(spec, "ipFamilies", &a) < 0 || jlen(a) > 2) {
+		r = decode_error(err, "spec.ipFamilies: not an array of at most two families");
+		goto fail;
+	}
+	json_array_foreach(a, i, x) {
+		const char *f = json_is_string(x) ? json_string_value(x) : "";
+		int fam = streq(f, "IPv4") ? AF_INET : streq(f, "IPv6") ? AF_INET6 : AF_UNSPEC;
+
+		if (fam == AF_UNSPEC || (i == 1 && v->ip_families[0] == fam)) {
+			r = decode_error(err, "spec.ipFamilies[%zu]: not IPv4 or IPv6, or repeated", i);
+			goto fail;
+		}
+		v->ip_families[v->n_ip_families++] = (uint8_t) fam;
+	}
+	r = service_source_ranges_parse(spec, v, err);
+	if (r < 0)
+		goto fail;
+	r = service_created(j, v, err);
+	if (r < 0)
+		goto fail;
+
+	r = meta_move(&m, KUBE_KIND_SERVICE, &v->meta);
+	if (r < 0)
+		goto fail;
+	*ret = &v->meta;
+	return 0;
+oom:
+	r = -ENOMEM;
+fail:
+	service_free(v, pool);
+	free(v);
+	return r;
+}
+
+bool service_equal(const KubeService *a, const KubeService *b) {
+	if (a->type != b->type || a->headless != b->headless ||
+	    a->session_affinity_client_ip != b->session_affinity_client_ip ||
+	    a->session_affinity_timeout != b->session_affinity_timeout ||
+	    a->external_traffic_local != b->external_traffic_local ||
+	    a->internal_traffic_local != b->internal_traffic_local || a->n_cluster_ips != b->n_cluster_ips ||
+	    a->n_ip_families != b->n_ip_families || memcmp(a->ip_families, b->ip_families, 2) != 0 ||
+	    a->health_check_node_port != b->health_check_node_port || a->n_ports != b->n_ports ||
+	    a->n_external_ips != b->n_external_ips || a->n_lb_ips != b->n_lb_ips || a->created != b->created ||
+	    a->created_by_revision != b->created_by_revision || a->n_source_ranges != b->n_source_ranges)
+		return false;
+	for (size_t i = 0; i < a->n_source_ranges; i++)
+		if (!ip_prefix_equal(&a->source_ranges[i], &b->source_ranges[i]))
+			return false;
+	for (size_t i = 0; i < a->n_ports; i++) {
+		const KubeServicePort *x = &a->ports[i], *y = &b->ports[i];
+
+		if (x->name != y->name || x->protocol != y->protocol || x->port != y->port ||
+		    x->node_port != y->node_port || x->target_port.number != y->target_port.number ||
+		    x->target_port.name != y->target_port.name)
+			return false;
+	}
+	return ip_arrays_equal(a->cluster_ips, b->cluster_ips, a->n_cluster_ips) &&
+	       ip_arrays_equal(a->external_ips, b->external_ips, a->n_external_ips) &&
+	       ip_arrays_equal(a->lb_ips, b->lb_ips, a->n_lb_ips);
+}
