@@ -13,7 +13,7 @@
 
 #define LABEL_SERVICE_NAME "kubernetes.io/service-name"
 
-void slice_free(KubeEndpointSlice *s, StringPool *pool) {
+void ko_slice_free(KubeEndpointSlice *s, StringPool *pool) {
 	string_pool_unref(pool, s->service_name);
 	for (size_t i = 0; i < s->n_endpoints; i++) {
 		string_pool_unref(pool, s->endpoints[i].node_name);
@@ -66,29 +66,29 @@ static int slice_endpoints_parse(const json_t *j, StringPool *pool, KubeEndpoint
 	size_t i;
 	int r;
 
-	if (jarr(j, "endpoints", &eps) < 0)
+	if (ko_jarr(j, "endpoints", &eps) < 0)
 		return decode_error(err, "endpoints: not an array");
-	if (jlen(eps) > KUBE_SLICE_MAX_ENDPOINTS)
-		return decode_error(err, "endpoints: %zu endpoints, more than the limit of %u", jlen(eps),
+	if (ko_jlen(eps) > KUBE_SLICE_MAX_ENDPOINTS)
+		return decode_error(err, "endpoints: %zu endpoints, more than the limit of %u", ko_jlen(eps),
 				    KUBE_SLICE_MAX_ENDPOINTS);
-	if (s->address_type == KUBE_ADDRESS_FQDN || jlen(eps) == 0)
+	if (s->address_type == KUBE_ADDRESS_FQDN || ko_jlen(eps) == 0)
 		return 0;
-	if (!(s->endpoints = calloc(jlen(eps), sizeof(KubeEndpoint))))
+	if (!(s->endpoints = calloc(ko_jlen(eps), sizeof(KubeEndpoint))))
 		return -ENOMEM;
 	json_array_foreach(eps, i, ep) {
 		KubeEndpoint *e = &s->endpoints[i];
-		const json_t *addrs, *cond = jget(ep, "conditions");
+		const json_t *addrs, *cond = ko_jget(ep, "conditions");
 		const char *node;
 		size_t n;
 		char p[64];
 
 		s->n_endpoints++;
-		pathf(p, sizeof(p), "endpoints[%zu].addresses", i);
-		if (!json_is_object(ep) || jarr(ep, "addresses", &addrs) < 0 || jlen(addrs) == 0 ||
-		    jlen(addrs) > KUBE_SLICE_MAX_ADDRESSES)
+		ko_pathf(p, sizeof(p), "endpoints[%zu].addresses", i);
+		if (!json_is_object(ep) || ko_jarr(ep, "addresses", &addrs) < 0 || ko_jlen(addrs) == 0 ||
+		    ko_jlen(addrs) > KUBE_SLICE_MAX_ADDRESSES)
 			return decode_error(err, "%s: missing, empty or more than the limit of %u", p,
 					    KUBE_SLICE_MAX_ADDRESSES);
-		r = parse_ip_array(addrs, p, NULL, &e->addresses, &n, err);
+		r = ko_parse_ip_array(addrs, p, NULL, &e->addresses, &n, err);
 		if (r < 0)
 			return r;
 		e->n_addresses = (uint8_t) n;
@@ -103,10 +103,10 @@ static int slice_endpoints_parse(const json_t *j, StringPool *pool, KubeEndpoint
 			if (why)
 				return decode_error(err, "%s[%zu]: \"%s\" is %s", p, k, a, why);
 		}
-		if (jbool(cond, "ready", true, &e->ready) < 0 || jbool(cond, "serving", true, &e->serving) < 0 ||
-		    jbool(cond, "terminating", false, &e->terminating) < 0)
+		if (ko_jbool(cond, "ready", true, &e->ready) < 0 || ko_jbool(cond, "serving", true, &e->serving) < 0 ||
+		    ko_jbool(cond, "terminating", false, &e->terminating) < 0)
 			return decode_error(err, "endpoints[%zu].conditions: not booleans", i);
-		if (jstr(ep, "nodeName", &node) < 0 || (node && !dns_subdomain_valid(node)))
+		if (ko_jstr(ep, "nodeName", &node) < 0 || (node && !dns_subdomain_valid(node)))
 			return decode_error(err, "endpoints[%zu].nodeName: not a valid node name", i);
 		if (node && !(e->node_name = string_pool_intern(pool, node)))
 			return -ENOMEM;
@@ -114,8 +114,8 @@ static int slice_endpoints_parse(const json_t *j, StringPool *pool, KubeEndpoint
 	return 0;
 }
 
-int slice_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
-	_cleanup_(meta_done) Meta m = {};
+int ko_slice_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
+	_cleanup_(ko_meta_done) Meta m = {};
 	const json_t *ports, *x;
 	const char *at, *svc;
 	KubeEndpointSlice *s;
@@ -123,10 +123,10 @@ int slice_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeErro
 	size_t i;
 	int r;
 
-	r = meta_parse(j, true, dns_subdomain_valid, pool, &m, err);
+	r = ko_meta_parse(j, true, dns_subdomain_valid, pool, &m, err);
 	if (r < 0)
 		return r;
-	if (jstr(j, "addressType", &at) < 0 || !at)
+	if (ko_jstr(j, "addressType", &at) < 0 || !at)
 		return decode_error(err, "addressType: missing");
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -148,15 +148,16 @@ int slice_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeErro
 	r = slice_endpoints_parse(j, pool, s, err);
 	if (r < 0)
 		goto fail;
-	if (jarr(j, "ports", &ports) < 0) {
+	if (ko_jarr(j, "ports", &ports) < 0) {
 		r = decode_error(err, "ports: not an array");
 		goto fail;
 	}
-	if (jlen(ports) > KUBE_SLICE_MAX_PORTS) {
-		r = decode_error(err, "ports: %zu ports, more than the limit of %u", jlen(ports), KUBE_SLICE_MAX_PORTS);
+	if (ko_jlen(ports) > KUBE_SLICE_MAX_PORTS) {
+		r = decode_error(err, "ports: %zu ports, more than the limit of %u", ko_jlen(ports),
+				 KUBE_SLICE_MAX_PORTS);
 		goto fail;
 	}
-	if (jlen(ports) > 0 && !(s->ports = calloc(jlen(ports), sizeof(KubeEndpointPort))))
+	if (ko_jlen(ports) > 0 && !(s->ports = calloc(ko_jlen(ports), sizeof(KubeEndpointPort))))
 		goto oom;
 	json_array_foreach(ports, i, x) {
 		KubeEndpointPort *e = &s->ports[i];
@@ -165,23 +166,23 @@ int slice_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeErro
 		char p[32];
 
 		s->n_ports++;
-		pathf(p, sizeof(p), "ports[%zu]", i);
-		if (jint(x, "port", 1, 65535, 0, &port) < 0) {
+		ko_pathf(p, sizeof(p), "ports[%zu]", i);
+		if (ko_jint(x, "port", 1, 65535, 0, &port) < 0) {
 			r = decode_error(err, "%s.port: not a port", p);
 			goto fail;
 		}
 		e->port = (uint16_t) port;
-		r = parse_protocol(x, p, &e->protocol, err);
+		r = ko_parse_protocol(x, p, &e->protocol, err);
 		if (r < 0)
 			goto fail;
-		if (jstr(x, "name", &name) < 0 || (name && *name && !dns_label_valid(name))) {
+		if (ko_jstr(x, "name", &name) < 0 || (name && *name && !dns_label_valid(name))) {
 			r = decode_error(err, "%s.name: not a valid port name", p);
 			goto fail;
 		}
 		if (name && *name && !(e->name = string_pool_intern(pool, name)))
 			goto oom;
 	}
-	r = meta_move(&m, KUBE_KIND_ENDPOINT_SLICE, &s->meta);
+	r = ko_meta_move(&m, KUBE_KIND_ENDPOINT_SLICE, &s->meta);
 	if (r < 0)
 		goto fail;
 	*ret = &s->meta;
@@ -189,12 +190,12 @@ int slice_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeErro
 oom:
 	r = -ENOMEM;
 fail:
-	slice_free(s, pool);
+	ko_slice_free(s, pool);
 	free(s);
 	return r;
 }
 
-bool slice_equal(const KubeEndpointSlice *a, const KubeEndpointSlice *b) {
+bool ko_slice_equal(const KubeEndpointSlice *a, const KubeEndpointSlice *b) {
 	if (a->service_name != b->service_name || a->address_type != b->address_type ||
 	    a->n_endpoints != b->n_endpoints || a->n_ports != b->n_ports)
 		return false;
@@ -203,7 +204,7 @@ bool slice_equal(const KubeEndpointSlice *a, const KubeEndpointSlice *b) {
 
 		if (x->ready != y->ready || x->serving != y->serving || x->terminating != y->terminating ||
 		    x->node_name != y->node_name || x->n_addresses != y->n_addresses ||
-		    !ip_arrays_equal(x->addresses, y->addresses, x->n_addresses))
+		    !ko_ip_arrays_equal(x->addresses, y->addresses, x->n_addresses))
 			return false;
 	}
 	for (size_t i = 0; i < a->n_ports; i++)

@@ -55,12 +55,12 @@ static int namespace_pin_name_label(Meta *m, DecodeError *err) {
 	return 0;
 }
 
-int namespace_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
-	_cleanup_(meta_done) Meta m = {};
+int ko_namespace_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
+	_cleanup_(ko_meta_done) Meta m = {};
 	KubeNamespace *n;
 	int r;
 
-	r = meta_parse(j, false, dns_label_valid, pool, &m, err);
+	r = ko_meta_parse(j, false, dns_label_valid, pool, &m, err);
 	if (r < 0)
 		return r;
 	r = namespace_pin_name_label(&m, err);
@@ -69,7 +69,7 @@ int namespace_decode(const json_t *j, StringPool *pool, KubeObject **ret, Decode
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
-	if (meta_move(&m, KUBE_KIND_NAMESPACE, &n->meta) < 0) {
+	if (ko_meta_move(&m, KUBE_KIND_NAMESPACE, &n->meta) < 0) {
 		free(n);
 		return -ENOMEM;
 	}

@@ -34,8 +34,8 @@ static void rules_free(KubePolicyRule *r, size_t n, StringPool *pool) {
 }
 
 static int peer_parse(const json_t *j, const char *path, KubePolicyPeer *ret, DecodeError *err) {
-	const json_t *ps = jget(j, "podSelector"), *ns = jget(j, "namespaceSelector"), *ib = jget(j, "ipBlock"), *ex,
-		     *x;
+	const json_t *ps = ko_jget(j, "podSelector"), *ns = ko_jget(j, "namespaceSelector"),
+		     *ib = ko_jget(j, "ipBlock"), *ex, *x;
 	char p[128];
 	size_t i;
 	int r;
@@ -49,17 +49,17 @@ static int peer_parse(const json_t *j, const char *path, KubePolicyPeer *ret, De
 	if (ib) {
 		const char *cidr;
 
-		if (jstr(ib, "cidr", &cidr) < 0 || !cidr || ip_prefix_parse(cidr, &ret->cidr) < 0)
+		if (ko_jstr(ib, "cidr", &cidr) < 0 || !cidr || ip_prefix_parse(cidr, &ret->cidr) < 0)
 			return decode_error(err, "%s.ipBlock.cidr: missing or not a CIDR", path);
 		ret->cidr = ip_prefix_mask(&ret->cidr);
 		ret->has_ip_block = true;
-		if (jarr(ib, "except", &ex) < 0)
+		if (ko_jarr(ib, "except", &ex) < 0)
 			return decode_error(err, "%s.ipBlock.except: not an array", path);
-		if (jlen(ex) > KUBE_POLICY_MAX_EXCEPT)
+		if (ko_jlen(ex) > KUBE_POLICY_MAX_EXCEPT)
 			return decode_error(err, "%s.ipBlock.except: %zu entries, more than the limit of %u", path,
-					    jlen(ex), KUBE_POLICY_MAX_EXCEPT);
-		if (jlen(ex) > 0) {
-			ret->except = calloc(jlen(ex), sizeof(IpPrefix));
+					    ko_jlen(ex), KUBE_POLICY_MAX_EXCEPT);
+		if (ko_jlen(ex) > 0) {
+			ret->except = calloc(ko_jlen(ex), sizeof(IpPrefix));
 			if (!ret->except)
 				return -ENOMEM;
 		}
@@ -77,11 +77,11 @@ static int peer_parse(const json_t *j, const char *path, KubePolicyPeer *ret, De
 		}
 		return 0;
 	}
-	pathf(p, sizeof(p), "%s.podSelector", path);
+	ko_pathf(p, sizeof(p), "%s.podSelector", path);
 	r = label_selector_parse(ps, p, &ret->pod_selector, err);
 	if (r < 0)
 		return r;
-	pathf(p, sizeof(p), "%s.namespaceSelector", path);
+	ko_pathf(p, sizeof(p), "%s.namespaceSelector", path);
 	return label_selector_parse(ns, p, &ret->namespace_selector, err);
 }
 
@@ -93,14 +93,14 @@ static int policy_port_parse(const json_t *j, const char *path, StringPool *pool
 
 	if (!json_is_object(j))
 		return decode_error(err, "%s: not an object", path);
-	r = parse_protocol(j, path, &ret->protocol, err);
+	r = ko_parse_protocol(j, path, &ret->protocol, err);
 	if (r < 0)
 		return r;
-	pathf(p, sizeof(p), "%s.port", path);
-	r = parse_port_ref(jget(j, "port"), p, pool, &ret->port, err);
+	ko_pathf(p, sizeof(p), "%s.port", path);
+	r = ko_parse_port_ref(ko_jget(j, "port"), p, pool, &ret->port, err);
 	if (r < 0)
 		return r;
-	if (jint(j, "endPort", 1, 65535, 0, &end) < 0)
+	if (ko_jint(j, "endPort", 1, 65535, 0, &end) < 0)
 		return decode_error(err, "%s.endPort: not a port", path);
 	if (end != 0 && (ret->port.number == 0 || end < ret->port.number))
 		return decode_error(err, "%s.endPort: needs a numeric port no larger than it", path);
@@ -116,13 +116,13 @@ static int rules_parse(const json_t *spec, const char *field, const char *peers_
 	char p[128];
 	int r;
 
-	if (jarr(spec, field, &a) < 0)
+	if (ko_jarr(spec, field, &a) < 0)
 		return decode_error(err, "spec.%s: not an array", field);
-	if (jlen(a) > KUBE_POLICY_MAX_RULES)
-		return decode_error(err, "spec.%s: %zu rules, more than the limit of %u", field, jlen(a),
+	if (ko_jlen(a) > KUBE_POLICY_MAX_RULES)
+		return decode_error(err, "spec.%s: %zu rules, more than the limit of %u", field, ko_jlen(a),
 				    KUBE_POLICY_MAX_RULES);
-	if (jlen(a) > 0) {
-		v = calloc(jlen(a), sizeof(KubePolicyRule));
+	if (ko_jlen(a) > 0) {
+		v = calloc(ko_jlen(a), sizeof(KubePolicyRule));
 		if (!v)
 			return -ENOMEM;
 	}
@@ -134,35 +134,35 @@ static int rules_parse(const json_t *spec, const char *field, const char *peers_
 			r = decode_error(err, "spec.%s[%zu]: not an object", field, i);
 			goto fail;
 		}
-		if (jarr(rule, peers_field, &peers) < 0 || jarr(rule, "ports", &ports) < 0) {
+		if (ko_jarr(rule, peers_field, &peers) < 0 || ko_jarr(rule, "ports", &ports) < 0) {
 			r = decode_error(err, "spec.%s[%zu]: %s or ports not an array", field, i, peers_field);
 			goto fail;
 		}
 		/* Counted over both directions (the caller passes the running total). */
-		*peer_budget_used += jlen(peers);
+		*peer_budget_used += ko_jlen(peers);
 		if (*peer_budget_used > KUBE_POLICY_MAX_PEERS) {
 			r = decode_error(err, "spec.%s[%zu].%s: the policy has more than the limit of %u peers", field,
 					 i, peers_field, KUBE_POLICY_MAX_PEERS);
 			goto fail;
 		}
-		if (jlen(ports) > KUBE_POLICY_MAX_PORTS) {
+		if (ko_jlen(ports) > KUBE_POLICY_MAX_PORTS) {
 			r = decode_error(err, "spec.%s[%zu].ports: %zu ports, more than the limit of %u", field, i,
-					 jlen(ports), KUBE_POLICY_MAX_PORTS);
+					 ko_jlen(ports), KUBE_POLICY_MAX_PORTS);
 			goto fail;
 		}
-		if (jlen(peers) > 0 && !(e->peers = calloc(jlen(peers), sizeof(KubePolicyPeer))))
+		if (ko_jlen(peers) > 0 && !(e->peers = calloc(ko_jlen(peers), sizeof(KubePolicyPeer))))
 			goto oom;
 		json_array_foreach(peers, k, x) {
 			e->n_peers++;
-			pathf(p, sizeof(p), "spec.%s[%zu].%s[%zu]", field, i, peers_field, k);
+			ko_pathf(p, sizeof(p), "spec.%s[%zu].%s[%zu]", field, i, peers_field, k);
 			r = peer_parse(x, p, &e->peers[k], err);
 			if (r < 0)
 				goto fail;
 		}
-		if (jlen(ports) > 0 && !(e->ports = calloc(jlen(ports), sizeof(KubePolicyPort))))
+		if (ko_jlen(ports) > 0 && !(e->ports = calloc(ko_jlen(ports), sizeof(KubePolicyPort))))
 			goto oom;
 		json_array_foreach(ports, k, x) {
-			pathf(p, sizeof(p), "spec.%s[%zu].ports[%zu]", field, i, k);
+			ko_pathf(p, sizeof(p), "spec.%s[%zu].ports[%zu]", field, i, k);
 			r = policy_port_parse(x, p, pool, &e->ports[k], err);
 			if (r < 0) {
 				string_pool_unref(pool, e->ports[k].port.name);
@@ -181,20 +181,20 @@ fail:
 	return r;
 }
 
-void policy_free(KubeNetworkPolicy *p, StringPool *pool) {
+void ko_policy_free(KubeNetworkPolicy *p, StringPool *pool) {
 	label_selector_free(p->pod_selector);
 	rules_free(p->ingress_rules, p->n_ingress, pool);
 	rules_free(p->egress_rules, p->n_egress, pool);
 }
 
-int policy_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
-	_cleanup_(meta_done) Meta m = {};
-	const json_t *spec = jget(j, "spec"), *types = NULL, *t;
+int ko_policy_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
+	_cleanup_(ko_meta_done) Meta m = {};
+	const json_t *spec = ko_jget(j, "spec"), *types = NULL, *t;
 	KubeNetworkPolicy *p;
 	size_t i, n_peers = 0;
 	int r;
 
-	r = meta_parse(j, true, dns_subdomain_valid, pool, &m, err);
+	r = ko_meta_parse(j, true, dns_subdomain_valid, pool, &m, err);
 	if (r < 0)
 		return r;
 	if (spec && !json_is_object(spec))
@@ -203,17 +203,17 @@ int policy_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeErr
 	if (!p)
 		return -ENOMEM;
 	/* podSelector is a struct, not a pointer, in the API: absent decodes as {} (every pod). */
-	if (jget(spec, "podSelector"))
-		r = label_selector_parse(jget(spec, "podSelector"), "spec.podSelector", &p->pod_selector, err);
+	if (ko_jget(spec, "podSelector"))
+		r = label_selector_parse(ko_jget(spec, "podSelector"), "spec.podSelector", &p->pod_selector, err);
 	else if (!(p->pod_selector = calloc(1, sizeof(LabelSelector))))
 		r = -ENOMEM;
 	if (r >= 0)
 		r = rules_parse(spec, "ingress", "from", pool, &n_peers, &p->ingress_rules, &p->n_ingress, err);
 	if (r >= 0)
 		r = rules_parse(spec, "egress", "to", pool, &n_peers, &p->egress_rules, &p->n_egress, err);
-	if (r >= 0 && jarr(spec, "policyTypes", &types) < 0)
+	if (r >= 0 && ko_jarr(spec, "policyTypes", &types) < 0)
 		r = decode_error(err, "spec.policyTypes: not an array");
-	if (r >= 0 && jlen(types) == 0) {
+	if (r >= 0 && ko_jlen(types) == 0) {
 		/* The API server's defaulting: Ingress always, Egress when there are egress rules. */
 		p->ingress = true;
 		p->egress = p->n_egress > 0;
@@ -229,9 +229,9 @@ int policy_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeErr
 		}
 	}
 	if (r >= 0)
-		r = meta_move(&m, KUBE_KIND_NETWORK_POLICY, &p->meta);
+		r = ko_meta_move(&m, KUBE_KIND_NETWORK_POLICY, &p->meta);
 	if (r < 0) {
-		policy_free(p, pool);
+		ko_policy_free(p, pool);
 		free(p);
 		return r;
 	}
@@ -271,7 +271,7 @@ static bool rules_equal(const KubePolicyRule *a, const KubePolicyRule *b, size_t
 	return true;
 }
 
-bool policy_equal(const KubeNetworkPolicy *a, const KubeNetworkPolicy *b) {
+bool ko_policy_equal(const KubeNetworkPolicy *a, const KubeNetworkPolicy *b) {
 	return a->ingress == b->ingress && a->egress == b->egress && a->n_ingress == b->n_ingress &&
 	       a->n_egress == b->n_egress && label_selector_equal(a->pod_selector, b->pod_selector) &&
 	       rules_equal(a->ingress_rules, b->ingress_rules, a->n_ingress) &&

@@ -13,7 +13,7 @@
 
 #define WEFT_ANNOTATION_PREFIX "weft.dev/"
 
-void node_free(KubeNode *n) {
+void ko_node_free(KubeNode *n) {
 	free(n->pod_cidrs);
 	free(n->internal_ips);
 	for (size_t i = 0; i < 2u * n->n_annotations; i++)
@@ -25,43 +25,43 @@ static int strp_cmp(const void *a, const void *b) {
 	return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-int node_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
-	_cleanup_(meta_done) Meta m = {};
+int ko_node_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
+	_cleanup_(ko_meta_done) Meta m = {};
 	KubeNode *n = NULL;
-	const json_t *spec = jget(j, "spec"), *cidrs, *addrs, *ann, *x;
+	const json_t *spec = ko_jget(j, "spec"), *cidrs, *addrs, *ann, *x;
 	const char *key;
 	json_t *v;
 	size_t i;
 	int r;
 
-	r = meta_parse(j, false, dns_subdomain_valid, pool, &m, err);
+	r = ko_meta_parse(j, false, dns_subdomain_valid, pool, &m, err);
 	if (r < 0)
 		return r;
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
 
-	if (jarr(spec, "podCIDRs", &cidrs) < 0) {
+	if (ko_jarr(spec, "podCIDRs", &cidrs) < 0) {
 		r = decode_error(err, "spec.podCIDRs: not an array");
 		goto fail;
 	}
-	if (jlen(cidrs) == 0 && jget(spec, "podCIDR")) {
+	if (ko_jlen(cidrs) == 0 && ko_jget(spec, "podCIDR")) {
 		/* Servers before 1.16 have only the singular field. */
 		n->pod_cidrs = calloc(1, sizeof(IpPrefix));
 		if (!n->pod_cidrs)
 			goto oom;
-		x = jget(spec, "podCIDR");
+		x = ko_jget(spec, "podCIDR");
 		if (!json_is_string(x) || ip_prefix_parse_network(json_string_value(x), &n->pod_cidrs[0]) < 0) {
 			r = decode_error(err, "spec.podCIDR: not a network prefix");
 			goto fail;
 		}
 		n->n_pod_cidrs = 1;
-	} else if (jlen(cidrs) > 0) {
-		if (jlen(cidrs) > 2) {
+	} else if (ko_jlen(cidrs) > 0) {
+		if (ko_jlen(cidrs) > 2) {
 			r = decode_error(err, "spec.podCIDRs: more than one per family");
 			goto fail;
 		}
-		n->pod_cidrs = calloc(jlen(cidrs), sizeof(IpPrefix));
+		n->pod_cidrs = calloc(ko_jlen(cidrs), sizeof(IpPrefix));
 		if (!n->pod_cidrs)
 			goto oom;
 		json_array_foreach(cidrs, i, x) {
@@ -78,7 +78,7 @@ int node_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError
 		}
 	}
 
-	if (jarr(jget(j, "status"), "addresses", &addrs) < 0) {
+	if (ko_jarr(ko_jget(j, "status"), "addresses", &addrs) < 0) {
 		r = decode_error(err, "status.addresses: not an array");
 		goto fail;
 	}
@@ -87,7 +87,7 @@ int node_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError
 		IpAddr a;
 		IpAddr *nv;
 
-		if (jstr(x, "type", &type) < 0 || jstr(x, "address", &addr) < 0) {
+		if (ko_jstr(x, "type", &type) < 0 || ko_jstr(x, "address", &addr) < 0) {
 			r = decode_error(err, "status.addresses[%zu]: not strings", i);
 			goto fail;
 		}
@@ -98,7 +98,7 @@ int node_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError
 					 addr ?: "");
 			goto fail;
 		}
-		if (ip_in(n->internal_ips, n->n_internal_ips, &a) || n->n_internal_ips == UINT8_MAX)
+		if (ko_ip_in(n->internal_ips, n->n_internal_ips, &a) || n->n_internal_ips == UINT8_MAX)
 			continue;
 		nv = reallocarray(n->internal_ips, n->n_internal_ips + 1u, sizeof(IpAddr));
 		if (!nv)
@@ -107,7 +107,7 @@ int node_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError
 		nv[n->n_internal_ips++] = a;
 	}
 
-	ann = jget(m.j, "annotations");
+	ann = ko_jget(m.j, "annotations");
 	if (ann && !json_is_object(ann)) {
 		r = decode_error(err, "metadata.annotations: not an object");
 		goto fail;
@@ -135,19 +135,19 @@ int node_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError
 	if (n->n_annotations > 1)
 		qsort(n->annotations, n->n_annotations, 2 * sizeof(char *), strp_cmp);
 
-	if (meta_move(&m, KUBE_KIND_NODE, &n->meta) < 0)
+	if (ko_meta_move(&m, KUBE_KIND_NODE, &n->meta) < 0)
 		goto oom;
 	*ret = &n->meta;
 	return 0;
 oom:
 	r = -ENOMEM;
 fail:
-	node_free(n);
+	ko_node_free(n);
 	free(n);
 	return r;
 }
 
-bool node_equal(const KubeNode *a, const KubeNode *b) {
+bool ko_node_equal(const KubeNode *a, const KubeNode *b) {
 	if (a->n_pod_cidrs != b->n_pod_cidrs || a->n_internal_ips != b->n_internal_ips ||
 	    a->n_annotations != b->n_annotations)
 		return false;
@@ -157,5 +157,5 @@ bool node_equal(const KubeNode *a, const KubeNode *b) {
 	for (size_t i = 0; i < 2u * a->n_annotations; i++)
 		if (!streq(a->annotations[i], b->annotations[i]))
 			return false;
-	return ip_arrays_equal(a->internal_ips, b->internal_ips, a->n_internal_ips);
+	return ko_ip_arrays_equal(a->internal_ips, b->internal_ips, a->n_internal_ips);
 }

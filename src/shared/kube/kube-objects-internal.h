@@ -19,21 +19,21 @@
 
 /* ---- JSON helpers ---- */
 
-void pathf(char *buf, size_t n, const char *fmt, ...) _printf_(3, 4);
-const json_t *jget(const json_t *j, const char *key);
-int jstr(const json_t *j, const char *key, const char **ret);
-int jarr(const json_t *j, const char *key, const json_t **ret);
-size_t jlen(const json_t *a);
-int jbool(const json_t *j, const char *key, bool dflt, bool *ret);
-int jint(const json_t *j, const char *key, long long min, long long max, long long dflt, long long *ret);
-int parse_protocol(const json_t *j, const char *path, uint8_t *ret, DecodeError *err);
-bool port_name_valid(const char *s);
-int parse_port_ref(const json_t *v, const char *path, StringPool *pool, KubePortRef *ret, DecodeError *err);
-int parse_ip(const json_t *v, const char *path, IpAddr *ret, DecodeError *err);
-bool ip_in(const IpAddr *v, size_t n, const IpAddr *a);
-int parse_ip_array(const json_t *a, const char *path, const char *member, IpAddr **ret, size_t *ret_n,
-		   DecodeError *err);
-bool ip_arrays_equal(const IpAddr *a, const IpAddr *b, size_t n);
+void ko_pathf(char *buf, size_t n, const char *fmt, ...) _printf_(3, 4);
+const json_t *ko_jget(const json_t *j, const char *key);
+int ko_jstr(const json_t *j, const char *key, const char **ret);
+int ko_jarr(const json_t *j, const char *key, const json_t **ret);
+size_t ko_jlen(const json_t *a);
+int ko_jbool(const json_t *j, const char *key, bool dflt, bool *ret);
+int ko_jint(const json_t *j, const char *key, long long min, long long max, long long dflt, long long *ret);
+int ko_parse_protocol(const json_t *j, const char *path, uint8_t *ret, DecodeError *err);
+bool ko_port_name_valid(const char *s);
+int ko_parse_port_ref(const json_t *v, const char *path, StringPool *pool, KubePortRef *ret, DecodeError *err);
+int ko_parse_ip(const json_t *v, const char *path, IpAddr *ret, DecodeError *err);
+bool ko_ip_in(const IpAddr *v, size_t n, const IpAddr *a);
+int ko_parse_ip_array(const json_t *a, const char *path, const char *member, IpAddr **ret, size_t *ret_n,
+		      DecodeError *err);
+bool ko_ip_arrays_equal(const IpAddr *a, const IpAddr *b, size_t n);
 
 /* ---- metadata ---- */
 
@@ -51,36 +51,37 @@ typedef struct Meta {
 } Meta;
 typedef bool (*NameValidFn)(const char *s);
 
-void meta_done(Meta *m);
-int meta_parse(const json_t *j, bool namespaced, NameValidFn name_valid, StringPool *pool, Meta *ret, DecodeError *err);
-int meta_move(Meta *m, KubeKind kind, KubeObject *o);
-bool meta_equal(const KubeObject *a, const KubeObject *b);
-void meta_free(KubeObject *o, StringPool *pool);
+void ko_meta_done(Meta *m);
+int ko_meta_parse(const json_t *j, bool namespaced, NameValidFn name_valid, StringPool *pool, Meta *ret,
+		  DecodeError *err);
+int ko_meta_move(Meta *m, KubeKind kind, KubeObject *o);
+bool ko_meta_equal(const KubeObject *a, const KubeObject *b);
+void ko_meta_free(KubeObject *o, StringPool *pool);
 
 /* kube-node.c */
-void node_free(KubeNode *n);
-int node_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err);
-bool node_equal(const KubeNode *a, const KubeNode *b);
+void ko_node_free(KubeNode *n);
+int ko_node_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err);
+bool ko_node_equal(const KubeNode *a, const KubeNode *b);
 
 /* kube-namespace.c */
-int namespace_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err);
+int ko_namespace_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err);
 
 /* kube-pod.c */
-void ports_unref(KubeContainerPort *p, size_t n, StringPool *pool);
-int pod_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err);
-bool pod_equal(const KubePod *a, const KubePod *b);
+void ko_ports_unref(KubeContainerPort *p, size_t n, StringPool *pool);
+int ko_pod_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err);
+bool ko_pod_equal(const KubePod *a, const KubePod *b);
 
 /* kube-networkpolicy.c */
-void policy_free(KubeNetworkPolicy *p, StringPool *pool);
-int policy_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err);
-bool policy_equal(const KubeNetworkPolicy *a, const KubeNetworkPolicy *b);
+void ko_policy_free(KubeNetworkPolicy *p, StringPool *pool);
+int ko_policy_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err);
+bool ko_policy_equal(const KubeNetworkPolicy *a, const KubeNetworkPolicy *b);
 
 /* kube-service.c */
-void service_free(KubeService *s, StringPool *pool);
-int service_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err);
-bool service_equal(const KubeService *a, const KubeService *b);
+void ko_service_free(KubeService *s, StringPool *pool);
+int ko_service_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err);
+bool ko_service_equal(const KubeService *a, const KubeService *b);
 
 /* kube-endpointslice.c */
-void slice_free(KubeEndpointSlice *s, StringPool *pool);
-int slice_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err);
-bool slice_equal(const KubeEndpointSlice *a, const KubeEndpointSlice *b);
+void ko_slice_free(KubeEndpointSlice *s, StringPool *pool);
+int ko_slice_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err);
+bool ko_slice_equal(const KubeEndpointSlice *a, const KubeEndpointSlice *b);

@@ -53,7 +53,7 @@ const char *kube_protocol_to_string(KubeProtocol p) {
 /* ---- JSON helpers ---- */
 
 /* Field paths for error messages; a cut path is still a useful message. */
-void pathf(char *buf, size_t n, const char *fmt, ...) {
+void ko_pathf(char *buf, size_t n, const char *fmt, ...) {
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -61,15 +61,15 @@ void pathf(char *buf, size_t n, const char *fmt, ...) {
 	va_end(ap);
 }
 
-const json_t *jget(const json_t *j, const char *key) {
+const json_t *ko_jget(const json_t *j, const char *key) {
 	const json_t *v = json_is_object(j) ? json_object_get(j, key) : NULL;
 
 	return v && !json_is_null(v) ? v : NULL;
 }
 
 /* Optional string: absent/null -> *ret NULL. Wrong type -> -EINVAL. */
-int jstr(const json_t *j, const char *key, const char **ret) {
-	const json_t *v = jget(j, key);
+int ko_jstr(const json_t *j, const char *key, const char **ret) {
+	const json_t *v = ko_jget(j, key);
 
 	*ret = NULL;
 	if (!v)
@@ -81,19 +81,19 @@ int jstr(const json_t *j, const char *key, const char **ret) {
 }
 
 /* Optional array: absent/null -> empty. */
-int jarr(const json_t *j, const char *key, const json_t **ret) {
-	const json_t *v = jget(j, key);
+int ko_jarr(const json_t *j, const char *key, const json_t **ret) {
+	const json_t *v = ko_jget(j, key);
 
 	*ret = v;
 	return !v || json_is_array(v) ? 0 : -EINVAL;
 }
 
-size_t jlen(const json_t *a) {
+size_t ko_jlen(const json_t *a) {
 	return a ? json_array_size(a) : 0;
 }
 
-int jbool(const json_t *j, const char *key, bool dflt, bool *ret) {
-	const json_t *v = jget(j, key);
+int ko_jbool(const json_t *j, const char *key, bool dflt, bool *ret) {
+	const json_t *v = ko_jget(j, key);
 
 	if (v && !json_is_boolean(v))
 		return -EINVAL;
@@ -102,8 +102,8 @@ int jbool(const json_t *j, const char *key, bool dflt, bool *ret) {
 }
 
 /* Integer in [min, max]; absent -> dflt. */
-int jint(const json_t *j, const char *key, long long min, long long max, long long dflt, long long *ret) {
-	const json_t *v = jget(j, key);
+int ko_jint(const json_t *j, const char *key, long long min, long long max, long long dflt, long long *ret) {
+	const json_t *v = ko_jget(j, key);
 
 	if (!v) {
 		*ret = dflt;
@@ -115,10 +115,10 @@ int jint(const json_t *j, const char *key, long long min, long long max, long lo
 	return 0;
 }
 
-int parse_protocol(const json_t *j, const char *path, uint8_t *ret, DecodeError *err) {
+int ko_parse_protocol(const json_t *j, const char *path, uint8_t *ret, DecodeError *err) {
 	const char *s;
 
-	if (jstr(j, "protocol", &s) < 0)
+	if (ko_jstr(j, "protocol", &s) < 0)
 		return decode_error(err, "%s.protocol: not a string", path);
 	if (!s || streq(s, "TCP"))
 		*ret = KUBE_PROTO_TCP;
@@ -132,7 +132,7 @@ int parse_protocol(const json_t *j, const char *path, uint8_t *ret, DecodeError 
 }
 
 /* IANA_SVC_NAME: at most 15 of [a-z0-9-], at least one letter, no leading/trailing/double '-'. */
-bool port_name_valid(const char *s) {
+bool ko_port_name_valid(const char *s) {
 	bool letter = false;
 	size_t n = strlen(s);
 
@@ -148,7 +148,7 @@ bool port_name_valid(const char *s) {
 }
 
 /* IntOrString port: a number 1..65535 or an IANA service name. Absent: *ret zero. */
-int parse_port_ref(const json_t *v, const char *path, StringPool *pool, KubePortRef *ret, DecodeError *err) {
+int ko_parse_port_ref(const json_t *v, const char *path, StringPool *pool, KubePortRef *ret, DecodeError *err) {
 	*ret = (KubePortRef) {};
 	if (!v || json_is_null(v))
 		return 0;
@@ -159,7 +159,7 @@ int parse_port_ref(const json_t *v, const char *path, StringPool *pool, KubePort
 		return 0;
 	}
 	if (json_is_string(v)) {
-		if (!port_name_valid(json_string_value(v)))
+		if (!ko_port_name_valid(json_string_value(v)))
 			return decode_error(err, "%s: \"%.32s\" is not a port name", path, json_string_value(v));
 		ret->name = string_pool_intern(pool, json_string_value(v));
 		return ret->name ? 0 : -ENOMEM;
@@ -167,14 +167,14 @@ int parse_port_ref(const json_t *v, const char *path, StringPool *pool, KubePort
 	return decode_error(err, "%s: neither a number nor a name", path);
 }
 
-int parse_ip(const json_t *v, const char *path, IpAddr *ret, DecodeError *err) {
+int ko_parse_ip(const json_t *v, const char *path, IpAddr *ret, DecodeError *err) {
 	if (!json_is_string(v) || ip_addr_parse(json_string_value(v), ret) < 0)
 		return decode_error(err, "%s: \"%.64s\" is not an IP address", path,
 				    json_is_string(v) ? json_string_value(v) : "(not a string)");
 	return 0;
 }
 
-bool ip_in(const IpAddr *v, size_t n, const IpAddr *a) {
+bool ko_ip_in(const IpAddr *v, size_t n, const IpAddr *a) {
 	for (size_t i = 0; i < n; i++)
 		if (ip_addr_equal(&v[i], a))
 			return true;
@@ -182,11 +182,11 @@ bool ip_in(const IpAddr *v, size_t n, const IpAddr *a) {
 }
 
 /* A string array of IPs into a malloc'ed vector (NULL if empty); duplicates refused. */
-int parse_ip_array(const json_t *a, const char *path, const char *member, IpAddr **ret, size_t *ret_n,
-		   DecodeError *err) {
+int ko_parse_ip_array(const json_t *a, const char *path, const char *member, IpAddr **ret, size_t *ret_n,
+		      DecodeError *err) {
 	_cleanup_free_ IpAddr *v = NULL;
 	const json_t *x;
-	size_t i, n = jlen(a);
+	size_t i, n = ko_jlen(a);
 	char p[96];
 	int r;
 
@@ -197,12 +197,12 @@ int parse_ip_array(const json_t *a, const char *path, const char *member, IpAddr
 	}
 	json_array_foreach(a, i, x) {
 		if (member)
-			x = jget(x, member);
-		pathf(p, sizeof(p), "%s[%zu]%s%s", path, i, member ? "." : "", member ?: "");
-		r = parse_ip(x, p, &v[i], err);
+			x = ko_jget(x, member);
+		ko_pathf(p, sizeof(p), "%s[%zu]%s%s", path, i, member ? "." : "", member ?: "");
+		r = ko_parse_ip(x, p, &v[i], err);
 		if (r < 0)
 			return r;
-		if (ip_in(v, i, &v[i]))
+		if (ko_ip_in(v, i, &v[i]))
 			return decode_error(err, "%s: duplicate address", p);
 	}
 	*ret = TAKE_PTR(v);
@@ -210,7 +210,7 @@ int parse_ip_array(const json_t *a, const char *path, const char *member, IpAddr
 	return 0;
 }
 
-bool ip_arrays_equal(const IpAddr *a, const IpAddr *b, size_t n) {
+bool ko_ip_arrays_equal(const IpAddr *a, const IpAddr *b, size_t n) {
 	for (size_t i = 0; i < n; i++)
 		if (!ip_addr_equal(&a[i], &b[i]))
 			return false;
@@ -220,7 +220,7 @@ bool ip_arrays_equal(const IpAddr *a, const IpAddr *b, size_t n) {
 /* ---- metadata ---- */
 
 /* Cleanup for a Meta that was not moved into an object. */
-void meta_done(Meta *m) {
+void ko_meta_done(Meta *m) {
 	if (m->pool) {
 		string_pool_unref(m->pool, m->namespace);
 		if (m->interned)
@@ -238,9 +238,9 @@ void meta_done(Meta *m) {
 	m->interned = false;
 }
 
-int meta_parse(const json_t *j, bool namespaced, NameValidFn name_valid, StringPool *pool, Meta *ret,
-	       DecodeError *err) {
-	const json_t *md = jget(j, "metadata"), *labels;
+int ko_meta_parse(const json_t *j, bool namespaced, NameValidFn name_valid, StringPool *pool, Meta *ret,
+		  DecodeError *err) {
+	const json_t *md = ko_jget(j, "metadata"), *labels;
 	const char *ns, *key;
 	json_t *v;
 	size_t n;
@@ -254,9 +254,9 @@ int meta_parse(const json_t *j, bool namespaced, NameValidFn name_valid, StringP
 	ret->interned = false;
 	if (!json_is_object(md))
 		return decode_error(err, "metadata: missing or not an object");
-	if (jstr(md, "name", &ret->name) < 0 || !ret->name || !name_valid(ret->name))
+	if (ko_jstr(md, "name", &ret->name) < 0 || !ret->name || !name_valid(ret->name))
 		return decode_error(err, "metadata.name: missing or not a valid name");
-	if (jstr(md, "namespace", &ns) < 0)
+	if (ko_jstr(md, "namespace", &ns) < 0)
 		return decode_error(err, "metadata.namespace: not a string");
 	if (namespaced) {
 		if (!ns || !dns_label_valid(ns))
@@ -265,7 +265,7 @@ int meta_parse(const json_t *j, bool namespaced, NameValidFn name_valid, StringP
 		if (!ret->namespace)
 			return -ENOMEM;
 	}
-	labels = jget(md, "labels");
+	labels = ko_jget(md, "labels");
 	if (labels && !json_is_object(labels))
 		return decode_error(err, "metadata.labels: not an object");
 	n = labels ? json_object_size(labels) : 0;
@@ -304,7 +304,7 @@ int meta_parse(const json_t *j, bool namespaced, NameValidFn name_valid, StringP
 }
 
 /* Moves the parsed metadata into a separately allocated object (every kind but Pod). */
-int meta_move(Meta *m, KubeKind kind, KubeObject *o) {
+int ko_meta_move(Meta *m, KubeKind kind, KubeObject *o) {
 	o->kind = (uint8_t) kind;
 	o->name = strdup(m->name);
 	if (!o->name)
@@ -317,12 +317,12 @@ int meta_move(Meta *m, KubeKind kind, KubeObject *o) {
 	return 0;
 }
 
-bool meta_equal(const KubeObject *a, const KubeObject *b) {
+bool ko_meta_equal(const KubeObject *a, const KubeObject *b) {
 	/* Label sets are interned whole: the same labels are the same array. */
 	return a->kind == b->kind && a->namespace == b->namespace && a->labels == b->labels && streq(a->name, b->name);
 }
 
-void meta_free(KubeObject *o, StringPool *pool) {
+void ko_meta_free(KubeObject *o, StringPool *pool) {
 	string_pool_unref(pool, o->namespace);
 	string_pool_unref_labels(pool, o->labels);
 	if (!(o->flags & OBJECT_FLAG_BLOCK))
@@ -330,10 +330,10 @@ void meta_free(KubeObject *o, StringPool *pool) {
 }
 
 int kube_object_json_key(const json_t *j, const char **ret_namespace, const char **ret_name) {
-	const json_t *md = jget(j, "metadata");
+	const json_t *md = ko_jget(j, "metadata");
 	const char *ns, *name;
 
-	if (jstr(md, "name", &name) < 0 || isempty(name) || jstr(md, "namespace", &ns) < 0)
+	if (ko_jstr(md, "name", &name) < 0 || isempty(name) || ko_jstr(md, "namespace", &ns) < 0)
 		return -EINVAL;
 	*ret_namespace = isempty(ns) ? NULL : ns;
 	*ret_name = name;
@@ -375,12 +375,12 @@ int kube_object_decode(KubeKind kind, const json_t *j, StringPool *pool, KubeObj
 	if (r < 0)
 		return r;
 	switch (kind) {
-	case KUBE_KIND_NODE: r = node_decode(j, pool, &o, err); break;
-	case KUBE_KIND_NAMESPACE: r = namespace_decode(j, pool, &o, err); break;
-	case KUBE_KIND_POD: r = pod_decode(j, pool, &o, err); break;
-	case KUBE_KIND_NETWORK_POLICY: r = policy_decode(j, pool, &o, err); break;
-	case KUBE_KIND_SERVICE: r = service_decode(j, pool, &o, err); break;
-	case KUBE_KIND_ENDPOINT_SLICE: r = slice_decode(j, pool, &o, err); break;
+	case KUBE_KIND_NODE: r = ko_node_decode(j, pool, &o, err); break;
+	case KUBE_KIND_NAMESPACE: r = ko_namespace_decode(j, pool, &o, err); break;
+	case KUBE_KIND_POD: r = ko_pod_decode(j, pool, &o, err); break;
+	case KUBE_KIND_NETWORK_POLICY: r = ko_policy_decode(j, pool, &o, err); break;
+	case KUBE_KIND_SERVICE: r = ko_service_decode(j, pool, &o, err); break;
+	case KUBE_KIND_ENDPOINT_SLICE: r = ko_slice_decode(j, pool, &o, err); break;
 	default: return -EINVAL;
 	}
 	if (r < 0)
@@ -394,20 +394,20 @@ KubeObject *kube_object_free(KubeObject *o, StringPool *pool) {
 	if (!o)
 		return NULL;
 	switch ((KubeKind) o->kind) {
-	case KUBE_KIND_NODE: node_free((KubeNode *) o); break;
+	case KUBE_KIND_NODE: ko_node_free((KubeNode *) o); break;
 	case KUBE_KIND_POD: {
 		KubePod *p = (KubePod *) o;
 
 		string_pool_unref(pool, p->node_name);
-		ports_unref(p->ports, p->n_ports, pool);
+		ko_ports_unref(p->ports, p->n_ports, pool);
 		break;
 	}
-	case KUBE_KIND_NETWORK_POLICY: policy_free((KubeNetworkPolicy *) o, pool); break;
-	case KUBE_KIND_SERVICE: service_free((KubeService *) o, pool); break;
-	case KUBE_KIND_ENDPOINT_SLICE: slice_free((KubeEndpointSlice *) o, pool); break;
+	case KUBE_KIND_NETWORK_POLICY: ko_policy_free((KubeNetworkPolicy *) o, pool); break;
+	case KUBE_KIND_SERVICE: ko_service_free((KubeService *) o, pool); break;
+	case KUBE_KIND_ENDPOINT_SLICE: ko_slice_free((KubeEndpointSlice *) o, pool); break;
 	default: break;
 	}
-	meta_free(o, pool);
+	ko_meta_free(o, pool);
 	free(o);
 	return NULL;
 }
@@ -415,16 +415,17 @@ KubeObject *kube_object_free(KubeObject *o, StringPool *pool) {
 bool kube_object_equal(const KubeObject *a, const KubeObject *b) {
 	if (!a || !b)
 		return a == b;
-	if (!meta_equal(a, b))
+	if (!ko_meta_equal(a, b))
 		return false;
 	switch ((KubeKind) a->kind) {
-	case KUBE_KIND_NODE: return node_equal((const KubeNode *) a, (const KubeNode *) b);
+	case KUBE_KIND_NODE: return ko_node_equal((const KubeNode *) a, (const KubeNode *) b);
 	case KUBE_KIND_NAMESPACE: return true;
-	case KUBE_KIND_POD: return pod_equal((const KubePod *) a, (const KubePod *) b);
+	case KUBE_KIND_POD: return ko_pod_equal((const KubePod *) a, (const KubePod *) b);
 	case KUBE_KIND_NETWORK_POLICY:
-		return policy_equal((const KubeNetworkPolicy *) a, (const KubeNetworkPolicy *) b);
-	case KUBE_KIND_SERVICE: return service_equal((const KubeService *) a, (const KubeService *) b);
-	case KUBE_KIND_ENDPOINT_SLICE: return slice_equal((const KubeEndpointSlice *) a, (const KubeEndpointSlice *) b);
+		return ko_policy_equal((const KubeNetworkPolicy *) a, (const KubeNetworkPolicy *) b);
+	case KUBE_KIND_SERVICE: return ko_service_equal((const KubeService *) a, (const KubeService *) b);
+	case KUBE_KIND_ENDPOINT_SLICE:
+		return ko_slice_equal((const KubeEndpointSlice *) a, (const KubeEndpointSlice *) b);
 	default: return false;
 	}
 }

@@ -54,18 +54,18 @@ static int parse_phase(const char *s, uint8_t *ret) {
 	return -EINVAL;
 }
 
-void ports_unref(KubeContainerPort *p, size_t n, StringPool *pool) {
+void ko_ports_unref(KubeContainerPort *p, size_t n, StringPool *pool) {
 	for (size_t i = 0; i < n; i++)
 		string_pool_unref(pool, p[i].name);
 }
 
-int pod_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
-	_cleanup_(meta_done) Meta m = {};
+int ko_pod_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
+	_cleanup_(ko_meta_done) Meta m = {};
 	/* On the stack for the usual few ports (see Meta.labels_buf). */
 	KubeContainerPort ports_buf[8], *ports = ports_buf;
 	_cleanup_free_ KubeContainerPort *ports_heap = NULL;
 	size_t ports_cap = ELEMENTSOF(ports_buf);
-	const json_t *spec = jget(j, "spec"), *status = jget(j, "status"), *ips, *containers, *c;
+	const json_t *spec = ko_jget(j, "spec"), *status = ko_jget(j, "status"), *ips, *containers, *c;
 	const char *uid, *node, *phase_s, *pod_ip;
 	IpAddr ip[2] = {};
 	uint8_t uid_b[16] = {}, phase;
@@ -75,46 +75,46 @@ int pod_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError 
 	char *b;
 	int r;
 
-	r = meta_parse(j, true, dns_subdomain_valid, pool, &m, err);
+	r = ko_meta_parse(j, true, dns_subdomain_valid, pool, &m, err);
 	if (r < 0)
 		return r;
-	if (jstr(m.j, "uid", &uid) < 0 || (uid && parse_uid(uid, uid_b) < 0))
+	if (ko_jstr(m.j, "uid", &uid) < 0 || (uid && parse_uid(uid, uid_b) < 0))
 		return decode_error(err, "metadata.uid: not a UID");
-	if (jstr(spec, "nodeName", &node) < 0 || (node && !dns_subdomain_valid(node)))
+	if (ko_jstr(spec, "nodeName", &node) < 0 || (node && !dns_subdomain_valid(node)))
 		return decode_error(err, "spec.nodeName: not a valid node name");
-	if (jbool(spec, "hostNetwork", false, &host_network) < 0)
+	if (ko_jbool(spec, "hostNetwork", false, &host_network) < 0)
 		return decode_error(err, "spec.hostNetwork: not a boolean");
-	if (jstr(status, "phase", &phase_s) < 0 || parse_phase(phase_s, &phase) < 0)
+	if (ko_jstr(status, "phase", &phase_s) < 0 || parse_phase(phase_s, &phase) < 0)
 		return decode_error(err, "status.phase: not a pod phase");
 
-	if (jarr(status, "podIPs", &ips) < 0)
+	if (ko_jarr(status, "podIPs", &ips) < 0)
 		return decode_error(err, "status.podIPs: not an array");
-	if (jlen(ips) > 2)
+	if (ko_jlen(ips) > 2)
 		return decode_error(err, "status.podIPs: more than one address per family");
 	json_array_foreach(ips, i, c) {
 		char path[32];
 
-		pathf(path, sizeof(path), "status.podIPs[%zu].ip", i);
-		r = parse_ip(jget(c, "ip"), path, &ip[i], err);
+		ko_pathf(path, sizeof(path), "status.podIPs[%zu].ip", i);
+		r = ko_parse_ip(ko_jget(c, "ip"), path, &ip[i], err);
 		if (r < 0)
 			return r;
 		n_ips++;
 	}
 	if (n_ips == 2 && ip[0].family == ip[1].family)
 		return decode_error(err, "status.podIPs: more than one address per family");
-	if (n_ips == 0 && jstr(status, "podIP", &pod_ip) == 0 && pod_ip) {
+	if (n_ips == 0 && ko_jstr(status, "podIP", &pod_ip) == 0 && pod_ip) {
 		if (ip_addr_parse(pod_ip, &ip[0]) < 0)
 			return decode_error(err, "status.podIP: \"%.64s\" is not an IP address", pod_ip);
 		n_ips = 1;
 	}
 
-	if (jarr(spec, "containers", &containers) < 0)
+	if (ko_jarr(spec, "containers", &containers) < 0)
 		return decode_error(err, "spec.containers: not an array");
 	json_array_foreach(containers, i, c) {
 		const json_t *cp, *x;
 		size_t k;
 
-		if (jarr(c, "ports", &cp) < 0)
+		if (ko_jarr(c, "ports", &cp) < 0)
 			return decode_error(err, "spec.containers[%zu].ports: not an array", i);
 		json_array_foreach(cp, k, x) {
 			KubeContainerPort *nv, *e;
@@ -124,19 +124,19 @@ int pod_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError 
 
 			if (n_ports == UINT8_MAX)
 				break; /* more ports than any policy needs named: keep the first 255 */
-			pathf(path, sizeof(path), "spec.containers[%zu].ports[%zu]", i, k);
-			if (jint(x, "containerPort", 1, 65535, 0, &port) < 0 || port == 0) {
-				ports_unref(ports, n_ports, pool);
+			ko_pathf(path, sizeof(path), "spec.containers[%zu].ports[%zu]", i, k);
+			if (ko_jint(x, "containerPort", 1, 65535, 0, &port) < 0 || port == 0) {
+				ko_ports_unref(ports, n_ports, pool);
 				return decode_error(err, "%s.containerPort: missing or not a port", path);
 			}
-			if (jstr(x, "name", &pname) < 0 || (pname && !port_name_valid(pname))) {
-				ports_unref(ports, n_ports, pool);
+			if (ko_jstr(x, "name", &pname) < 0 || (pname && !ko_port_name_valid(pname))) {
+				ko_ports_unref(ports, n_ports, pool);
 				return decode_error(err, "%s.name: not a port name", path);
 			}
 			if (n_ports == ports_cap) {
 				nv = reallocarray(ports_heap, ports_cap * 2, sizeof(KubeContainerPort));
 				if (!nv) {
-					ports_unref(ports, n_ports, pool);
+					ko_ports_unref(ports, n_ports, pool);
 					return -ENOMEM;
 				}
 				if (!ports_heap)
@@ -146,14 +146,14 @@ int pod_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError 
 			}
 			e = &ports[n_ports];
 			*e = (KubeContainerPort) { .port = (uint16_t) port };
-			r = parse_protocol(x, path, &e->protocol, err);
+			r = ko_parse_protocol(x, path, &e->protocol, err);
 			if (r >= 0 && pname) {
 				e->name = string_pool_intern(pool, pname);
 				if (!e->name)
 					r = -ENOMEM;
 			}
 			if (r < 0) {
-				ports_unref(ports, n_ports, pool);
+				ko_ports_unref(ports, n_ports, pool);
 				return r;
 			}
 			n_ports++;
@@ -165,7 +165,7 @@ int pod_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError 
 	size = sizeof(KubePod) + n_ports * sizeof(KubeContainerPort) + n_ips * sizeof(IpAddr) + name_len;
 	b = calloc(1, size);
 	if (!b) {
-		ports_unref(ports, n_ports, pool);
+		ko_ports_unref(ports, n_ports, pool);
 		return -ENOMEM;
 	}
 	p = (KubePod *) b;
@@ -205,7 +205,7 @@ int pod_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError 
 	return 0;
 }
 
-bool pod_equal(const KubePod *a, const KubePod *b) {
+bool ko_pod_equal(const KubePod *a, const KubePod *b) {
 	if (a->node_name != b->node_name || memcmp(a->uid, b->uid, 16) != 0 || a->phase != b->phase ||
 	    a->host_network != b->host_network || a->n_ips != b->n_ips || a->n_ports != b->n_ports)
 		return false;
@@ -213,5 +213,5 @@ bool pod_equal(const KubePod *a, const KubePod *b) {
 		if (a->ports[i].name != b->ports[i].name || a->ports[i].port != b->ports[i].port ||
 		    a->ports[i].protocol != b->ports[i].protocol)
 			return false;
-	return ip_arrays_equal(a->ips, b->ips, a->n_ips);
+	return ko_ip_arrays_equal(a->ips, b->ips, a->n_ips);
 }

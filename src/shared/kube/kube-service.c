@@ -11,7 +11,7 @@
 #include "shared/kube/kube-objects-internal.h"
 #include "shared/kube/kube-objects.h"
 
-void service_free(KubeService *s, StringPool *pool) {
+void ko_service_free(KubeService *s, StringPool *pool) {
 	for (size_t i = 0; i < s->n_ports; i++) {
 		string_pool_unref(pool, s->ports[i].name);
 		string_pool_unref(pool, s->ports[i].target_port.name);
@@ -29,7 +29,7 @@ static int parse_creation_timestamp(const json_t *md, int64_t *ret, DecodeError 
 	const char *s, *end;
 	struct tm tm = {};
 
-	if (jstr(md, "creationTimestamp", &s) < 0)
+	if (ko_jstr(md, "creationTimestamp", &s) < 0)
 		return decode_error(err, "metadata.creationTimestamp: not a string");
 	if (!s) {
 		*ret = 0;
@@ -50,7 +50,7 @@ static int parse_creation_timestamp(const json_t *md, int64_t *ret, DecodeError 
 
 /* KubeService.created: the source's create revision if it gave one, else creationTimestamp. */
 static int service_created(const json_t *j, KubeService *s, DecodeError *err) {
-	const json_t *rev = jget(j, KUBE_CREATE_REVISION_FIELD);
+	const json_t *rev = ko_jget(j, KUBE_CREATE_REVISION_FIELD);
 
 	if (rev) {
 		if (!json_is_integer(rev) || json_integer_value(rev) < 0)
@@ -59,7 +59,7 @@ static int service_created(const json_t *j, KubeService *s, DecodeError *err) {
 		s->created_by_revision = true;
 		return 0;
 	}
-	return parse_creation_timestamp(jget(j, "metadata"), &s->created, err);
+	return parse_creation_timestamp(ko_jget(j, "metadata"), &s->created, err);
 }
 
 /* spec.loadBalancerSourceRanges: CIDRs (host bits allowed, as the API server allows them). */
@@ -67,14 +67,14 @@ static int service_source_ranges_parse(const json_t *spec, KubeService *s, Decod
 	const json_t *a, *x;
 	size_t i;
 
-	if (jarr(spec, "loadBalancerSourceRanges", &a) < 0)
+	if (ko_jarr(spec, "loadBalancerSourceRanges", &a) < 0)
 		return decode_error(err, "spec.loadBalancerSourceRanges: not an array");
-	if (jlen(a) > KUBE_SERVICE_MAX_SOURCE_RANGES)
-		return decode_error(err, "spec.loadBalancerSourceRanges: %zu entries, at most %d", jlen(a),
+	if (ko_jlen(a) > KUBE_SERVICE_MAX_SOURCE_RANGES)
+		return decode_error(err, "spec.loadBalancerSourceRanges: %zu entries, at most %d", ko_jlen(a),
 				    KUBE_SERVICE_MAX_SOURCE_RANGES);
-	if (jlen(a) == 0)
+	if (ko_jlen(a) == 0)
 		return 0;
-	s->source_ranges = calloc(jlen(a), sizeof(IpPrefix));
+	s->source_ranges = calloc(ko_jlen(a), sizeof(IpPrefix));
 	if (!s->source_ranges)
 		return -ENOMEM;
 	json_array_foreach(a, i, x) {
@@ -93,11 +93,11 @@ static int service_ports_parse(const json_t *spec, StringPool *pool, KubeService
 	size_t i;
 	int r;
 
-	if (jarr(spec, "ports", &ports) < 0)
+	if (ko_jarr(spec, "ports", &ports) < 0)
 		return decode_error(err, "spec.ports: not an array");
-	if (jlen(ports) > KUBE_SERVICE_MAX_PORTS)
-		return decode_error(err, "spec.ports: %zu entries, at most %d", jlen(ports), KUBE_SERVICE_MAX_PORTS);
-	if (jlen(ports) > 0 && !(s->ports = calloc(jlen(ports), sizeof(KubeServicePort))))
+	if (ko_jlen(ports) > KUBE_SERVICE_MAX_PORTS)
+		return decode_error(err, "spec.ports: %zu entries, at most %d", ko_jlen(ports), KUBE_SERVICE_MAX_PORTS);
+	if (ko_jlen(ports) > 0 && !(s->ports = calloc(ko_jlen(ports), sizeof(KubeServicePort))))
 		return -ENOMEM;
 	json_array_foreach(ports, i, x) {
 		KubeServicePort *e = &s->ports[i];
@@ -106,24 +106,24 @@ static int service_ports_parse(const json_t *spec, StringPool *pool, KubeService
 		char p[64];
 
 		s->n_ports++;
-		pathf(p, sizeof(p), "spec.ports[%zu]", i);
+		ko_pathf(p, sizeof(p), "spec.ports[%zu]", i);
 		if (!json_is_object(x))
 			return decode_error(err, "%s: not an object", p);
-		if (jint(x, "port", 1, 65535, 0, &port) < 0 || port == 0)
+		if (ko_jint(x, "port", 1, 65535, 0, &port) < 0 || port == 0)
 			return decode_error(err, "%s.port: missing or not a port", p);
-		if (jint(x, "nodePort", 0, 65535, 0, &node_port) < 0)
+		if (ko_jint(x, "nodePort", 0, 65535, 0, &node_port) < 0)
 			return decode_error(err, "%s.nodePort: not a port", p);
-		if (jstr(x, "name", &name) < 0 || (name && *name && !dns_label_valid(name)))
+		if (ko_jstr(x, "name", &name) < 0 || (name && *name && !dns_label_valid(name)))
 			return decode_error(err, "%s.name: not a valid port name", p);
 		e->port = (uint16_t) port;
 		e->node_port = (uint16_t) node_port;
 		if (name && *name && !(e->name = string_pool_intern(pool, name)))
 			return -ENOMEM;
-		r = parse_protocol(x, p, &e->protocol, err);
+		r = ko_parse_protocol(x, p, &e->protocol, err);
 		if (r < 0)
 			return r;
-		pathf(p, sizeof(p), "spec.ports[%zu].targetPort", i);
-		r = parse_port_ref(jget(x, "targetPort"), p, pool, &e->target_port, err);
+		ko_pathf(p, sizeof(p), "spec.ports[%zu].targetPort", i);
+		r = ko_parse_port_ref(ko_jget(x, "targetPort"), p, pool, &e->target_port, err);
 		if (r < 0)
 			return r;
 		if (!e->target_port.name && e->target_port.number == 0)
@@ -147,16 +147,16 @@ static int service_ports_parse(const json_t *spec, StringPool *pool, KubeService
 	return 0;
 }
 
-int service_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
-	_cleanup_(meta_done) Meta m = {};
-	const json_t *spec = jget(j, "spec"), *a, *x;
+int ko_service_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
+	_cleanup_(ko_meta_done) Meta m = {};
+	const json_t *spec = ko_jget(j, "spec"), *a, *x;
 	const char *type, *s, *cip;
 	KubeService *v;
 	long long hc, timeout;
 	size_t n, i;
 	int r;
 
-	r = meta_parse(j, true, dns1035_label_valid, pool, &m, err);
+	r = ko_meta_parse(j, true, dns1035_label_valid, pool, &m, err);
 	if (r < 0)
 		return r;
 	if (!json_is_object(spec))
@@ -165,7 +165,7 @@ int service_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeEr
 	if (!v)
 		return -ENOMEM;
 
-	if (jstr(spec, "type", &type) < 0)
+	if (ko_jstr(spec, "type", &type) < 0)
 		type = "?";
 	if (!type || streq(type, "ClusterIP"))
 		v->type = KUBE_SERVICE_CLUSTER_IP;
@@ -181,16 +181,16 @@ int service_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeEr
 	}
 
 	/* clusterIPs (clusterIP on old servers); "None" = headless. */
-	if (jarr(spec, "clusterIPs", &a) < 0 || jstr(spec, "clusterIP", &cip) < 0) {
+	if (ko_jarr(spec, "clusterIPs", &a) < 0 || ko_jstr(spec, "clusterIP", &cip) < 0) {
 		r = decode_error(err, "spec.clusterIPs: not an array of strings");
 		goto fail;
 	}
-	if ((jlen(a) > 0 && json_is_string(json_array_get(a, 0)) &&
+	if ((ko_jlen(a) > 0 && json_is_string(json_array_get(a, 0)) &&
 	     streq(json_string_value(json_array_get(a, 0)), "None")) ||
-	    (jlen(a) == 0 && cip && streq(cip, "None")))
+	    (ko_jlen(a) == 0 && cip && streq(cip, "None")))
 		v->headless = true;
-	else if (jlen(a) > 0) {
-		r = parse_ip_array(a, "spec.clusterIPs", NULL, &v->cluster_ips, &n, err);
+	else if (ko_jlen(a) > 0) {
+		r = ko_parse_ip_array(a, "spec.clusterIPs", NULL, &v->cluster_ips, &n, err);
 		if (r < 0)
 			goto fail;
 		if (n > 2 || (n == 2 && v->cluster_ips[0].family == v->cluster_ips[1].family)) {
@@ -211,31 +211,31 @@ int service_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeEr
 	r = service_ports_parse(spec, pool, v, err);
 	if (r < 0)
 		goto fail;
-	if (jarr(spec, "externalIPs", &a) < 0) {
+	if (ko_jarr(spec, "externalIPs", &a) < 0) {
 		r = decode_error(err, "spec.externalIPs: not an array");
 		goto fail;
 	}
-	if (jlen(a) > KUBE_SERVICE_MAX_EXTERNAL_IPS) {
-		r = decode_error(err, "spec.externalIPs: %zu entries, at most %d", jlen(a),
+	if (ko_jlen(a) > KUBE_SERVICE_MAX_EXTERNAL_IPS) {
+		r = decode_error(err, "spec.externalIPs: %zu entries, at most %d", ko_jlen(a),
 				 KUBE_SERVICE_MAX_EXTERNAL_IPS);
 		goto fail;
 	}
-	r = parse_ip_array(a, "spec.externalIPs", NULL, &v->external_ips, &v->n_external_ips, err);
+	r = ko_parse_ip_array(a, "spec.externalIPs", NULL, &v->external_ips, &v->n_external_ips, err);
 	if (r < 0)
 		goto fail;
-	if (jarr(jget(jget(j, "status"), "loadBalancer"), "ingress", &a) < 0) {
+	if (ko_jarr(ko_jget(ko_jget(j, "status"), "loadBalancer"), "ingress", &a) < 0) {
 		r = decode_error(err, "status.loadBalancer.ingress: not an array");
 		goto fail;
 	}
-	if (jlen(a) > KUBE_SERVICE_MAX_LB_INGRESS) {
-		r = decode_error(err, "status.loadBalancer.ingress: %zu entries, at most %d", jlen(a),
+	if (ko_jlen(a) > KUBE_SERVICE_MAX_LB_INGRESS) {
+		r = decode_error(err, "status.loadBalancer.ingress: %zu entries, at most %d", ko_jlen(a),
 				 KUBE_SERVICE_MAX_LB_INGRESS);
 		goto fail;
 	}
 	/* Ingress points given only by hostname (some cloud LBs) carry nothing to route. */
 	n = 0;
 	json_array_foreach(a, i, x)
-		if (jget(x, "ip"))
+		if (ko_jget(x, "ip"))
 			n++;
 	if (n > 0) {
 		if (!(v->lb_ips = calloc(n, sizeof(IpAddr))))
@@ -243,43 +243,43 @@ int service_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeEr
 		json_array_foreach(a, i, x) {
 			char p[64];
 
-			if (!jget(x, "ip"))
+			if (!ko_jget(x, "ip"))
 				continue;
-			pathf(p, sizeof(p), "status.loadBalancer.ingress[%zu].ip", i);
-			r = parse_ip(jget(x, "ip"), p, &v->lb_ips[v->n_lb_ips], err);
+			ko_pathf(p, sizeof(p), "status.loadBalancer.ingress[%zu].ip", i);
+			r = ko_parse_ip(ko_jget(x, "ip"), p, &v->lb_ips[v->n_lb_ips], err);
 			if (r < 0)
 				goto fail;
 			v->n_lb_ips++;
 		}
 	}
 
-	if (jstr(spec, "sessionAffinity", &s) < 0 || (s && !streq(s, "None") && !streq(s, "ClientIP"))) {
+	if (ko_jstr(spec, "sessionAffinity", &s) < 0 || (s && !streq(s, "None") && !streq(s, "ClientIP"))) {
 		r = decode_error(err, "spec.sessionAffinity: not None or ClientIP");
 		goto fail;
 	}
 	v->session_affinity_client_ip = s && streq(s, "ClientIP");
-	if (jint(jget(jget(spec, "sessionAffinityConfig"), "clientIP"), "timeoutSeconds", 1, 86400, 10800, &timeout) <
-	    0) {
+	if (ko_jint(ko_jget(ko_jget(spec, "sessionAffinityConfig"), "clientIP"), "timeoutSeconds", 1, 86400, 10800,
+		    &timeout) < 0) {
 		r = decode_error(err, "spec.sessionAffinityConfig.clientIP.timeoutSeconds: not in 1..86400");
 		goto fail;
 	}
 	v->session_affinity_timeout = v->session_affinity_client_ip ? (uint32_t) timeout : 0;
-	if (jstr(spec, "externalTrafficPolicy", &s) < 0 || (s && !streq(s, "Cluster") && !streq(s, "Local"))) {
+	if (ko_jstr(spec, "externalTrafficPolicy", &s) < 0 || (s && !streq(s, "Cluster") && !streq(s, "Local"))) {
 		r = decode_error(err, "spec.externalTrafficPolicy: not Cluster or Local");
 		goto fail;
 	}
 	v->external_traffic_local = s && streq(s, "Local");
-	if (jstr(spec, "internalTrafficPolicy", &s) < 0 || (s && !streq(s, "Cluster") && !streq(s, "Local"))) {
+	if (ko_jstr(spec, "internalTrafficPolicy", &s) < 0 || (s && !streq(s, "Cluster") && !streq(s, "Local"))) {
 		r = decode_error(err, "spec.internalTrafficPolicy: not Cluster or Local");
 		goto fail;
 	}
 	v->internal_traffic_local = s && streq(s, "Local");
-	if (jint(spec, "healthCheckNodePort", 0, 65535, 0, &hc) < 0) {
+	if (ko_jint(spec, "healthCheckNodePort", 0, 65535, 0, &hc) < 0) {
 		r = decode_error(err, "spec.healthCheckNodePort: not a port");
 		goto fail;
 	}
 	v->health_check_node_port = (uint16_t) hc;
-	if (jarr(spec, "ipFamilies", &a) < 0 || jlen(a) > 2) {
+	if (ko_jarr(spec, "ipFamilies", &a) < 0 || ko_jlen(a) > 2) {
 		r = decode_error(err, "spec.ipFamilies: not an array of at most two families");
 		goto fail;
 	}
@@ -300,7 +300,7 @@ int service_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeEr
 	if (r < 0)
 		goto fail;
 
-	r = meta_move(&m, KUBE_KIND_SERVICE, &v->meta);
+	r = ko_meta_move(&m, KUBE_KIND_SERVICE, &v->meta);
 	if (r < 0)
 		goto fail;
 	*ret = &v->meta;
@@ -308,12 +308,12 @@ int service_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeEr
 oom:
 	r = -ENOMEM;
 fail:
-	service_free(v, pool);
+	ko_service_free(v, pool);
 	free(v);
 	return r;
 }
 
-bool service_equal(const KubeService *a, const KubeService *b) {
+bool ko_service_equal(const KubeService *a, const KubeService *b) {
 	if (a->type != b->type || a->headless != b->headless ||
 	    a->session_affinity_client_ip != b->session_affinity_client_ip ||
 	    a->session_affinity_timeout != b->session_affinity_timeout ||
@@ -335,7 +335,7 @@ bool service_equal(const KubeService *a, const KubeService *b) {
 		    x->target_port.name != y->target_port.name)
 			return false;
 	}
-	return ip_arrays_equal(a->cluster_ips, b->cluster_ips, a->n_cluster_ips) &&
-	       ip_arrays_equal(a->external_ips, b->external_ips, a->n_external_ips) &&
-	       ip_arrays_equal(a->lb_ips, b->lb_ips, a->n_lb_ips);
+	return ko_ip_arrays_equal(a->cluster_ips, b->cluster_ips, a->n_cluster_ips) &&
+	       ko_ip_arrays_equal(a->external_ips, b->external_ips, a->n_external_ips) &&
+	       ko_ip_arrays_equal(a->lb_ips, b->lb_ips, a->n_lb_ips);
 }

@@ -31,7 +31,7 @@ int nl_rule_del(NlSock *s, const NlRule *r);
 /* family AF_UNSPEC = both. cb returning < 0 stops the dump and is returned. */
 int nl_rule_dump(NlSock *s, int family, int (*cb)(const NlRule *r, void *userdata), void *userdata);
 
-/* Builder / parser (test/unit/test-nl-tc.c). */
+/* Builder / parser (test/netns/unit/test-nl-tc.c). */
 int nl_build_rule(NlMsgBuf *buf, bool add, const NlRule *r);
 struct nlmsghdr;
 int nl_parse_rule(const struct nlmsghdr *nlh, NlRule *ret);

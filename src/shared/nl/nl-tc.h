@@ -7,7 +7,7 @@
  * and ifb devices (the redirect target). Same conventions as nl.h: every call waits for the ACK
  * and returns 0 or -errno with the kernel's extack text in nl_sock_extack().
  *
- * Builders are exposed for test/unit/test-nl-tc.c (build-then-parse, no kernel); they fill a
+ * Builders are exposed for test/netns/unit/test-nl-tc.c (build-then-parse, no kernel); they fill a
  * NlMsgBuf (nl-internal.h) and never send.
  */
 
@@ -71,7 +71,7 @@ int nl_tc_qdisc_dump(NlSock *s, int ifindex, int (*cb)(const NlQdisc *q, void *u
 /* ip link add NAME mtu MTU up type ifb (mtu 0 = default). -EEXIST if the name is taken. */
 int nl_ifb_create(NlSock *s, const char *name, unsigned mtu);
 
-/* Builders / parser (test/unit/test-nl-tc.c). */
+/* Builders / parser (test/netns/unit/test-nl-tc.c). */
 int nl_build_tc_tbf(NlMsgBuf *buf, int ifindex, const NlTbf *tbf, bool replace);
 int nl_build_tc_ingress(NlMsgBuf *buf, int ifindex);
 int nl_build_tc_qdisc_del(NlMsgBuf *buf, int ifindex, uint32_t parent);
