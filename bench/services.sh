@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Services: weft's nftables sync (test-service-model --bench: the model, the renderer and
+# Services: weft's nftables sync (test-service-compile --bench: the model, the renderer and
 # libnftables, as weftd runs them) against kube-proxy's iptables mechanism for the same Services
 # (KUBE-SERVICES -> KUBE-SVC-* -> KUBE-SEP-* generated here, loaded with iptables-restore, nft
 # backend), each in its own throwaway namespace, in the same run. N Services x 5 endpoints.
@@ -34,7 +34,7 @@ if [ "${BASH_SOURCE[0]}" != "$0" ]; then
 		local v worst base dev ref
 		md "$f" "### services: weft's nftables sync and connection setup against kube-proxy's iptables"
 		md "$f" ""
-		if [ ! -x "$WEFT_BUILD/test/test-service-model" ]; then skipped "$f" "test/test-service-model not built"; return 77; fi
+		if [ ! -x "$WEFT_BUILD/test/test-service-compile" ]; then skipped "$f" "test/test-service-compile not built"; return 77; fi
 		for c in iptables-restore iptables nft python3; do command -v "$c" >/dev/null || { skipped "$f" "needs $c"; return 77; }; done
 		sizes="1000 10000 30000" lsizes="100 1000 10000 30000" rounds=5
 		q && { sizes=1000 lsizes=1000 rounds=1; }
@@ -67,7 +67,7 @@ if [ "${BASH_SOURCE[0]}" != "$0" ]; then
 			for v in $w; do [[ $v == *=* ]] && [[ $v != services=* ]] && echo "${w%% *},$(svc_kv "$w" services),${v%%=*},${v#*=}"; done
 		done < <(cat "$sync" "$lat") >>"$csv"
 
-		md "$f" "Sync: \`bench/services.sh N\`. weft: \`test-service-model --bench N\`, the model, the renderer and"
+		md "$f" "Sync: \`bench/services.sh N\`. weft: \`test-service-compile --bench N\`, the model, the renderer and"
 		md "$f" "libnftables as weftd runs them, N ClusterIP Services × 5 endpoints in a fresh namespace: the initial"
 		md "$f" "(full) sync, then one Service's endpoints change nine times (median; the batch is that Service's"
 		md "$f" "diff). iptables: kube-proxy's iptables-mode ruleset for the same Services (KUBE-SERVICES →"
@@ -247,7 +247,7 @@ if [ "${1:-}" = --latency ]; then
 	for n1 in "$@"; do
 		latency_ns "$NS-w$n1"
 		LAT_NS+=("$NS-w$n1")
-		ip netns exec "$NS-w$n1" "$BUILD/test/test-service-model" --bench "$n1" 10.77.0.1 >/dev/null
+		ip netns exec "$NS-w$n1" "$BUILD/test/test-service-compile" --bench "$n1" 10.77.0.1 >/dev/null
 		latency_ns "$NS-i$n1"
 		LAT_NS+=("$NS-i$n1")
 		{
@@ -290,7 +290,7 @@ print("%.2f %.2f" % (w * 1000, (cpu() - c) * 1000))' "$@"
 median() { sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 for n1 in "$@"; do
 	ip netns add "$NS"
-	w=$(ip netns exec "$NS" "$BUILD/test/test-service-model" --bench "$n1")
+	w=$(ip netns exec "$NS" "$BUILD/test/test-service-compile" --bench "$n1")
 	ip netns del "$NS"
 	ip netns add "$NS"
 	iptables_ruleset "$n1" >"$TMP/rules"

@@ -32,7 +32,7 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "daemon/service/service-model.h"
+#include "daemon/service/service-compile.h"
 #include "daemon/weftd.h"
 #include "shared/client/http-multi.h"
 
@@ -345,7 +345,7 @@ static int run_daemon(Manager *m) {
 		r = status_server_start_front(m->status, manager_status_front_handler, m);
 	if (r < 0)
 		return log_error_errno(r, "Failed to start the health listener: %m");
-	/* weftd's own datastore and API server sockets: never a Service's (service-model.h) */
+	/* weftd's own datastore and API server sockets: never a Service's (service-compile.h) */
 	http_set_socket_mark(SVC_SELF_MARK_VALUE);
 	r = manager_monitor_open(m);
 	if (r < 0)

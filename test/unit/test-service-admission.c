@@ -20,7 +20,7 @@
 
 #include "basic/string-util.h"
 #include "daemon/service/service-admission.h"
-#include "daemon/service/service-model.h"
+#include "daemon/service/service-compile.h"
 
 static StringPool *pool;
 

@@ -277,7 +277,7 @@ int service_admission_claim_keys(const ServiceAdmissionPolicy *p, const KubeServ
 	for (size_t i = 0; i < svc->n_ports && r >= 0; i++) {
 		const KubeServicePort *sp = &svc->ports[i];
 
-		/* what service-model.c renders: addresses of a family the Service has a clusterIP of */
+		/* what service-compile.c renders: addresses of a family the Service has a clusterIP of */
 		for (size_t c = 0; c < svc->n_cluster_ips && r >= 0; c++) {
 			const IpAddr *cip = &svc->cluster_ips[c];
 

@@ -12,7 +12,7 @@
 #include "daemon/service/service-admission.h"
 #include "daemon/service/service-agent.h"
 #include "daemon/service/service-health.h"
-#include "daemon/service/service-model.h"
+#include "daemon/service/service-compile.h"
 #include "shared/nft/nft-table.h"
 #include "shared/nft/nft.h"
 
@@ -840,7 +840,7 @@ out:
 	return r;
 }
 
-/* After the batch: UDP entries the change made stale (service-model.h), so a client keeping its
+/* After the batch: UDP entries the change made stale (service-compile.h), so a client keeping its
  * source port is not held on a deleted endpoint until the entry times out. */
 static void clear_conntrack(ServiceAgent *a, const char *key, const ServiceUnit *next) {
 	_cleanup_free_ ServiceCtFilter *f = NULL;

@@ -3,7 +3,7 @@
 
 /*
  * weftd's Services (kube-proxy's job): a consumer of the object cache that programs every Service
- * of the cluster into table inet weft as service-model.h describes. Once the cache has synced, the
+ * of the cluster into table inet weft as service-compile.h describes. Once the cache has synced, the
  * first program is one full batch (which also removes svc-* chains a previous run left behind and
  * empties the svc-* maps before filling them). After that every delta of a Service or of an
  * EndpointSlice marks that Service dirty; SERVICE_AGENT_DEBOUNCE_USEC later the dirty Services are

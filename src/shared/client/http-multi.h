@@ -48,7 +48,7 @@ void http_multi_set_wakeup(HttpMulti *m, uint64_t deadline_usec);
 /*
  * SO_MARK for the sockets of every transfer created after this call (0: none, the default). weftd
  * marks its datastore and API server connections so that its own Service rules leave them alone
- * (service-model.h, SVC_SELF_MARK). Needs CAP_NET_ADMIN; without it the socket stays unmarked.
+ * (service-compile.h, SVC_SELF_MARK). Needs CAP_NET_ADMIN; without it the socket stays unmarked.
  */
 void http_set_socket_mark(uint32_t mark);
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The endpoints a Service chain of weft's can choose, read from `nft -j list table inet weft`
-on stdin: one "<addr> <port>" line each. Knows the three shapes service-model.h describes: one
+on stdin: one "<addr> <port>" line each. Knows the three shapes service-compile.h describes: one
 `dnat to numgen random mod N offset B map @svc-eps...` rule (the map's keys B..B+N-1), a plain
 `dnat to A:P`, and the endpoint-chain cascade (`goto <chain>/ep/<addr>/<port>`).
   chosen.py CHAIN"""

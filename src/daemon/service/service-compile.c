@@ -7,7 +7,7 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "daemon/service/service-model.h"
+#include "daemon/service/service-compile.h"
 #include "shared/nft/nft-table.h"
 
 #define T NFT_TABLE_INET

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Services + EndpointSlices in, nftables objects out (service-model.h): ClusterIP for TCP, UDP and
+ * Services + EndpointSlices in, nftables objects out (service-compile.h): ClusterIP for TCP, UDP and
  * SCTP, several ports, targetPort by name resolved per endpoint from the slice's ports, endpoint
  * conditions (terminating only without a ready one), headless and ExternalName get nothing, no
  * endpoints reject, NodePort / externalIPs / LB IPs, traffic policies, dual-stack, and that a change
@@ -21,7 +21,7 @@
 #include <cmocka.h>
 
 #include "basic/string-util.h"
-#include "daemon/service/service-model.h"
+#include "daemon/service/service-compile.h"
 #include "shared/nft/nft.h"
 
 static StringPool *pool;
@@ -912,7 +912,7 @@ static void test_stale_udp(void **state) {
 	free_all(o, 2);
 }
 
-/* ---- bench (not a test): test-service-model --bench N, in the current namespace ---- */
+/* ---- bench (not a test): test-service-compile --bench N, in the current namespace ---- */
 
 static double ms_now(void) {
 	struct timespec ts;
