@@ -526,7 +526,7 @@ static char *numgen_rule(const char *base, const Ep *v, const size_t *idx, size_
 
 /*
  * The rules of choosing chain c over the endpoints idx[0..k): one dnat through the chain's range
- * of an svc-eps map (service-model.h), or the numgen cascade to endpoint chains (per_ep).
+ * of an svc-eps map (service-compile.h), or the numgen cascade to endpoint chains (per_ep).
  */
 static char *choose_rules(Builder *b, const ServiceModelInput *in, SvcChain *c, const char *base, const Ep *v,
 			  const size_t *idx, size_t k, const char *comment, uint32_t affinity, bool per_ep,
@@ -621,188 +621,265 @@ static bool in_set(const size_t *idx, size_t k, size_t i) {
 	return false;
 }
 
-static void build_port(Builder *b, const ServiceModelInput *in, const KubeServicePort *sp, int family) {
-	const KubeService *svc = in->svc;
-	const char *fam = family == AF_INET ? "ip4" : "ip6", *ipkw = family == AF_INET ? "ip" : "ip6";
-	const char *m_ips = family == AF_INET ? "svc-ips4" : "svc-ips6";
-	const char *m_np = family == AF_INET ? "svc-nodeports4" : "svc-nodeports6";
-	const char *m_noep = family == AF_INET ? "svc-noep4" : "svc-noep6";
-	const char *m_noep_np = family == AF_INET ? "svc-noep-nodeports4" : "svc-noep-nodeports6";
-	bool itp_local = svc->internal_traffic_local, etp_local = svc->external_traffic_local;
-	bool has_np = sp->node_port && (svc->type == KUBE_SERVICE_NODE_PORT || svc->type == KUBE_SERVICE_LOAD_BALANCER);
-	bool has_ext = has_np;
-	_cleanup_free_ char *base = NULL, *lproto = NULL, *all_chain = NULL;
-	_cleanup_free_ Ep *v = NULL;
-	_cleanup_free_ size_t *all = NULL, *loc = NULL;
-	size_t n = 0, n_all, n_loc, n_cluster;
+/*
+ * One Service port in one family, planned: its endpoints (v), the indexes of those each kind of
+ * traffic may choose (all; loc, the node-local ones; cluster, what internal traffic uses), and the
+ * names its chains take.
+ */
+typedef struct PortPlan {
+	const ServiceModelInput *in;
+	const KubeServicePort *sp;
+	int family;
+	const char *ipkw;
+	const IpAddr *cips; /* the ClusterIP of this family */
+	bool itp_local, etp_local;
+	bool has_np, has_ext; /* a NodePort; any external traffic (NodePort, externalIPs, LB IPs) */
+	bool per_ep;          /* endpoint chains: affinity, or more endpoints than a slot maps */
+	uint32_t aff;         /* ClientIP affinity timeout, 0 = none */
+	char *lproto, *base, *all_chain;
+	Ep *v;
+	size_t n;
+	size_t *all, *loc, n_all, n_loc;
 	const size_t *cluster;
-	uint32_t aff = svc->session_affinity_client_ip ? svc->session_affinity_timeout : 0;
-	bool per_ep, cip_ok;
-	char comment[NFT_COMMENT_MAX + 1], cip[IP_ADDR_STRLEN];
-	const IpAddr *cips = NULL;
+	size_t n_cluster;
+} PortPlan;
 
-	for (size_t i = 0; i < svc->n_cluster_ips && !cips; i++)
+static void port_plan_done(PortPlan *p) {
+	free(p->lproto);
+	free(p->base);
+	free(p->all_chain);
+	free(p->v);
+	free(p->all);
+	free(p->loc);
+}
+
+/* 1: the family is not one of the Service's (nothing to build); 0: planned; -ENOMEM */
+static int port_plan_init(PortPlan *p, const ServiceModelInput *in, const KubeServicePort *sp, int family) {
+	const KubeService *svc = in->svc;
+
+	*p = (PortPlan) { .in = in, .sp = sp, .family = family, .ipkw = family == AF_INET ? "ip" : "ip6" };
+	p->itp_local = svc->internal_traffic_local;
+	p->etp_local = svc->external_traffic_local;
+	p->has_np = sp->node_port && (svc->type == KUBE_SERVICE_NODE_PORT || svc->type == KUBE_SERVICE_LOAD_BALANCER);
+	p->has_ext = p->has_np;
+	p->aff = svc->session_affinity_client_ip ? svc->session_affinity_timeout : 0;
+	for (size_t i = 0; i < svc->n_cluster_ips && !p->cips; i++)
 		if (svc->cluster_ips[i].family == family)
-			cips = &svc->cluster_ips[i];
-	if (!cips) /* this family is not one of the Service's */
-		return;
-	for (size_t i = 0; i < svc->n_external_ips && !has_ext; i++)
-		has_ext = svc->external_ips[i].family == family;
-	for (size_t i = 0; i < svc->n_lb_ips && !has_ext; i++)
-		has_ext = svc->lb_ips[i].family == family && svc->type == KUBE_SERVICE_LOAD_BALANCER;
+			p->cips = &svc->cluster_ips[i];
+	if (!p->cips)
+		return 1;
+	for (size_t i = 0; i < svc->n_external_ips && !p->has_ext; i++)
+		p->has_ext = svc->external_ips[i].family == family;
+	for (size_t i = 0; i < svc->n_lb_ips && !p->has_ext; i++)
+		p->has_ext = svc->lb_ips[i].family == family && svc->type == KUBE_SERVICE_LOAD_BALANCER;
 
-	lproto = strdup(kube_protocol_to_string(sp->protocol));
-	if (!lproto || gather(in, sp, family, &v, &n) < 0) {
-		b->oom = true;
-		return;
-	}
-	for (char *p = lproto; *p; p++)
-		*p = (char) (*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
-	all = calloc(n + 1, sizeof(size_t));
-	loc = calloc(n + 1, sizeof(size_t));
-	base = strdup_printf(SVC_PREFIX "%s/%s/%s/%u/%s", svc->meta.namespace, svc->meta.name, lproto, sp->port, fam);
+	p->lproto = strdup(kube_protocol_to_string(sp->protocol));
+	if (!p->lproto || gather(in, sp, family, &p->v, &p->n) < 0)
+		return -ENOMEM;
+	for (char *c = p->lproto; *c; c++)
+		*c = (char) (*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+	p->all = calloc(p->n + 1, sizeof(size_t));
+	p->loc = calloc(p->n + 1, sizeof(size_t));
+	p->base = strdup_printf(SVC_PREFIX "%s/%s/%s/%u/%s", svc->meta.namespace, svc->meta.name, p->lproto, sp->port,
+				family == AF_INET ? "ip4" : "ip6");
+	if (!p->all || !p->loc || !p->base)
+		return -ENOMEM;
 	/* every endpoint, for external traffic (Cluster) and short-circuited sources (Local) */
-	all_chain = itp_local ? strdup_printf("%s/cluster", base) : strdup(base);
-	if (!all || !loc || !base || !all_chain) {
-		b->oom = true;
-		return;
-	}
-	n_all = select_eps(v, n, false, all);
-	n_loc = select_eps(v, n, true, loc);
-	cluster = itp_local ? loc : all;
-	n_cluster = itp_local ? n_loc : n_all;
-	/* endpoint chains for affinity, and for more endpoints than a slot maps */
-	per_ep = aff > 0 || n >= (1u << SVC_SLOT_BITS);
+	p->all_chain = p->itp_local ? strdup_printf("%s/cluster", p->base) : strdup(p->base);
+	if (!p->all_chain)
+		return -ENOMEM;
+	p->n_all = select_eps(p->v, p->n, false, p->all);
+	p->n_loc = select_eps(p->v, p->n, true, p->loc);
+	p->cluster = p->itp_local ? p->loc : p->all;
+	p->n_cluster = p->itp_local ? p->n_loc : p->n_all;
+	p->per_ep = p->aff > 0 || p->n >= (1u << SVC_SLOT_BITS);
+	return 0;
+}
 
-	/* every endpoint some chain may choose: its target, its hairpin element, or its chain */
-	for (size_t i = 0; i < n; i++) {
+/* every endpoint some chain may choose: its target, its hairpin element, or its chain */
+static void port_endpoints(Builder *b, const PortPlan *p) {
+	for (size_t i = 0; i < p->n; i++) {
 		char ai[IP_ADDR_STRLEN];
 
-		if (!in_set(cluster, n_cluster, i) && !(has_ext && in_set(all, n_all, i)) &&
-		    !(has_ext && etp_local && in_set(loc, n_loc, i)))
+		if (!in_set(p->cluster, p->n_cluster, i) && !(p->has_ext && in_set(p->all, p->n_all, i)) &&
+		    !(p->has_ext && p->etp_local && in_set(p->loc, p->n_loc, i)))
 			continue;
-		ip_addr_to_string(&v[i].addr, ai);
-		add_target(b, strdup_printf("%s/%s/%u", lproto, ai, v[i].port));
-		if (!per_ep) {
-			if (v[i].local || v[i].nodeless)
-				add_elem(b, family == AF_INET ? SVC_HAIRPIN4 : SVC_HAIRPIN6,
+		ip_addr_to_string(&p->v[i].addr, ai);
+		add_target(b, strdup_printf("%s/%s/%u", p->lproto, ai, p->v[i].port));
+		if (!p->per_ep) {
+			if (p->v[i].local || p->v[i].nodeless)
+				add_elem(b, p->family == AF_INET ? SVC_HAIRPIN4 : SVC_HAIRPIN6,
 					 strdup_printf("%s . %s", ai, ai), strdup(""));
 			continue;
 		}
-		_cleanup_free_ char *ep = strdup_printf("%s/ep/%s/%u", base, addr_ident(&v[i].addr, ai), v[i].port);
-		_cleanup_free_ char *set = ep && aff > 0 ? strdup_printf("%s/aff%u", ep, aff) : NULL;
+		_cleanup_free_ char *ep =
+				strdup_printf("%s/ep/%s/%u", p->base, addr_ident(&p->v[i].addr, ai), p->v[i].port);
+		_cleanup_free_ char *set = ep && p->aff > 0 ? strdup_printf("%s/aff%u", ep, p->aff) : NULL;
 
-		if (!ep || (aff > 0 && !set)) {
+		if (!ep || (p->aff > 0 && !set)) {
 			b->oom = true;
 			return;
 		}
-		chain_rules(b, add_chain(b, strdup(ep)), endpoint_rules(svc, sp, &v[i], lproto, set));
+		chain_rules(b, add_chain(b, strdup(ep)), endpoint_rules(p->in->svc, p->sp, &p->v[i], p->lproto, set));
 		if (set)
 			add_set(b, strdup(set),
 				strdup_printf("{ type %s; flags dynamic,timeout; timeout %us; }",
-					      family == AF_INET ? "ipv4_addr" : "ipv6_addr", aff));
+					      p->family == AF_INET ? "ipv4_addr" : "ipv6_addr", p->aff));
 	}
+}
 
-	/* internal traffic: the ClusterIP */
-	ip_comment(comment, sizeof(comment), &svc->meta, sp, "");
-	ip_addr_to_string(cips, cip);
-	cip_ok = admitted(in, SERVICE_ADDR_CLUSTER_IP, cips, sp->protocol, sp->port);
+/* internal traffic: the ClusterIP */
+static void port_internal(Builder *b, const PortPlan *p) {
+	const char *m_ips = p->family == AF_INET ? "svc-ips4" : "svc-ips6";
+	const char *m_noep = p->family == AF_INET ? "svc-noep4" : "svc-noep6";
+	char comment[NFT_COMMENT_MAX + 1], cip[IP_ADDR_STRLEN];
+	bool cip_ok;
+
+	ip_comment(comment, sizeof(comment), &p->in->svc->meta, p->sp, "");
+	ip_addr_to_string(p->cips, cip);
+	cip_ok = admitted(p->in, SERVICE_ADDR_CLUSTER_IP, p->cips, p->sp->protocol, p->sp->port);
 	/* an allocated ClusterIP (its undefined ports are rejected): only one the policy admits, so a
 	 * refused address (etcd's, a node's, outside the range) never reaches svc-cluster-ips-check */
 	if (cip_ok)
-		add_elem(b, family == AF_INET ? SVC_CLUSTER_IPS4 : SVC_CLUSTER_IPS6, strdup(cip), strdup(""));
-	if (n_cluster > 0) {
-		SvcChain *c = add_chain(b, strdup(base));
+		add_elem(b, p->family == AF_INET ? SVC_CLUSTER_IPS4 : SVC_CLUSTER_IPS6, strdup(cip), strdup(""));
+	if (p->n_cluster > 0) {
+		SvcChain *c = add_chain(b, strdup(p->base));
 
-		chain_rules(b, c, choose_rules(b, in, c, base, v, cluster, n_cluster, comment, aff, per_ep, lproto));
+		chain_rules(b, c,
+			    choose_rules(b, p->in, c, p->base, p->v, p->cluster, p->n_cluster, comment, p->aff,
+					 p->per_ep, p->lproto));
 		if (cip_ok)
-			add_elem(b, m_ips, strdup_printf("%s . %s . %u", cip, lproto, sp->port),
-				 strdup_printf("goto %s", base));
+			add_elem(b, m_ips, strdup_printf("%s . %s . %u", cip, p->lproto, p->sp->port),
+				 strdup_printf("goto %s", p->base));
 	} else if (cip_ok)
 		/* no endpoints at all: reject; endpoints, but none usable here (Local): drop */
-		add_elem(b, m_noep, strdup_printf("%s . %s . %u", cip, lproto, sp->port),
-			 strdup(n_all > 0 ? "drop" : "goto svc-reject"));
+		add_elem(b, m_noep, strdup_printf("%s . %s . %u", cip, p->lproto, p->sp->port),
+			 strdup(p->n_all > 0 ? "drop" : "goto svc-reject"));
+}
 
-	if (!has_ext)
+/* the rules of <base>/ext, where external traffic enters: masquerade and every endpoint (Cluster),
+ * or kube-proxy's short-circuit and the local endpoints (Local) */
+static char *external_rules(const PortPlan *p, const char *comment) {
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	if (!p->etp_local)
+		fprintf(f, "meta mark set meta mark or " SVC_MASQ_MARK " goto %s comment \"%s\"\n", p->all_chain,
+			comment);
+	else {
+		/* kube-proxy's short-circuit: pods and the node itself reach every endpoint (the
+		 * node masqueraded, else the reply would not come back through this node) */
+		for (size_t i = 0; i < p->in->n_pod_networks; i++)
+			if (p->in->pod_networks[i].addr.family == p->family) {
+				char pfx[IP_PREFIX_STRLEN];
+
+				fprintf(f, "%s saddr %s goto %s comment \"%s from pods\"\n", p->ipkw,
+					ip_prefix_to_string(&p->in->pod_networks[i], pfx), p->all_chain, comment);
+			}
+		fprintf(f,
+			"fib saddr type local meta mark set meta mark or " SVC_MASQ_MARK
+			" goto %s comment \"%s from this node\"\n",
+			p->all_chain, comment);
+		if (p->n_loc > 0)
+			fprintf(f, "goto %s/local comment \"%s local endpoints\"\n", p->base, comment);
+		else /* the client's source is kept, so only a local endpoint can answer it */
+			fprintf(f, "drop comment \"%s no local endpoint\"\n", comment);
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* external traffic's chains: <base>/ext, and the choice over every endpoint or the local ones
+ * where internal traffic does not already build it */
+static void port_external_chains(Builder *b, const PortPlan *p) {
+	_cleanup_free_ char *ext = strdup_printf("%s/ext", p->base);
+	char comment[NFT_COMMENT_MAX + 1];
+	char *rules;
+
+	if (p->n_all == 0)
 		return;
-	/* external traffic: NodePort, externalIPs, load-balancer IPs */
-	if (n_all > 0) {
-		_cleanup_free_ char *ext = strdup_printf("%s/ext", base);
-		char *buf = NULL;
-		size_t len = 0;
-		FILE *f;
-
-		if (!ext || !(f = open_memstream(&buf, &len))) {
-			b->oom = true;
-			return;
-		}
-		ip_comment(comment, sizeof(comment), &svc->meta, sp, " external");
-		if (!etp_local)
-			fprintf(f, "meta mark set meta mark or " SVC_MASQ_MARK " goto %s comment \"%s\"\n", all_chain,
-				comment);
-		else {
-			/* kube-proxy's short-circuit: pods and the node itself reach every endpoint (the
-			 * node masqueraded, else the reply would not come back through this node) */
-			for (size_t i = 0; i < in->n_pod_networks; i++)
-				if (in->pod_networks[i].addr.family == family) {
-					char p[IP_PREFIX_STRLEN];
-
-					fprintf(f, "%s saddr %s goto %s comment \"%s from pods\"\n", ipkw,
-						ip_prefix_to_string(&in->pod_networks[i], p), all_chain, comment);
-				}
-			fprintf(f,
-				"fib saddr type local meta mark set meta mark or " SVC_MASQ_MARK
-				" goto %s comment \"%s from this node\"\n",
-				all_chain, comment);
-			if (n_loc > 0)
-				fprintf(f, "goto %s/local comment \"%s local endpoints\"\n", base, comment);
-			else /* the client's source is kept, so only a local endpoint can answer it */
-				fprintf(f, "drop comment \"%s no local endpoint\"\n", comment);
-		}
-		if (fclose(f) != 0) {
-			free(buf);
-			b->oom = true;
-			return;
-		}
-		chain_rules(b, add_chain(b, TAKE_PTR(ext)), buf);
-		if (itp_local) {
-			SvcChain *c = add_chain(b, strdup(all_chain));
-
-			chain_rules(b, c, choose_rules(b, in, c, base, v, all, n_all, comment, aff, per_ep, lproto));
-		}
-		if (etp_local && n_loc > 0) {
-			SvcChain *c = add_chain(b, strdup_printf("%s/local", base));
-
-			chain_rules(b, c, choose_rules(b, in, c, base, v, loc, n_loc, comment, aff, per_ep, lproto));
-		}
+	ip_comment(comment, sizeof(comment), &p->in->svc->meta, p->sp, " external");
+	rules = ext ? external_rules(p, comment) : NULL;
+	if (!rules) {
+		b->oom = true;
+		return;
 	}
-	{
-		_cleanup_free_ char *go = n_all > 0 ? strdup_printf("goto %s/ext", base) : strdup("goto svc-reject");
+	chain_rules(b, add_chain(b, TAKE_PTR(ext)), rules);
+	if (p->itp_local) {
+		SvcChain *c = add_chain(b, strdup(p->all_chain));
 
-		if (!go) {
-			b->oom = true;
-			return;
-		}
-		if (has_np && admitted(in, SERVICE_ADDR_NODE_PORT, NULL, sp->protocol, sp->node_port))
-			add_elem(b, n_all > 0 ? m_np : m_noep_np, strdup_printf("%s . %u", lproto, sp->node_port),
-				 strdup(go));
-		for (size_t i = 0; i < svc->n_external_ips + svc->n_lb_ips; i++) {
-			const IpAddr *ip = i < svc->n_external_ips ? &svc->external_ips[i]
-								   : &svc->lb_ips[i - svc->n_external_ips];
-			char a[IP_ADDR_STRLEN];
-
-			if (ip->family != family ||
-			    (i >= svc->n_external_ips && svc->type != KUBE_SERVICE_LOAD_BALANCER) ||
-			    !admitted(in, i < svc->n_external_ips ? SERVICE_ADDR_EXTERNAL_IP : SERVICE_ADDR_LB_IP, ip,
-				      sp->protocol, sp->port))
-				continue;
-			ip_addr_to_string(ip, a);
-			add_elem(b, n_all > 0 ? m_ips : m_noep, strdup_printf("%s . %s . %u", a, lproto, sp->port),
-				 strdup(go));
-			if (i >= svc->n_external_ips)
-				add_firewall(b, svc, ip, lproto, sp->port);
-		}
+		chain_rules(b, c,
+			    choose_rules(b, p->in, c, p->base, p->v, p->all, p->n_all, comment, p->aff, p->per_ep,
+					 p->lproto));
 	}
+	if (p->etp_local && p->n_loc > 0) {
+		SvcChain *c = add_chain(b, strdup_printf("%s/local", p->base));
+
+		chain_rules(b, c,
+			    choose_rules(b, p->in, c, p->base, p->v, p->loc, p->n_loc, comment, p->aff, p->per_ep,
+					 p->lproto));
+	}
+}
+
+/* external traffic's entries: the NodePort, the externalIPs and the load-balancer IPs (with their
+ * loadBalancerSourceRanges), each to <base>/ext, or to svc-reject without endpoints */
+static void port_external_entries(Builder *b, const PortPlan *p) {
+	const KubeService *svc = p->in->svc;
+	const char *m_ips = p->family == AF_INET ? "svc-ips4" : "svc-ips6";
+	const char *m_np = p->family == AF_INET ? "svc-nodeports4" : "svc-nodeports6";
+	const char *m_noep = p->family == AF_INET ? "svc-noep4" : "svc-noep6";
+	const char *m_noep_np = p->family == AF_INET ? "svc-noep-nodeports4" : "svc-noep-nodeports6";
+	_cleanup_free_ char *go = p->n_all > 0 ? strdup_printf("goto %s/ext", p->base) : strdup("goto svc-reject");
+
+	if (!go) {
+		b->oom = true;
+		return;
+	}
+	if (p->has_np && admitted(p->in, SERVICE_ADDR_NODE_PORT, NULL, p->sp->protocol, p->sp->node_port))
+		add_elem(b, p->n_all > 0 ? m_np : m_noep_np, strdup_printf("%s . %u", p->lproto, p->sp->node_port),
+			 strdup(go));
+	for (size_t i = 0; i < svc->n_external_ips + svc->n_lb_ips; i++) {
+		const IpAddr *ip =
+				i < svc->n_external_ips ? &svc->external_ips[i] : &svc->lb_ips[i - svc->n_external_ips];
+		char a[IP_ADDR_STRLEN];
+
+		if (ip->family != p->family || (i >= svc->n_external_ips && svc->type != KUBE_SERVICE_LOAD_BALANCER) ||
+		    !admitted(p->in, i < svc->n_external_ips ? SERVICE_ADDR_EXTERNAL_IP : SERVICE_ADDR_LB_IP, ip,
+			      p->sp->protocol, p->sp->port))
+			continue;
+		ip_addr_to_string(ip, a);
+		add_elem(b, p->n_all > 0 ? m_ips : m_noep, strdup_printf("%s . %s . %u", a, p->lproto, p->sp->port),
+			 strdup(go));
+		if (i >= svc->n_external_ips)
+			add_firewall(b, svc, ip, p->lproto, p->sp->port);
+	}
+}
+
+static void build_port(Builder *b, const ServiceModelInput *in, const KubeServicePort *sp, int family) {
+	_cleanup_(port_plan_done) PortPlan p = {};
+	int r;
+
+	r = port_plan_init(&p, in, sp, family);
+	if (r < 0)
+		b->oom = true;
+	if (r != 0)
+		return;
+	port_endpoints(b, &p);
+	if (b->oom)
+		return;
+	port_internal(b, &p);
+	if (!p.has_ext)
+		return;
+	port_external_chains(b, &p);
+	if (b->oom)
+		return;
+	port_external_entries(b, &p);
 }
 
 static int chain_cmp(const void *a, const void *b) {
