@@ -6,7 +6,9 @@
 #      namespace that makes new connections denied: conntrack keeps established flows (as in
 #      every iptables/nftables-based plugin); new connections follow the new labels
 #   3. a new pod in an isolated namespace: the window between its record appearing in etcd (what
-#      `weft cni add` writes on ADD) and the first denied probe is measured and bounded
+#      `weft cni add` writes on ADD) and the first denied probe is measured and bounded (3 s: a
+#      bound that holds on a busy machine, where 1.2 s was seen with four tests at once; the
+#      tight figure is bench/policy.sh's "new pods")
 #   4. --policy-log-drops puts a log rule naming the policy before each drop (only with the option)
 #   5. `weftd uninstall` removes every np-* chain, set and map
 . "$(dirname "$0")/../lib/lib.sh"
@@ -15,7 +17,7 @@
 cluster_require
 NETPOL=$TOP/test/netns/policy/netpol.py
 [ -d /proc/sys/net/bridge ] || skip "br_netfilter is not loaded (same-node traffic would not be policed)"
-WINDOW_MAX_MS=${WINDOW_MAX_MS:-$((1000 * WEFT_TEST_SLACK))}
+WINDOW_MAX_MS=${WINDOW_MAX_MS:-$((3000 * WEFT_TEST_SLACK))}
 
 cluster_init 2 host-gw
 weftd_start 1 --objects-datastore etcd --relist-interval 0 --policy-log-drops
