@@ -261,7 +261,7 @@ if [ "${1:-}" = --latency ]; then
 			echo COMMIT
 		} >"$TMP/rules"
 		ip netns exec "$NS-i$n1" iptables-restore -w <"$TMP/rules"
-		ip netns exec "$NS-i$n1" iptables -t nat -S KUBE-SERVICES | tail -1 | grep_q 10.99.99.99 ||
+		[[ $(ip netns exec "$NS-i$n1" iptables -t nat -S KUBE-SERVICES | tail -1) == *10.99.99.99* ]] ||
 			{ echo "iptables: the target Service is not the last rule" >&2; exit 1; }
 	done
 	for ((r = 1; r <= ROUNDS; r++)); do
