@@ -353,6 +353,20 @@ static void watch_failed(Datastore *d, int r) {
 	update_wakeup(d);
 }
 
+/* Our key holds another node's lease (overwritten): the lease is lost, reported through
+ * renew_lost(). Checked on every watch event and on every list, since an overwrite that lands
+ * while the watch is down or listing again shows only in the next list, never as an event. */
+static bool own_key_taken(Datastore *d, const EtcdKv *kv) {
+	_cleanup_(node_lease_done) NodeLease l = {};
+
+	if (!d->have_lease || !d->key || !streq(kv->key, d->key))
+		return false;
+	if (lease_from_kv(d, kv->key, kv->value, &l) >= 0 && streq_ptr(l.node_name, d->self.node_name))
+		return false;
+	renew_lost(d, kv);
+	return true;
+}
+
 static void handle_watch_event(Datastore *d, const json_t *ev) {
 	const json_t *type = json_object_get(ev, "type");
 	bool del = json_is_string(type) && streq(json_string_value(type), "DELETE");
@@ -362,21 +376,12 @@ static void handle_watch_event(Datastore *d, const json_t *ev) {
 	if (etcd_kv_decode(json_object_get(ev, "kv"), &kv) < 0)
 		return;
 
-	if (d->have_lease && d->key && streq(kv.key, d->key)) {
-		bool ours;
-
-		if (del) {
-			own_key_missing(d, "was deleted");
-			return;
-		}
-		ours = lease_from_kv(d, kv.key, kv.value, &l) >= 0 && streq_ptr(l.node_name, d->self.node_name);
-		node_lease_done(&l);
-		if (!ours) {
-			/* Overwritten: someone else holds our subnet now. */
-			renew_lost(d, &kv);
-			return;
-		}
+	if (del && d->have_lease && d->key && streq(kv.key, d->key)) {
+		own_key_missing(d, "was deleted");
+		return;
 	}
+	if (!del && own_key_taken(d, &kv))
+		return;
 
 	if (del) {
 		CachedLease *c = cache_find(d, kv.key);
@@ -455,6 +460,8 @@ static void on_range_done(EtcdClient *c, int error, json_t *resp, void *userdata
 		const NodeLease *stored;
 		NodeLease l;
 
+		if (own_key_taken(d, &kvs[i]))
+			continue;
 		if (lease_from_kv(d, kvs[i].key, kvs[i].value, &l) < 0)
 			continue;
 		l.created = kvs[i].create_revision;

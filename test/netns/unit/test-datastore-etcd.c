@@ -744,6 +744,33 @@ static void test_own_key_deleted(void **state) {
 	ds_free(a);
 }
 
+/* Our key overwritten while no watch stream runs (weftd between two lists, as after an etcd
+ * restart): the list that follows shows it, and the lease is lost (-EADDRINUSE), as for an
+ * overwrite seen as a watch event. Before, the list took the thief's lease as any other node's and
+ * the watch started after it: the node kept serving a subnet that another node held. */
+static void test_own_key_taken_between_lists(void **state) {
+	static Recorder rec;
+	Datastore *a = ds_open_ttl("/t/between", 30);
+	EtcdClient *c = raw_client();
+	_cleanup_(node_lease_done) NodeLease l = {};
+	char *v;
+	int r;
+
+	assert_int_equal(acquire(a, "10.66.0.0/16", 24, "owner", 1, NULL, &l), 0);
+	/* no watch yet: the overwrite lands before the first list */
+	assert_int_equal(etcd_put(c, "/t/between/subnets/10.66.0.0-24", "{\"node\":\"thief\"}", 0), 0);
+	assert_int_equal(datastore_etcd_ops.watch(a, record, &rec), 0);
+	r = pump(&a, 1, 3000, NULL, 0, NULL);
+	assert_int_equal(r, -EADDRINUSE);
+	assert_non_null(strstr(datastore_etcd_ops.last_error(a), "thief"));
+	v = raw_get("/t/between/subnets/10.66.0.0-24", NULL);
+	assert_string_equal(v, "{\"node\":\"thief\"}");
+	free(v);
+	etcd_delete(c, "/t/between/subnets/10.66.0.0-24", NULL);
+	etcd_client_free(c);
+	ds_free(a);
+}
+
 /* Issue 7 item 6: a store that lost everything (our key and our etcd lease, the others' keys) is
  * not listed to weftd until our key is back and the others have had time to return: no RESYNC
  * without our own lease in it. */
@@ -850,6 +877,7 @@ int main(void) {
 		cmocka_unit_test(test_ttl_expiry),
 		cmocka_unit_test(test_renewal_and_recreate),
 		cmocka_unit_test(test_own_key_deleted),
+		cmocka_unit_test(test_own_key_taken_between_lists),
 		cmocka_unit_test(test_wiped_store),
 		cmocka_unit_test(test_concurrent_acquire),
 		cmocka_unit_test(test_etcd_restart),
