@@ -27,7 +27,7 @@ ul_setup() {
 	ETCD_BENCH_PID=$!
 	track_pid "$ETCD_BENCH_PID"
 	for _ in $(seq 100); do
-		ip netns exec "$NSP-etcd" curl -sf -m 1 "$ETCD_URL/health" 2>/dev/null | grep_q '"health":"true"' && return 0
+		[[ $(ip netns exec "$NSP-etcd" curl -sf -m 1 "$ETCD_URL/health" 2>/dev/null) == *'"health":"true"'* ]] && return 0
 		sleep 0.1
 	done
 	log "  etcd did not start: $(tail -5 "$W/etcd/etcd.log")"
@@ -147,7 +147,7 @@ is not counted); *cold*: the N leases are already stored and weftd starts (inclu
 				wait_until 10 programmed "$node" "$be" $((n + 1)) || { log "  FAILED: join not programmed"; return 1; }
 				AG["$be join $n"]=$(($(now_ms) - t0))
 				echo "$be,$n,join_one,${AG["$be join $n"]}" >>"$OUT/agent.csv"
-				ip -n "$NSP-$node" route show "$sub" proto 252 | grep_q . || { log "  FAILED: no route to joined $sub"; return 1; }
+				[ -n "$(ip -n "$NSP-$node" route show "$sub" proto 252)" ] || { log "  FAILED: no route to joined $sub"; return 1; }
 			fi
 			untrack_kill "$WEFTD_PID"
 			# cold: a fresh node, the leases already stored

@@ -38,7 +38,7 @@ bgp_rr_conf() { # bgp_rr_conf N: the reflector's bird.conf announcing leases 1..
 }
 bgp_kernel_routes() { ip -n "$NSP-bgpnode" route show proto bird | grep -c . ; }
 bgp_has_routes() { [ "$(bgp_kernel_routes)" -ge "$1" ]; }
-bgp_has_route() { ip -n "$NSP-bgpnode" route show proto bird "$1" | grep_q . ; }
+bgp_has_route() { [ -n "$(ip -n "$NSP-bgpnode" route show proto bird "$1")" ]; }
 
 sec_bgp() {
 	local f=$W/md/8-bgp.md n t prefix d rd t0 t1 conv join be bes csv key b1 b4 rtt base1 base4 baser last

@@ -5,15 +5,6 @@
 NSP="wb$$"                      # prefix of every namespace we create
 _PIDS_FILE=$W/pids
 
-# grep_q ARGS...: `grep -q` that reads its input to the end (test/lib/lib.sh says why: pipefail)
-grep_q() {
-	local rc
-	grep -q "$@"
-	rc=$?
-	cat >/dev/null
-	return $rc
-}
-
 bench_cleanup() {
 	local rc=$? p
 	trap - EXIT INT TERM
