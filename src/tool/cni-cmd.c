@@ -41,15 +41,13 @@ static void usage(FILE *f) {
 		"       weft cni gc NET [--valid CONTAINERID/IFNAME]...\n"
 		"       weft cni status NET\n"
 		"       weft cni version TYPE\n"
-		"       weft install-cni --src DIR --dest DIR [--plugins a,b,...] [--conf-src F --conf-dest DIR]\n"
+		"Runs the plugins of network NET (a .conf or .conflist in the config directory) as a runtime\n"
+		"does, with cnitool's interface, and keeps libcni's result cache.\n"
 		"Options: --conf-dir DIR (NETCONFPATH), --cache-dir DIR (CNI_CACHE_DIR),\n"
 		"         --container-id ID (CNI_CONTAINERID)\n"
 		"Pod records (etcd mode; with K8S_POD_NAMESPACE/K8S_POD_NAME in CNI_ARGS): --etcd-endpoints URLS\n"
 		"         (WEFT_ETCD_ENDPOINTS), --etcd-prefix P (WEFT_ETCD_PREFIX), --node-name N (WEFT_NODE_NAME),\n"
 		"         --label K=V... (WEFT_POD_LABELS=K=V,K=V)\n"
-		"       weft apply|delete|get ...: see weft get --help\n"
-		"       weft policy explain FROM TO PORT[/PROTO] [--weftd URL]\n"
-		"       weft policy drops [--follow] [--json] [--weftd URL]\n"
 		"Environment: CNI_PATH, CNI_IFNAME, CNI_ARGS, CAP_ARGS, as cnitool.\n");
 }
 
@@ -420,7 +418,9 @@ fail_logged:
 	return r;
 }
 
-int cni_cmd_main(int argc, char *argv[]) {
+/* Parses the options into *o. 1: go on with argv[optind..]; 0: done (--help); -EINVAL: bad usage
+ * (printed); -ENOMEM. */
+static int parse_options(int argc, char *argv[], Options *o) {
 	enum {
 		ARG_CONF_DIR = 0x100,
 		ARG_CACHE_DIR,
@@ -443,6 +443,33 @@ int cni_cmd_main(int argc, char *argv[]) {
 		{ "label", required_argument, NULL, ARG_LABEL },
 		{},
 	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+		switch (c) {
+		case 'h': usage(stdout); return 0;
+		case ARG_CONF_DIR: o->conf_dir = optarg; break;
+		case ARG_CACHE_DIR: o->cache_dir = optarg; break;
+		case ARG_CONTAINER_ID: o->container_id = optarg; break;
+		case ARG_ETCD_ENDPOINTS: o->rec.endpoints = optarg; break;
+		case ARG_ETCD_PREFIX: o->rec.prefix = optarg; break;
+		case ARG_NODE_NAME: o->rec.node_name = optarg; break;
+		case ARG_LABEL:
+			if (strv_extend(&o->rec.labels, optarg) < 0)
+				return -ENOMEM;
+			break;
+		case ARG_VALID:
+			if (parse_valid(o, optarg) < 0) {
+				log_error("Invalid --valid \"%s\", expected CONTAINERID/IFNAME", optarg);
+				return -EINVAL;
+			}
+			break;
+		default: usage(stderr); return -EINVAL;
+		}
+	return 1;
+}
+
+int cni_cmd_main(int argc, char *argv[]) {
 	_cleanup_(options_done) Options o = {
 		.conf_dir = env_or("NETCONFPATH", NETCONFPATH_DEFAULT),
 		.cache_dir = env_or("CNI_CACHE_DIR", CNI_CACHE_DIR_DEFAULT),
@@ -455,33 +482,15 @@ int cni_cmd_main(int argc, char *argv[]) {
 		},
 	};
 	const char *cmd;
-	int c, n;
+	int r, n;
 
 	if (isempty(o.container_id))
 		o.container_id = NULL;
 	if (!isempty(getenv("WEFT_POD_LABELS")) && strv_split(getenv("WEFT_POD_LABELS"), ",", &o.rec.labels) < 0)
 		return EXIT_FAILURE;
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
-		switch (c) {
-		case 'h': usage(stdout); return EXIT_SUCCESS;
-		case ARG_CONF_DIR: o.conf_dir = optarg; break;
-		case ARG_CACHE_DIR: o.cache_dir = optarg; break;
-		case ARG_CONTAINER_ID: o.container_id = optarg; break;
-		case ARG_ETCD_ENDPOINTS: o.rec.endpoints = optarg; break;
-		case ARG_ETCD_PREFIX: o.rec.prefix = optarg; break;
-		case ARG_NODE_NAME: o.rec.node_name = optarg; break;
-		case ARG_LABEL:
-			if (strv_extend(&o.rec.labels, optarg) < 0)
-				return EXIT_FAILURE;
-			break;
-		case ARG_VALID:
-			if (parse_valid(&o, optarg) < 0) {
-				log_error("Invalid --valid \"%s\", expected CONTAINERID/IFNAME", optarg);
-				return EXIT_FAILURE;
-			}
-			break;
-		default: usage(stderr); return EXIT_FAILURE;
-		}
+	r = parse_options(argc, argv, &o);
+	if (r <= 0)
+		return r == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 	n = argc - optind;
 	if (n < 2) {
 		usage(stderr);

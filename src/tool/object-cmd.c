@@ -222,24 +222,13 @@ static int read_input(const char *file, char **ret, size_t *ret_size) {
 	return read_full_file(file, ret, ret_size);
 }
 
-/*
- * Checks one object's apiVersion/kind/namespace and, with `validate`, decodes it the way weftd
- * will. Fills *ret. On a refusal prints the error naming `where` and returns -EINVAL.
- */
-static int item_prepare(json_t *j, const char *where, const ObjOptions *o, bool validate, Item *ret) {
-	const char *kind_s = NULL, *api = NULL, *ns = NULL, *name = NULL;
-	json_t *md = json_object_get(j, "metadata");
+/* The kind and apiVersion weft stores: the KubeKind in *ret, else -EINVAL after printing why. */
+static int item_kind(json_t *j, const char *where, KubeKind *ret) {
+	const char *kind_s = NULL, *api = NULL;
 	const KindName *kn = NULL;
 	KubeKind kind;
-	char what[320];
 
-	if (!json_is_object(j)) {
-		fprintf(stderr, "error: %s: not an object\n", where);
-		return -EINVAL;
-	}
 	(void) json_unpack(j, "{s?s, s?s}", "kind", &kind_s, "apiVersion", &api);
-	if (json_is_object(md))
-		(void) json_unpack(md, "{s?s, s?s}", "name", &name, "namespace", &ns);
 	if (isempty(kind_s) || isempty(api)) {
 		fprintf(stderr, "error: %s: %s not set\n", where, isempty(api) ? "apiVersion" : "kind");
 		return -EINVAL;
@@ -253,13 +242,21 @@ static int item_prepare(json_t *j, const char *where, const ObjOptions *o, bool 
 			where, kind_s, api);
 		return -EINVAL;
 	}
-	snprintf(what, sizeof(what), "%s \"%.200s\"", kind_s, name ?: "");
-	if (isempty(name)) {
-		fprintf(stderr, "error: %s: %s: metadata.name: missing\n", where, kind_s);
-		return -EINVAL;
-	}
-	if (!json_is_object(md))
-		return -EINVAL;
+	*ret = kind;
+	return 0;
+}
+
+/*
+ * The namespace as kubectl sets it (the object's own, which must match --namespace, else
+ * --namespace, else "default"; none for a cluster-scoped kind) and the fields the API server owns
+ * dropped: never stored (resourceVersion is the key's mod_revision). 0, -EINVAL after printing
+ * why, or -ENOMEM.
+ */
+static int item_normalize_metadata(json_t *md, KubeKind kind, const char *where, const char *what,
+				   const ObjOptions *o) {
+	const char *ns = NULL;
+
+	(void) json_unpack(md, "{s?s}", "namespace", &ns);
 	if (kube_kind_info(kind)->namespaced) {
 		if (!isempty(ns) && o->namespace && !streq(ns, o->namespace)) {
 			fprintf(stderr,
@@ -272,35 +269,71 @@ static int item_prepare(json_t *j, const char *where, const ObjOptions *o, bool 
 			return -ENOMEM;
 	} else
 		(void) json_object_del(md, "namespace");
-	/* What the API server owns: never stored (resourceVersion is the key's mod_revision). */
 	(void) json_object_del(md, "resourceVersion");
 	(void) json_object_del(md, "selfLink");
 	(void) json_object_del(md, "managedFields");
 	(void) json_object_del(md, "uid");
 	(void) json_object_del(md, "creationTimestamp");
+	return 0;
+}
+
+/* Decodes the object the way weftd will: 0, -EINVAL after printing the decoder's reason, -ENOMEM. */
+static int item_validate(json_t *j, KubeKind kind, const char *where, const char *what, const char *ns) {
+	_cleanup_(string_pool_freep) StringPool *pool = NULL;
+	KubeObject *obj = NULL;
+	DecodeError err = {};
+	int r;
+
+	r = string_pool_new(&pool);
+	if (r < 0)
+		return r;
+	r = kube_object_decode(kind, j, pool, &obj, &err);
+	if (r == -EINVAL) {
+		fprintf(stderr, "error: %s: %s%s%s: %s\n", where, what, ns ? " in namespace " : "", ns ?: "", err.text);
+		return r;
+	}
+	if (r < 0)
+		return r;
+	kube_object_free(obj, pool);
+	return 0;
+}
+
+/*
+ * Checks one object's apiVersion/kind/namespace and, with `validate`, decodes it the way weftd
+ * will. Fills *ret. On a refusal prints the error naming `where` and returns -EINVAL.
+ */
+static int item_prepare(json_t *j, const char *where, const ObjOptions *o, bool validate, Item *ret) {
+	json_t *md = json_object_get(j, "metadata");
+	const char *name = NULL, *ns = NULL;
+	KubeKind kind;
+	char what[320];
+	int r;
+
+	if (!json_is_object(j)) {
+		fprintf(stderr, "error: %s: not an object\n", where);
+		return -EINVAL;
+	}
+	if (json_is_object(md))
+		(void) json_unpack(md, "{s?s}", "name", &name);
+	r = item_kind(j, where, &kind);
+	if (r < 0)
+		return r;
+	snprintf(what, sizeof(what), "%s \"%.200s\"", kube_kind_info(kind)->kind, name ?: "");
+	if (isempty(name)) {
+		fprintf(stderr, "error: %s: %s: metadata.name: missing\n", where, kube_kind_info(kind)->kind);
+		return -EINVAL;
+	}
+	if (!json_is_object(md))
+		return -EINVAL;
+	r = item_normalize_metadata(md, kind, where, what, o);
+	if (r < 0)
+		return r;
 	if (kube_kind_info(kind)->namespaced)
 		ns = json_string_value(json_object_get(md, "namespace"));
-	else
-		ns = NULL;
-
 	if (validate) {
-		_cleanup_(string_pool_freep) StringPool *pool = NULL;
-		KubeObject *obj = NULL;
-		DecodeError err = {};
-		int r;
-
-		r = string_pool_new(&pool);
+		r = item_validate(j, kind, where, what, ns);
 		if (r < 0)
 			return r;
-		r = kube_object_decode(kind, j, pool, &obj, &err);
-		if (r == -EINVAL) {
-			fprintf(stderr, "error: %s: %s%s%s: %s\n", where, what, ns ? " in namespace " : "", ns ?: "",
-				err.text);
-			return r;
-		}
-		if (r < 0)
-			return r;
-		kube_object_free(obj, pool);
 	}
 	*ret = (Item) { .json = json_incref(j), .kind = kind, .ns = ns, .name = name };
 	return 0;
@@ -344,6 +377,69 @@ static int expand_files(char **args, char ***ret) {
 	return 0;
 }
 
+/* Appends one document's object (or a List's items) to *it. A refused object sets *bad and is
+ * skipped, so every refusal is printed; 0 or -ENOMEM. */
+static int items_add_doc(const YamlDoc *doc, const char *fname, const ObjOptions *o, bool validate, Items *it,
+			 int *bad) {
+	json_t *j = doc->json, *items = json_object_get(j, "items");
+	const char *k = json_string_value(json_object_get(j, "kind"));
+	bool list = k && endswith(k, "List") && json_is_array(items);
+	size_t count = list ? json_array_size(items) : 1;
+	int r;
+
+	for (size_t i = 0; i < count; i++) {
+		_cleanup_free_ char *where = NULL;
+		Item *nv;
+
+		where = list ? strdup_printf("%s document %u (line %u) item %zu", fname, doc->index, doc->line, i)
+			     : strdup_printf("%s document %u (line %u)", fname, doc->index, doc->line);
+		if (!where)
+			return -ENOMEM;
+		nv = reallocarray(it->v, it->n + 1, sizeof(Item));
+		if (!nv)
+			return -ENOMEM;
+		it->v = nv;
+		r = item_prepare(list ? json_array_get(items, i) : j, where, o, validate, &it->v[it->n]);
+		if (r < 0) {
+			*bad = r;
+			continue;
+		}
+		it->v[it->n].where = TAKE_PTR(where);
+		it->v[it->n].key = object_key(o->prefix, it->v[it->n].kind, it->v[it->n].ns, it->v[it->n].name);
+		if (!it->v[it->n].key)
+			return -ENOMEM;
+		it->n++;
+	}
+	return 0;
+}
+
+/* Reads one file ("-": stdin) and appends its objects; an unreadable or unparsable file sets *bad
+ * after printing why. 0 or -ENOMEM. */
+static int items_add_file(const char *path, const ObjOptions *o, bool validate, Items *it, int *bad) {
+	_cleanup_free_ char *buf = NULL, *perr = NULL;
+	const char *fname = streq(path, "-") ? "STDIN" : path;
+	YamlDoc *docs = NULL;
+	size_t size, n = 0;
+	int r;
+
+	r = read_input(path, &buf, &size);
+	if (r < 0) {
+		fprintf(stderr, "error: the path \"%s\" cannot be read: %s\n", path, strerror(-r));
+		*bad = r;
+		return 0;
+	}
+	r = yaml_json_parse(buf, size, &docs, &n, &perr);
+	if (r < 0) {
+		fprintf(stderr, "error: error parsing %s: %s\n", fname, perr ?: strerror(-r));
+		*bad = r;
+		return 0;
+	}
+	for (size_t d = 0; d < n && r >= 0; d++)
+		r = items_add_doc(&docs[d], fname, o, validate, it, bad);
+	yaml_docs_free(docs, n);
+	return r;
+}
+
 static int items_load(const ObjOptions *o, bool validate, Items *ret) {
 	_cleanup_strv_free_ char **paths = NULL;
 	Items it = {};
@@ -353,56 +449,11 @@ static int items_load(const ObjOptions *o, bool validate, Items *ret) {
 	if (r < 0)
 		return r;
 	for (char **f = paths; f && *f; f++) {
-		_cleanup_free_ char *buf = NULL, *perr = NULL;
-		const char *fname = streq(*f, "-") ? "STDIN" : *f;
-		YamlDoc *docs = NULL;
-		size_t size, n = 0;
-
-		r = read_input(*f, &buf, &size);
+		r = items_add_file(*f, o, validate, &it, &bad);
 		if (r < 0) {
-			fprintf(stderr, "error: the path \"%s\" cannot be read: %s\n", *f, strerror(-r));
-			bad = r;
-			continue;
+			items_done(&it);
+			return r;
 		}
-		r = yaml_json_parse(buf, size, &docs, &n, &perr);
-		if (r < 0) {
-			fprintf(stderr, "error: error parsing %s: %s\n", fname, perr ?: strerror(-r));
-			bad = r;
-			continue;
-		}
-		for (size_t d = 0; d < n; d++) {
-			json_t *j = docs[d].json, *items = json_object_get(j, "items");
-			const char *k = json_string_value(json_object_get(j, "kind"));
-			bool list = k && endswith(k, "List") && json_is_array(items);
-			size_t count = list ? json_array_size(items) : 1;
-
-			for (size_t i = 0; i < count; i++) {
-				_cleanup_free_ char *where = NULL;
-				Item *nv;
-
-				where = list ? strdup_printf("%s document %u (line %u) item %zu", fname, docs[d].index,
-							     docs[d].line, i)
-					     : strdup_printf("%s document %u (line %u)", fname, docs[d].index,
-							     docs[d].line);
-				if (!where)
-					return -ENOMEM;
-				nv = reallocarray(it.v, it.n + 1, sizeof(Item));
-				if (!nv)
-					return -ENOMEM;
-				it.v = nv;
-				r = item_prepare(list ? json_array_get(items, i) : j, where, o, validate, &it.v[it.n]);
-				if (r < 0) {
-					bad = r;
-					continue;
-				}
-				it.v[it.n].where = TAKE_PTR(where);
-				it.v[it.n].key = object_key(o->prefix, it.v[it.n].kind, it.v[it.n].ns, it.v[it.n].name);
-				if (!it.v[it.n].key)
-					return -ENOMEM;
-				it.n++;
-			}
-		}
-		yaml_docs_free(docs, n);
 	}
 	if (bad < 0) {
 		items_done(&it);
@@ -459,14 +510,74 @@ typedef enum Outcome {
 	OUT_UNCHANGED
 } Outcome;
 
+/* What apply tracks per object: the read (ops[i].kv), the value to write, and the outcome. */
+typedef struct ApplyState {
+	ObjectOp *ops;
+	char **values;
+	Outcome *outcome;
+} ApplyState;
+
+/*
+ * Applies it->v[base .. base+n): reads them, then writes the changed ones in one transaction with a
+ * compare on each one's mod_revision; a concurrent writer makes it read again (5 attempts). 0,
+ * -EAGAIN when the objects kept changing, -ENOMEM, or -EIO after printing etcd's error.
+ */
+static int apply_chunk(EtcdClient *c, const Items *it, size_t base, size_t n, ApplyState *st) {
+	_cleanup_free_ ObjectOp *wops = calloc(n, sizeof(ObjectOp)); /* compare + put per changed object */
+	bool ok = false;
+	int r;
+
+	if (!wops)
+		return -ENOMEM;
+	for (unsigned attempt = 0; attempt < 5 && !ok; attempt++) {
+		size_t w = 0;
+
+		object_ops_done(st->ops + base, n);
+		for (size_t i = base; i < base + n; i++)
+			st->ops[i] = (ObjectOp) { .type = OBJECT_OP_GET, .key = it->v[i].key };
+		r = object_store_txn(c, st->ops + base, n, &ok, NULL);
+		if (r < 0) {
+			(void) store_error(c, r);
+			return -EIO;
+		}
+		for (size_t i = base; i < base + n; i++) {
+			const EtcdKv *kv = &st->ops[i].kv;
+
+			if (it->v[i].superseded)
+				continue;
+			free(st->values[i]);
+			st->values[i] = apply_value(&it->v[i], kv);
+			if (!st->values[i])
+				return -ENOMEM;
+			if (kv->key && streq(kv->value, st->values[i])) {
+				st->outcome[i] = OUT_UNCHANGED;
+				continue;
+			}
+			st->outcome[i] = kv->key ? OUT_CONFIGURED : OUT_CREATED;
+			wops[w++] = (ObjectOp) { .type = OBJECT_OP_PUT,
+						 .key = it->v[i].key,
+						 .value = st->values[i],
+						 .compare = true,
+						 .expect_mod = kv->mod_revision };
+		}
+		ok = true;
+		if (w > 0) {
+			r = object_store_txn(c, wops, w, &ok, NULL);
+			if (r < 0) {
+				(void) store_error(c, r);
+				return -EIO;
+			}
+		}
+	}
+	return ok ? 0 : -EAGAIN;
+}
+
 int object_apply_main(int argc, char *argv[]) {
 	_cleanup_(etcd_client_freep) EtcdClient *c = NULL;
 	_cleanup_strv_free_ char **files = NULL;
 	ObjOptions o = {};
 	Items it = {};
-	ObjectOp *ops = NULL;
-	char **values = NULL;
-	Outcome *outcome = NULL;
+	ApplyState st = {};
 	int r, rc = EXIT_FAILURE;
 
 	if (obj_parse(argc, argv, &o) < 0)
@@ -490,64 +601,18 @@ int object_apply_main(int argc, char *argv[]) {
 	}
 	if (store_connect(&o, &c) < 0)
 		goto out;
-	ops = calloc(it.n, sizeof(ObjectOp));
-	values = calloc(it.n, sizeof(char *));
-	outcome = calloc(it.n, sizeof(Outcome));
-	if (!ops || !values || !outcome)
+	st = (ApplyState) { .ops = calloc(it.n, sizeof(ObjectOp)),
+			    .values = calloc(it.n, sizeof(char *)),
+			    .outcome = calloc(it.n, sizeof(Outcome)) };
+	if (!st.ops || !st.values || !st.outcome)
 		goto out;
-
-	/* Transactions of at most OBJECT_STORE_MAX_TXN_OPS objects: read them, then write them with a
-	 * compare on each one's mod_revision; a concurrent writer makes us read again. */
+	/* Transactions of at most OBJECT_STORE_MAX_TXN_OPS objects each. */
 	for (size_t base = 0; base < it.n; base += OBJECT_STORE_MAX_TXN_OPS) {
-		size_t n = MIN((size_t) OBJECT_STORE_MAX_TXN_OPS, it.n - base);
-		bool ok = false;
-
-		for (unsigned attempt = 0; attempt < 5 && !ok; attempt++) {
-			size_t w = 0;
-
-			object_ops_done(ops + base, n);
-			for (size_t i = base; i < base + n; i++)
-				ops[i] = (ObjectOp) { .type = OBJECT_OP_GET, .key = it.v[i].key };
-			r = object_store_txn(c, ops + base, n, &ok, NULL);
-			if (r < 0) {
-				rc = store_error(c, r);
-				goto out;
-			}
-			/* the write ops reuse a scratch array: compare + put for each changed object */
-			_cleanup_free_ ObjectOp *wops = calloc(n, sizeof(ObjectOp));
-			if (!wops)
-				goto out;
-			for (size_t i = base; i < base + n; i++) {
-				if (it.v[i].superseded)
-					continue;
-				free(values[i]);
-				values[i] = apply_value(&it.v[i], &ops[i].kv);
-				if (!values[i])
-					goto out;
-				if (ops[i].kv.key && streq(ops[i].kv.value, values[i])) {
-					outcome[i] = OUT_UNCHANGED;
-					continue;
-				}
-				outcome[i] = ops[i].kv.key ? OUT_CONFIGURED : OUT_CREATED;
-				wops[w++] = (ObjectOp) { .type = OBJECT_OP_PUT,
-							 .key = it.v[i].key,
-							 .value = values[i],
-							 .compare = true,
-							 .expect_mod = ops[i].kv.mod_revision };
-			}
-			ok = true;
-			if (w > 0) {
-				r = object_store_txn(c, wops, w, &ok, NULL);
-				if (r < 0) {
-					rc = store_error(c, r);
-					goto out;
-				}
-			}
-		}
-		if (!ok) {
+		r = apply_chunk(c, &it, base, MIN((size_t) OBJECT_STORE_MAX_TXN_OPS, it.n - base), &st);
+		if (r == -EAGAIN)
 			fprintf(stderr, "error: the objects kept changing while being applied; try again\n");
+		if (r < 0)
 			goto out;
-		}
 	}
 	for (size_t i = 0; i < it.n; i++) {
 		static const char *const words[] = { "created", "configured", "unchanged" };
@@ -555,17 +620,17 @@ int object_apply_main(int argc, char *argv[]) {
 
 		if (!it.v[i].superseded)
 			printf("%s/%s %s\n", kind_label(it.v[i].kind, lbl, sizeof(lbl)), it.v[i].name,
-			       words[outcome[i]]);
+			       words[st.outcome[i]]);
 	}
 	rc = EXIT_SUCCESS;
 out:
-	if (ops)
-		object_ops_done(ops, it.n);
-	free(ops);
-	for (size_t i = 0; values && i < it.n; i++)
-		free(values[i]);
-	free(values);
-	free(outcome);
+	if (st.ops)
+		object_ops_done(st.ops, it.n);
+	free(st.ops);
+	for (size_t i = 0; st.values && i < it.n; i++)
+		free(st.values[i]);
+	free(st.values);
+	free(st.outcome);
 	items_done(&it);
 	return rc;
 }
@@ -842,82 +907,95 @@ static size_t kind_columns(KubeKind k, const char **ret) {
 	return n;
 }
 
-static int kind_cells(KubeKind k, const json_t *j, char **cells) {
-	const json_t *spec = json_object_get(j, "spec"), *status = json_object_get(j, "status"), *x;
+/* STATUS, IP, NODE */
+static int pod_cells(const json_t *spec, const json_t *status, char **cells) {
+	const json_t *x;
 	char *acc = NULL;
 	size_t i;
 
+	cells[0] = strdup(json_string_value(json_object_get(status, "phase")) ?: "Pending");
+	json_array_foreach(json_object_get(status, "podIPs"), i, x)
+		if (join(&acc, json_string_value(json_object_get(x, "ip")) ?: "?") < 0)
+			return -ENOMEM;
+	if (!acc && json_string_value(json_object_get(status, "podIP")))
+		acc = strdup(json_string_value(json_object_get(status, "podIP")));
+	cells[1] = or_none(acc, "<none>");
+	cells[2] = strdup(json_string_value(json_object_get(spec, "nodeName")) ?: "<none>");
+	return 3;
+}
+
+/* TYPE, CLUSTER-IP, EXTERNAL-IP (ExternalName, LB ingress, externalIPs), PORT(S) */
+static int service_cells(const json_t *spec, const json_t *status, char **cells) {
+	const char *type = json_string_value(json_object_get(spec, "type")) ?: "ClusterIP";
+	char *ext = NULL, *acc = NULL;
+	const json_t *x;
+	size_t i;
+
+	cells[0] = strdup(type);
+	cells[1] = strdup(json_string_value(json_object_get(spec, "clusterIP")) ?: "<none>");
+	if (streq(type, "ExternalName"))
+		ext = strdup(json_string_value(json_object_get(spec, "externalName")) ?: "");
+	json_array_foreach(json_object_get(json_object_get(status, "loadBalancer"), "ingress"), i, x)
+		if (join(&ext, json_string_value(json_object_get(x, "ip")) ?: "") < 0)
+			return -ENOMEM;
+	json_array_foreach(json_object_get(spec, "externalIPs"), i, x)
+		if (join(&ext, json_string_value(x) ?: "") < 0)
+			return -ENOMEM;
+	cells[2] = or_none(ext, streq(type, "LoadBalancer") ? "<pending>" : "<none>");
+	json_array_foreach(json_object_get(spec, "ports"), i, x) {
+		long long port = json_integer_value(json_object_get(x, "port"));
+		long long np = json_integer_value(json_object_get(x, "nodePort"));
+		const char *proto = json_string_value(json_object_get(x, "protocol")) ?: "TCP";
+		_cleanup_free_ char *p = np ? strdup_printf("%lld:%lld/%s", port, np, proto)
+					    : strdup_printf("%lld/%s", port, proto);
+
+		if (!p || join(&acc, p) < 0)
+			return -ENOMEM;
+	}
+	cells[3] = or_none(acc, "<none>");
+	return 4;
+}
+
+/* ADDRESSTYPE, PORTS, ENDPOINTS (the first three, then "+ N more...") */
+static int slice_cells(const json_t *j, char **cells) {
+	size_t shown = 0, total = 0, i, e;
+	const json_t *x, *ep, *a;
+	char *eps = NULL, *acc = NULL;
+
+	cells[0] = strdup(json_string_value(json_object_get(j, "addressType")) ?: "");
+	json_array_foreach(json_object_get(j, "ports"), i, x) {
+		_cleanup_free_ char *p =
+				strdup_printf("%lld", (long long) json_integer_value(json_object_get(x, "port")));
+
+		if (!p || join(&acc, p) < 0)
+			return -ENOMEM;
+	}
+	cells[1] = or_none(acc, "<unset>");
+	json_array_foreach(json_object_get(j, "endpoints"), e, ep)
+		json_array_foreach(json_object_get(ep, "addresses"), i, a) {
+			total++;
+			if (shown < 3 && join(&eps, json_string_value(a) ?: "") >= 0)
+				shown++;
+		}
+	if (total > shown) {
+		_cleanup_free_ char *more = strdup_printf("%s + %zu more...", eps ?: "", total - shown);
+
+		free(eps);
+		eps = TAKE_PTR(more);
+	}
+	cells[2] = or_none(eps, "<unset>");
+	return 3;
+}
+
+static int kind_cells(KubeKind k, const json_t *j, char **cells) {
+	const json_t *spec = json_object_get(j, "spec"), *status = json_object_get(j, "status");
+
 	switch (k) {
-	case KUBE_KIND_POD:
-		cells[0] = strdup(json_string_value(json_object_get(status, "phase")) ?: "Pending");
-		json_array_foreach(json_object_get(status, "podIPs"), i, x)
-			if (join(&acc, json_string_value(json_object_get(x, "ip")) ?: "?") < 0)
-				return -ENOMEM;
-		if (!acc && json_string_value(json_object_get(status, "podIP")))
-			acc = strdup(json_string_value(json_object_get(status, "podIP")));
-		cells[1] = or_none(acc, "<none>");
-		cells[2] = strdup(json_string_value(json_object_get(spec, "nodeName")) ?: "<none>");
-		return 3;
+	case KUBE_KIND_POD: return pod_cells(spec, status, cells);
 	case KUBE_KIND_NAMESPACE: cells[0] = strdup("Active"); return 1;
 	case KUBE_KIND_NETWORK_POLICY: cells[0] = selector_text(json_object_get(spec, "podSelector")); return 1;
-	case KUBE_KIND_SERVICE: {
-		const char *type = json_string_value(json_object_get(spec, "type")) ?: "ClusterIP";
-		char *ext = NULL;
-
-		cells[0] = strdup(type);
-		cells[1] = strdup(json_string_value(json_object_get(spec, "clusterIP")) ?: "<none>");
-		if (streq(type, "ExternalName"))
-			ext = strdup(json_string_value(json_object_get(spec, "externalName")) ?: "");
-		json_array_foreach(json_object_get(json_object_get(status, "loadBalancer"), "ingress"), i, x)
-			if (join(&ext, json_string_value(json_object_get(x, "ip")) ?: "") < 0)
-				return -ENOMEM;
-		json_array_foreach(json_object_get(spec, "externalIPs"), i, x)
-			if (join(&ext, json_string_value(x) ?: "") < 0)
-				return -ENOMEM;
-		cells[2] = or_none(ext, streq(type, "LoadBalancer") ? "<pending>" : "<none>");
-		json_array_foreach(json_object_get(spec, "ports"), i, x) {
-			long long port = json_integer_value(json_object_get(x, "port"));
-			long long np = json_integer_value(json_object_get(x, "nodePort"));
-			const char *proto = json_string_value(json_object_get(x, "protocol")) ?: "TCP";
-			_cleanup_free_ char *p = np ? strdup_printf("%lld:%lld/%s", port, np, proto)
-						    : strdup_printf("%lld/%s", port, proto);
-
-			if (!p || join(&acc, p) < 0)
-				return -ENOMEM;
-		}
-		cells[3] = or_none(acc, "<none>");
-		return 4;
-	}
-	case KUBE_KIND_ENDPOINT_SLICE: {
-		size_t shown = 0, total = 0, e;
-		const json_t *ep, *a;
-		char *eps = NULL;
-
-		cells[0] = strdup(json_string_value(json_object_get(j, "addressType")) ?: "");
-		json_array_foreach(json_object_get(j, "ports"), i, x) {
-			_cleanup_free_ char *p =
-					strdup_printf("%lld",
-						      (long long) json_integer_value(json_object_get(x, "port")));
-
-			if (!p || join(&acc, p) < 0)
-				return -ENOMEM;
-		}
-		cells[1] = or_none(acc, "<unset>");
-		json_array_foreach(json_object_get(j, "endpoints"), e, ep)
-			json_array_foreach(json_object_get(ep, "addresses"), i, a) {
-				total++;
-				if (shown < 3 && join(&eps, json_string_value(a) ?: "") >= 0)
-					shown++;
-			}
-		if (total > shown) {
-			_cleanup_free_ char *more = strdup_printf("%s + %zu more...", eps ?: "", total - shown);
-
-			free(eps);
-			eps = TAKE_PTR(more);
-		}
-		cells[2] = or_none(eps, "<unset>");
-		return 3;
-	}
+	case KUBE_KIND_SERVICE: return service_cells(spec, status, cells);
+	case KUBE_KIND_ENDPOINT_SLICE: return slice_cells(j, cells);
 	default: return 0;
 	}
 }
