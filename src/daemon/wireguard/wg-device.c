@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The WgDevice model and the choice of driver. */
+
+#include <errno.h>
+#include <glob.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "basic/macro.h"
+#include "daemon/wireguard/wg-device.h"
+#include "daemon/wireguard/wg-genl.h"
+#include "daemon/wireguard/wg-uapi.h"
+#include "shared/nl/nl-internal.h"
+
+/* Far above any cluster (a peer per node) and any node's pod CIDRs, but a bound: a corrupt reply
+ * or desired state cannot make us allocate without end. */
+#define WG_MAX_PEERS (1U << 16)
+#define WG_MAX_ALLOWED_IPS (1U << 16)
+
+int wg_device_new(const char *name, WgDevice **ret) {
+	WgDevice *d;
+
+	if (!name || !nl_ifname_valid(name))
+		return -EINVAL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	memcpy(d->name, name, strlen(name) + 1);
+	*ret = d;
+	return 0;
+}
+
+void wg_peer_done(WgPeer *p) {
+	if (!p)
+		return;
+	p->allowed_ips = mfree(p->allowed_ips);
+	p->n_allowed_ips = 0;
+	wg_key_wipe(&p->preshared_key);
+}
+
+WgDevice *wg_device_free(WgDevice *d) {
+	if (!d)
+		return NULL;
+	for (size_t i = 0; i < d->n_peers; i++)
+		wg_peer_done(&d->peers[i]);
+	free(d->peers);
+	wg_key_wipe(&d->private_key);
+	free(d);
+	return NULL;
+}
+
+WgPeer *wg_device_find_peer(const WgDevice *d, const WgKey *public_key) {
+	for (size_t i = 0; i < d->n_peers; i++)
+		if (wg_key_equal(&d->peers[i].public_key, public_key))
+			return &d->peers[i];
+	return NULL;
+}
+
+int wg_device_add_peer(WgDevice *d, const WgKey *public_key, WgPeer **ret) {
+	WgPeer *peers;
+
+	if (wg_device_find_peer(d, public_key))
+		return -EEXIST;
+	if (d->n_peers >= WG_MAX_PEERS)
+		return -E2BIG;
+	peers = reallocarray(d->peers, d->n_peers + 1, sizeof(*peers));
+	if (!peers)
+		return -ENOMEM;
+	d->peers = peers;
+	peers[d->n_peers] = (WgPeer) { .public_key = *public_key };
+	if (ret)
+		*ret = &peers[d->n_peers];
+	d->n_peers++;
+	return 0;
+}
+
+int wg_peer_add_allowed_ip(WgPeer *p, const IpPrefix *prefix) {
+	IpPrefix *a;
+
+	if ((prefix->addr.family != AF_INET && prefix->addr.family != AF_INET6) ||
+	    prefix->len > ip_family_bits(prefix->addr.family))
+		return -EINVAL;
+	if (p->n_allowed_ips >= WG_MAX_ALLOWED_IPS)
+		return -E2BIG;
+	a = reallocarray(p->allowed_ips, p->n_allowed_ips + 1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	p->allowed_ips = a;
+	a[p->n_allowed_ips++] = ip_prefix_mask(prefix);
+	return 0;
+}
+
+/* The module is built in (/sys/module/wireguard without being loadable) or installed for the running
+ * kernel: the first RTM_NEWLINK of kind "wireguard" loads it (request_module("rtnl-link-wireguard")). */
+static bool kernel_module_available(void) {
+	struct utsname u;
+	char pattern[sizeof(u.release) + 64];
+	glob_t g = {};
+	bool found;
+
+	if (access("/sys/module/wireguard", F_OK) == 0)
+		return true;
+	if (uname(&u) < 0)
+		return false;
+	snprintf(pattern, sizeof(pattern), "/lib/modules/%s/kernel/drivers/net/wireguard/wireguard.ko*", u.release);
+	found = glob(pattern, GLOB_NOSORT, NULL, &g) == 0 && g.gl_pathc > 0;
+	globfree(&g);
+	return found;
+}
+
+int wg_driver_detect(const WgDriverOps **ret, const char **ret_reason) {
+	uint16_t id;
+	const char *reason;
+
+	if (wg_genl_resolve_family(&id) >= 0) {
+		reason = "the kernel's wireguard generic netlink family is registered";
+		*ret = &wg_genl_driver;
+	} else if (kernel_module_available()) {
+		reason = "the kernel has the wireguard module (loaded with the first device)";
+		*ret = &wg_genl_driver;
+	} else if (wg_uapi_program_available()) {
+		reason = "no wireguard kernel module; using the userspace implementation wireguard-go";
+		*ret = &wg_uapi_driver;
+	} else {
+		if (ret_reason)
+			*ret_reason = "no wireguard kernel module and no wireguard-go";
+		return -EOPNOTSUPP;
+	}
+	if (ret_reason)
+		*ret_reason = reason;
+	return 0;
+}
+
+const char *wg_driver_name(const WgDriverOps *ops) {
+	return ops ? ops->name : "none";
+}
