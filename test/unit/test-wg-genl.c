@@ -31,6 +31,7 @@
 #include "basic/macro.h"
 #include "daemon/wireguard/wg-genl.h"
 #include "shared/nl/nl-internal.h"
+#include "test-wg-util.h"
 
 #define FAMILY 0x1d
 
@@ -117,67 +118,48 @@ static void assert_same(const void *got, int got_len, const Msg *want) {
 			fail_msg("byte %zu: got 0x%02x, want 0x%02x", i, ((const uint8_t *) got)[i], want->b[i]);
 }
 
+/* The start every expected SET request shares. */
+static void want_start(Msg *m, const char *ifname) {
+	msg_start(m, FAMILY, NLM_F_REQUEST | NLM_F_ACK, WG_CMD_SET_DEVICE, 4);
+	attr_str(m, WGDEVICE_A_IFNAME, ifname);
+}
+
+/* Opens WGDEVICE_A_PEERS and the first peer, with its public key. */
+static void want_peer(Msg *m, const WgKey *k, size_t *ret_peers, size_t *ret_peer) {
+	*ret_peers = nest(m, WGDEVICE_A_PEERS);
+	*ret_peer = nest(m, 0);
+	attr(m, WGPEER_A_PUBLIC_KEY, k->b, 32);
+}
+
+/* Builds dev's request, which must fit one message, and compares it with want. */
+static void build_is(const WgDevice *d, unsigned flags, const Msg *want) {
+	uint8_t buf[WG_GENL_MSG_SIZE];
+	WgGenlCursor cur = {};
+	int n = wg_genl_build_set(buf, sizeof(buf), FAMILY, d, flags, &cur);
+
+	assert_same(buf, n, want);
+	assert_true(cur.done);
+}
+
 /* ---- the desired state ---- */
-
-static WgKey key_of(uint8_t fill) {
-	WgKey k;
-	memset(k.b, fill, sizeof(k.b));
-	return k;
-}
-
-static IpPrefix pfx(const char *s) {
-	IpPrefix p;
-	assert_int_equal(ip_prefix_parse(s, &p), 0);
-	return p;
-}
-
-/* a pointer to a prefix parsed in place */
-#define PFX(s) (&(IpPrefix[1]) { pfx(s) }[0])
-
-static WgDevice *sample_device(void) {
-	WgKey k2 = key_of(0x22);
-	WgDevice *d;
-	WgPeer *p;
-
-	assert_int_equal(wg_device_new("weft-wg", &d), 0);
-	d->has_private_key = true;
-	d->private_key = key_of(0x11);
-	d->listen_port = 51820;
-	d->fwmark = 0x1234;
-	assert_int_equal(wg_device_add_peer(d, &k2, &p), 0);
-	p->has_preshared_key = true;
-	p->preshared_key = key_of(0x33);
-	assert_int_equal(ip_addr_parse("192.0.2.7", &p->endpoint.addr), 0);
-	p->endpoint.port = 51820;
-	p->persistent_keepalive = 25;
-	assert_int_equal(wg_peer_add_allowed_ip(p, PFX("10.244.1.0/24")), 0);
-	assert_int_equal(wg_peer_add_allowed_ip(p, PFX("fd00:10:244:1::5/64")), 0); /* masked */
-	return d;
-}
 
 /* wg set weft-wg private-key K listen-port 51820 fwmark 0x1234 peer P preshared-key S
  *   endpoint 192.0.2.7:51820 persistent-keepalive 25 allowed-ips 10.244.1.0/24,fd00:10:244:1::/64
  * with every other peer removed. */
 static void test_set_full(void **state) {
 	_cleanup_(wg_device_freep) WgDevice *d = sample_device();
-	uint8_t buf[WG_GENL_MSG_SIZE];
-	WgGenlCursor cur = {};
 	WgKey k1 = key_of(0x11), k2 = key_of(0x22), k3 = key_of(0x33);
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(51820) };
 	Msg want;
 	size_t peers, peer, aips;
-	int n;
 
 	inet_pton(AF_INET, "192.0.2.7", &sin.sin_addr);
-	msg_start(&want, FAMILY, NLM_F_REQUEST | NLM_F_ACK, WG_CMD_SET_DEVICE, 4);
-	attr_str(&want, WGDEVICE_A_IFNAME, "weft-wg");
+	want_start(&want, "weft-wg");
 	attr(&want, WGDEVICE_A_PRIVATE_KEY, k1.b, 32);
 	attr_u16(&want, WGDEVICE_A_LISTEN_PORT, 51820);
 	attr_u32(&want, WGDEVICE_A_FWMARK, 0x1234);
 	attr_u32(&want, WGDEVICE_A_FLAGS, WGDEVICE_F_REPLACE_PEERS);
-	peers = nest(&want, WGDEVICE_A_PEERS);
-	peer = nest(&want, 0);
-	attr(&want, WGPEER_A_PUBLIC_KEY, k2.b, 32);
+	want_peer(&want, &k2, &peers, &peer);
 	attr(&want, WGPEER_A_PRESHARED_KEY, k3.b, 32);
 	attr(&want, WGPEER_A_ENDPOINT, &sin, sizeof(sin));
 	attr_u16(&want, WGPEER_A_PERSISTENT_KEEPALIVE_INTERVAL, 25);
@@ -190,23 +172,18 @@ static void test_set_full(void **state) {
 	nest_end(&want, peers);
 	msg_end(&want);
 
-	n = wg_genl_build_set(buf, sizeof(buf), FAMILY, d, WG_SET_DEVICE_ATTRS | WG_SET_REPLACE_PEERS, &cur);
-	assert_same(buf, n, &want);
-	assert_true(cur.done);
+	build_is(d, WG_SET_DEVICE_ATTRS | WG_SET_REPLACE_PEERS, &want);
 }
 
 /* wg set weft-wg peer P endpoint [2001:db8::7]:51821 persistent-keepalive 0 preshared-key /dev/null
  * (one peer changed: no device attributes, no REPLACE_PEERS; no allowed IP left) */
 static void test_update_one_peer(void **state) {
 	_cleanup_(wg_device_freep) WgDevice *d = NULL;
-	uint8_t buf[WG_GENL_MSG_SIZE];
-	WgGenlCursor cur = {};
 	WgKey k2 = key_of(0x22), zero = {};
 	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6, .sin6_port = htons(51821) };
 	WgPeer *p;
 	Msg want;
 	size_t peers, peer;
-	int n;
 
 	assert_int_equal(wg_device_new("weft-wg-v6", &d), 0);
 	d->has_private_key = true; /* not sent without WG_SET_DEVICE_ATTRS */
@@ -216,11 +193,8 @@ static void test_update_one_peer(void **state) {
 	p->endpoint.port = 51821;
 	inet_pton(AF_INET6, "2001:db8::7", &sin6.sin6_addr);
 
-	msg_start(&want, FAMILY, NLM_F_REQUEST | NLM_F_ACK, WG_CMD_SET_DEVICE, 4);
-	attr_str(&want, WGDEVICE_A_IFNAME, "weft-wg-v6");
-	peers = nest(&want, WGDEVICE_A_PEERS);
-	peer = nest(&want, 0);
-	attr(&want, WGPEER_A_PUBLIC_KEY, k2.b, 32);
+	want_start(&want, "weft-wg-v6");
+	want_peer(&want, &k2, &peers, &peer);
 	attr(&want, WGPEER_A_PRESHARED_KEY, zero.b, 32);
 	attr(&want, WGPEER_A_ENDPOINT, &sin6, sizeof(sin6));
 	attr_u16(&want, WGPEER_A_PERSISTENT_KEEPALIVE_INTERVAL, 0);
@@ -229,54 +203,38 @@ static void test_update_one_peer(void **state) {
 	nest_end(&want, peers);
 	msg_end(&want);
 
-	n = wg_genl_build_set(buf, sizeof(buf), FAMILY, d, 0, &cur);
-	assert_same(buf, n, &want);
-	assert_true(cur.done);
+	build_is(d, 0, &want);
 }
 
 /* wg set weft-wg peer P remove */
 static void test_remove_peer(void **state) {
 	_cleanup_(wg_device_freep) WgDevice *d = sample_device();
-	uint8_t buf[WG_GENL_MSG_SIZE];
-	WgGenlCursor cur = {};
 	WgKey k2 = key_of(0x22);
 	Msg want;
 	size_t peers, peer;
-	int n;
 
-	msg_start(&want, FAMILY, NLM_F_REQUEST | NLM_F_ACK, WG_CMD_SET_DEVICE, 4);
-	attr_str(&want, WGDEVICE_A_IFNAME, "weft-wg");
-	peers = nest(&want, WGDEVICE_A_PEERS);
-	peer = nest(&want, 0);
-	attr(&want, WGPEER_A_PUBLIC_KEY, k2.b, 32);
+	want_start(&want, "weft-wg");
+	want_peer(&want, &k2, &peers, &peer);
 	attr_u32(&want, WGPEER_A_FLAGS, WGPEER_F_REMOVE_ME);
 	nest_end(&want, peer);
 	nest_end(&want, peers);
 	msg_end(&want);
 
-	n = wg_genl_build_set(buf, sizeof(buf), FAMILY, d, WG_SET_REMOVE_PEERS, &cur);
-	assert_same(buf, n, &want);
-	assert_true(cur.done);
+	build_is(d, WG_SET_REMOVE_PEERS, &want);
 }
 
 /* A device without peers: one message, an empty peer list replacing every peer. */
 static void test_set_no_peers(void **state) {
 	_cleanup_(wg_device_freep) WgDevice *d = NULL;
-	uint8_t buf[WG_GENL_MSG_SIZE];
-	WgGenlCursor cur = {};
 	Msg want;
-	int n;
 
 	assert_int_equal(wg_device_new("weft-wg", &d), 0);
-	msg_start(&want, FAMILY, NLM_F_REQUEST | NLM_F_ACK, WG_CMD_SET_DEVICE, 4);
-	attr_str(&want, WGDEVICE_A_IFNAME, "weft-wg");
+	want_start(&want, "weft-wg");
 	attr_u16(&want, WGDEVICE_A_LISTEN_PORT, 0);
 	attr_u32(&want, WGDEVICE_A_FWMARK, 0);
 	attr_u32(&want, WGDEVICE_A_FLAGS, WGDEVICE_F_REPLACE_PEERS);
 	msg_end(&want);
-	n = wg_genl_build_set(buf, sizeof(buf), FAMILY, d, WG_SET_DEVICE_ATTRS | WG_SET_REPLACE_PEERS, &cur);
-	assert_same(buf, n, &want);
-	assert_true(cur.done);
+	build_is(d, WG_SET_DEVICE_ATTRS | WG_SET_REPLACE_PEERS, &want);
 }
 
 /* Per peer of a message: does it carry WGPEER_A_FLAGS with REPLACE_ALLOWEDIPS, and its first

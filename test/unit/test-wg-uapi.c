@@ -19,24 +19,13 @@
 
 #include "basic/macro.h"
 #include "daemon/wireguard/wg-uapi.h"
+#include "test-wg-util.h"
 
 #define K11 "1111111111111111111111111111111111111111111111111111111111111111"
 #define K22 "2222222222222222222222222222222222222222222222222222222222222222"
 #define K33 "3333333333333333333333333333333333333333333333333333333333333333"
 #define K44 "4444444444444444444444444444444444444444444444444444444444444444"
 #define K00 "0000000000000000000000000000000000000000000000000000000000000000"
-
-static WgKey key_of(uint8_t fill) {
-	WgKey k;
-	memset(k.b, fill, sizeof(k.b));
-	return k;
-}
-
-static IpPrefix pfx(const char *s) {
-	IpPrefix p;
-	assert_int_equal(ip_prefix_parse(s, &p), 0);
-	return p;
-}
 
 static void format_is(const WgDevice *d, unsigned flags, const char *want) {
 	char *got = NULL;
@@ -49,32 +38,20 @@ static void format_is(const WgDevice *d, unsigned flags, const char *want) {
 }
 
 static void test_format(void **state) {
-	_cleanup_(wg_device_freep) WgDevice *d = NULL;
-	WgKey k2 = key_of(0x22), k4 = key_of(0x44);
+	_cleanup_(wg_device_freep) WgDevice *empty = NULL, *d = sample_device();
+	WgKey k4 = key_of(0x44);
 	WgPeer *p;
 
-	assert_int_equal(wg_device_new("weft-wg", &d), 0);
-	format_is(d, WG_SET_DEVICE_ATTRS | WG_SET_REPLACE_PEERS,
+	assert_int_equal(wg_device_new("weft-wg", &empty), 0);
+	format_is(empty, WG_SET_DEVICE_ATTRS | WG_SET_REPLACE_PEERS,
 		  "set=1\nlisten_port=0\nfwmark=0\nreplace_peers=true\n\n");
 
-	d->has_private_key = true;
-	d->private_key = key_of(0x11);
-	d->listen_port = 51820;
-	d->fwmark = 0x4000;
-	assert_int_equal(wg_device_add_peer(d, &k2, &p), 0);
-	p->has_preshared_key = true;
-	p->preshared_key = key_of(0x33);
-	assert_int_equal(ip_addr_parse("192.0.2.7", &p->endpoint.addr), 0);
-	p->endpoint.port = 51820;
-	p->persistent_keepalive = 25;
-	assert_int_equal(wg_peer_add_allowed_ip(p, &(IpPrefix[1]) { pfx("10.244.1.0/24") }[0]), 0);
-	assert_int_equal(wg_peer_add_allowed_ip(p, &(IpPrefix[1]) { pfx("fd00:10:244:1::5/64") }[0]), 0);
 	assert_int_equal(wg_device_add_peer(d, &k4, &p), 0);
 	assert_int_equal(ip_addr_parse("2001:db8::9", &p->endpoint.addr), 0);
 	p->endpoint.port = 51821;
 
 	format_is(d, WG_SET_DEVICE_ATTRS | WG_SET_REPLACE_PEERS,
-		  "set=1\nprivate_key=" K11 "\nlisten_port=51820\nfwmark=16384\nreplace_peers=true\n"
+		  "set=1\nprivate_key=" K11 "\nlisten_port=51820\nfwmark=4660\nreplace_peers=true\n"
 		  "public_key=" K22 "\npreshared_key=" K33 "\nendpoint=192.0.2.7:51820\n"
 		  "persistent_keepalive_interval=25\nreplace_allowed_ips=true\n"
 		  "allowed_ip=10.244.1.0/24\nallowed_ip=fd00:10:244:1::/64\n"

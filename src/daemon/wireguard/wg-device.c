@@ -20,6 +20,10 @@
 #define WG_MAX_PEERS (1U << 16)
 #define WG_MAX_ALLOWED_IPS (1U << 16)
 
+static bool prefix_ok(const IpPrefix *p) {
+	return (p->addr.family == AF_INET || p->addr.family == AF_INET6) && p->len <= ip_family_bits(p->addr.family);
+}
+
 int wg_device_new(const char *name, WgDevice **ret) {
 	WgDevice *d;
 
@@ -80,8 +84,7 @@ int wg_device_add_peer(WgDevice *d, const WgKey *public_key, WgPeer **ret) {
 int wg_peer_add_allowed_ip(WgPeer *p, const IpPrefix *prefix) {
 	IpPrefix *a;
 
-	if ((prefix->addr.family != AF_INET && prefix->addr.family != AF_INET6) ||
-	    prefix->len > ip_family_bits(prefix->addr.family))
+	if (!prefix_ok(prefix))
 		return -EINVAL;
 	if (p->n_allowed_ips >= WG_MAX_ALLOWED_IPS)
 		return -E2BIG;
@@ -91,6 +94,47 @@ int wg_peer_add_allowed_ip(WgPeer *p, const IpPrefix *prefix) {
 	p->allowed_ips = a;
 	a[p->n_allowed_ips++] = ip_prefix_mask(prefix);
 	return 0;
+}
+
+int wg_device_validate(const WgDevice *d) {
+	if (!nl_ifname_valid(d->name))
+		return -EINVAL;
+	for (size_t i = 0; i < d->n_peers; i++) {
+		const WgPeer *p = &d->peers[i];
+		int f = p->endpoint.addr.family;
+
+		if (f != AF_UNSPEC && f != AF_INET && f != AF_INET6)
+			return -EINVAL;
+		for (size_t j = 0; j < p->n_allowed_ips; j++)
+			if (!prefix_ok(&p->allowed_ips[j]))
+				return -EINVAL;
+	}
+	return 0;
+}
+
+/* The device borrows the peer (and its allowed IPs): nothing to free. */
+static int one_peer_device(const char *ifname, const WgPeer *peer, WgDevice *ret) {
+	if (!ifname || !nl_ifname_valid(ifname))
+		return -EINVAL;
+	*ret = (WgDevice) { .peers = (WgPeer *) peer, .n_peers = 1 };
+	strcpy(ret->name, ifname);
+	return 0;
+}
+
+int wg_driver_update_peer(wg_set_flags_fn set, const char *ifname, const WgPeer *peer) {
+	WgDevice d;
+	int r = one_peer_device(ifname, peer, &d);
+
+	return r < 0 ? r : set(&d, 0);
+}
+
+int wg_driver_remove_peer(wg_set_flags_fn set, const char *ifname, const WgKey *public_key) {
+	WgPeer p = { .public_key = *public_key };
+	WgDevice d;
+	int r = one_peer_device(ifname, &p, &d);
+
+	/* Both implementations ignore the removal of a peer they do not have: idempotent. */
+	return r < 0 ? r : set(&d, WG_SET_REMOVE_PEERS);
 }
 
 /* The module is built in (/sys/module/wireguard without being loadable) or installed for the running

@@ -103,6 +103,16 @@ typedef struct WgDriverOps {
 	int (*destroy)(const char *ifname);
 } WgDriverOps;
 
+/* For the drivers. A device they can send: a valid name, endpoints and allowed IPs of a family
+ * (AF_INET, AF_INET6) and allowed IP lengths within it. 0 or -EINVAL. */
+int wg_device_validate(const WgDevice *d);
+/* update_peer and remove_peer on top of a driver's "send this device with these WG_SET_* flags":
+ * a device of just that peer, no device attributes, no REPLACE_PEERS (and WG_SET_REMOVE_PEERS for
+ * the removal). */
+typedef int (*wg_set_flags_fn)(const WgDevice *dev, unsigned flags);
+int wg_driver_update_peer(wg_set_flags_fn set, const char *ifname, const WgPeer *peer);
+int wg_driver_remove_peer(wg_set_flags_fn set, const char *ifname, const WgKey *public_key);
+
 extern const WgDriverOps wg_genl_driver;
 extern const WgDriverOps wg_uapi_driver;
 

@@ -46,21 +46,24 @@ static bool put_peer_head(struct nlmsghdr *nlh, size_t size, const WgPeer *p) {
 	if (!mnl_attr_put_check(nlh, size, WGPEER_A_PRESHARED_KEY, WG_KEY_LEN,
 				p->has_preshared_key ? p->preshared_key.b : zero.b))
 		return false;
-	if (p->endpoint.addr.family == AF_INET) {
-		struct sockaddr_in sin = {
-			.sin_family = AF_INET,
-			.sin_port = htons(p->endpoint.port),
-			.sin_addr = p->endpoint.addr.in,
-		};
-		if (!mnl_attr_put_check(nlh, size, WGPEER_A_ENDPOINT, sizeof(sin), &sin))
-			return false;
-	} else if (p->endpoint.addr.family == AF_INET6) {
-		struct sockaddr_in6 sin6 = {
-			.sin6_family = AF_INET6,
-			.sin6_port = htons(p->endpoint.port),
-			.sin6_addr = p->endpoint.addr.in6,
-		};
-		if (!mnl_attr_put_check(nlh, size, WGPEER_A_ENDPOINT, sizeof(sin6), &sin6))
+	if (p->endpoint.addr.family != AF_UNSPEC) {
+		/* The kernel takes a sockaddr_in or sockaddr_in6, told apart by its length. */
+		union {
+			struct sockaddr_in in;
+			struct sockaddr_in6 in6;
+		} sa = {};
+		size_t len;
+
+		if (p->endpoint.addr.family == AF_INET) {
+			sa.in = (struct sockaddr_in) { .sin_family = AF_INET, .sin_addr = p->endpoint.addr.in };
+			sa.in.sin_port = htons(p->endpoint.port);
+			len = sizeof(sa.in);
+		} else {
+			sa.in6 = (struct sockaddr_in6) { .sin6_family = AF_INET6, .sin6_addr = p->endpoint.addr.in6 };
+			sa.in6.sin6_port = htons(p->endpoint.port);
+			len = sizeof(sa.in6);
+		}
+		if (!mnl_attr_put_check(nlh, size, WGPEER_A_ENDPOINT, len, &sa))
 			return false;
 	}
 	return mnl_attr_put_u16_check(nlh, size, WGPEER_A_PERSISTENT_KEEPALIVE_INTERVAL, p->persistent_keepalive) &&
@@ -82,22 +85,6 @@ static bool put_allowed_ip(struct nlmsghdr *nlh, size_t size, const IpPrefix *a)
 	return true;
 }
 
-static int check_device(const WgDevice *dev) {
-	if (!nl_ifname_valid(dev->name))
-		return -EINVAL;
-	for (size_t i = 0; i < dev->n_peers; i++) {
-		const WgPeer *p = &dev->peers[i];
-		if (p->endpoint.addr.family != AF_UNSPEC && p->endpoint.addr.family != AF_INET &&
-		    p->endpoint.addr.family != AF_INET6)
-			return -EINVAL;
-		for (size_t j = 0; j < p->n_allowed_ips; j++)
-			if ((p->allowed_ips[j].addr.family != AF_INET && p->allowed_ips[j].addr.family != AF_INET6) ||
-			    p->allowed_ips[j].len > ip_family_bits(p->allowed_ips[j].addr.family))
-				return -EINVAL;
-	}
-	return 0;
-}
-
 /* wg set IFNAME [private-key K listen-port P fwmark M] [peer PUB [remove] | preshared-key ... endpoint ...
  * persistent-keepalive N allowed-ips A,B ...]... (one message of it; see wg-genl.h) */
 int wg_genl_build_set(void *buf, size_t size, uint16_t family_id, const WgDevice *dev, unsigned flags,
@@ -107,7 +94,7 @@ int wg_genl_build_set(void *buf, size_t size, uint16_t family_id, const WgDevice
 	bool remove = flags & WG_SET_REMOVE_PEERS, progress = false;
 	int r;
 
-	r = check_device(dev);
+	r = wg_device_validate(dev);
 	if (r < 0)
 		return r;
 	size = MIN(size, (size_t) WG_GENL_MSG_SIZE);
@@ -292,10 +279,30 @@ static bool nest_exact(const struct nlattr *nest) {
 	return attrs_exact(mnl_attr_get_payload(nest), mnl_attr_get_payload_len(nest));
 }
 
+static int parse_nested_exact(const struct nlattr *nest, const NlPolicy *policy, unsigned max,
+			      const struct nlattr **tb) {
+	if (!nest_exact(nest))
+		return -EBADMSG;
+	return nl_parse_nested(nest, policy, max, tb);
+}
+
 static int get_key(const struct nlattr *a, WgKey *ret) {
 	if (mnl_attr_get_payload_len(a) != WG_KEY_LEN)
 		return -EBADMSG;
 	memcpy(ret->b, mnl_attr_get_payload(a), WG_KEY_LEN);
+	return 0;
+}
+
+/* An optional key attribute: absent leaves *k and *has alone; all zero means "none". */
+static int get_key_opt(const struct nlattr *a, WgKey *k, bool *has) {
+	int r;
+
+	if (!a)
+		return 0;
+	r = get_key(a, k);
+	if (r < 0)
+		return r;
+	*has = !wg_key_is_zero(k);
 	return 0;
 }
 
@@ -310,9 +317,7 @@ static int parse_allowed_ips(const struct nlattr *nest, WgPeer *p) {
 		IpPrefix pfx = {};
 		uint16_t family;
 
-		if (!nest_exact(a))
-			return -EBADMSG;
-		r = nl_parse_nested(a, allowedip_policy, WGALLOWEDIP_A_MAX, tb);
+		r = parse_nested_exact(a, allowedip_policy, WGALLOWEDIP_A_MAX, tb);
 		if (r < 0)
 			return r;
 		if (!tb[WGALLOWEDIP_A_FAMILY] || !tb[WGALLOWEDIP_A_IPADDR] || !tb[WGALLOWEDIP_A_CIDR_MASK])
@@ -362,9 +367,7 @@ static int parse_peer(const struct nlattr *nest, WgDevice *d, bool first) {
 	WgKey key;
 	int r;
 
-	if (!nest_exact(nest))
-		return -EBADMSG;
-	r = nl_parse_nested(nest, peer_policy, WGPEER_A_MAX, tb);
+	r = parse_nested_exact(nest, peer_policy, WGPEER_A_MAX, tb);
 	if (r < 0)
 		return r;
 	if (!tb[WGPEER_A_PUBLIC_KEY] || get_key(tb[WGPEER_A_PUBLIC_KEY], &key) < 0)
@@ -377,12 +380,9 @@ static int parse_peer(const struct nlattr *nest, WgDevice *d, bool first) {
 		if (r < 0)
 			return r == -EEXIST || r == -E2BIG ? -EBADMSG : r;
 	}
-	if (tb[WGPEER_A_PRESHARED_KEY]) {
-		r = get_key(tb[WGPEER_A_PRESHARED_KEY], &p->preshared_key);
-		if (r < 0)
-			return r;
-		p->has_preshared_key = !wg_key_is_zero(&p->preshared_key);
-	}
+	r = get_key_opt(tb[WGPEER_A_PRESHARED_KEY], &p->preshared_key, &p->has_preshared_key);
+	if (r < 0)
+		return r;
 	if (tb[WGPEER_A_ENDPOINT]) {
 		r = parse_endpoint(tb[WGPEER_A_ENDPOINT], &p->endpoint);
 		if (r < 0)
@@ -440,18 +440,11 @@ int wg_genl_parse_get(const struct nlmsghdr *nlh, uint16_t family_id, WgDevice *
 		return -EBADMSG;
 	if (tb[WGDEVICE_A_IFINDEX])
 		d->ifindex = (int) mnl_attr_get_u32(tb[WGDEVICE_A_IFINDEX]);
-	if (tb[WGDEVICE_A_PRIVATE_KEY]) {
-		r = get_key(tb[WGDEVICE_A_PRIVATE_KEY], &d->private_key);
-		if (r < 0)
-			return r;
-		d->has_private_key = !wg_key_is_zero(&d->private_key);
-	}
-	if (tb[WGDEVICE_A_PUBLIC_KEY]) {
-		r = get_key(tb[WGDEVICE_A_PUBLIC_KEY], &d->public_key);
-		if (r < 0)
-			return r;
-		d->has_public_key = !wg_key_is_zero(&d->public_key);
-	}
+	r = get_key_opt(tb[WGDEVICE_A_PRIVATE_KEY], &d->private_key, &d->has_private_key);
+	if (r >= 0)
+		r = get_key_opt(tb[WGDEVICE_A_PUBLIC_KEY], &d->public_key, &d->has_public_key);
+	if (r < 0)
+		return r;
 	if (tb[WGDEVICE_A_LISTEN_PORT])
 		d->listen_port = mnl_attr_get_u16(tb[WGDEVICE_A_LISTEN_PORT]);
 	if (tb[WGDEVICE_A_FWMARK])
@@ -592,6 +585,21 @@ int wg_genl_resolve_family(uint16_t *ret) {
 	return resolve_on(nl, ret);
 }
 
+/* A socket and the family id, for a device operation: no family means no such device (-ENODEV). */
+static int genl_open_resolved(struct mnl_socket **ret, uint16_t *ret_id) {
+	_cleanup_(mnl_socket_closep) struct mnl_socket *nl = NULL;
+	int r;
+
+	r = genl_open(&nl);
+	if (r < 0)
+		return r;
+	r = resolve_on(nl, ret_id);
+	if (r < 0)
+		return r == -ENOENT ? -ENODEV : r;
+	*ret = TAKE_PTR(nl);
+	return 0;
+}
+
 typedef struct GetState {
 	uint16_t family_id;
 	WgDevice *dev;
@@ -611,12 +619,9 @@ static int genl_get(const char *ifname, WgDevice **ret) {
 	uint16_t id;
 	int r;
 
-	r = genl_open(&nl);
+	r = genl_open_resolved(&nl, &id);
 	if (r < 0)
 		return r;
-	r = resolve_on(nl, &id);
-	if (r < 0)
-		return r == -ENOENT ? -ENODEV : r;
 	for (unsigned attempt = 0; attempt < WG_GENL_DUMP_RETRIES; attempt++) {
 		GetState st = { .family_id = id };
 		bool intr = false;
@@ -648,12 +653,9 @@ static int genl_set(const WgDevice *dev, unsigned flags) {
 	uint16_t id;
 	int r;
 
-	r = genl_open(&nl);
+	r = genl_open_resolved(&nl, &id);
 	if (r < 0)
 		return r;
-	r = resolve_on(nl, &id);
-	if (r < 0)
-		return r == -ENOENT ? -ENODEV : r;
 	/* Heap, not stack: the message may carry the private key, and it is wiped before it is freed. */
 	buf = calloc(1, WG_GENL_MSG_SIZE);
 	if (!buf)
@@ -711,25 +713,12 @@ static int genl_set_device(const WgDevice *dev) {
 	return genl_set(dev, WG_SET_DEVICE_ATTRS | WG_SET_REPLACE_PEERS);
 }
 
-/* A device holding just this one peer, sharing its allowed IPs (not freed here). */
-static int genl_one_peer(const char *ifname, const WgPeer *peer, unsigned flags) {
-	WgDevice d = { .peers = (WgPeer *) peer, .n_peers = 1 };
-
-	if (!ifname || strlen(ifname) >= sizeof(d.name))
-		return -EINVAL;
-	strcpy(d.name, ifname);
-	return genl_set(&d, flags);
-}
-
 static int genl_update_peer(const char *ifname, const WgPeer *peer) {
-	return genl_one_peer(ifname, peer, 0);
+	return wg_driver_update_peer(genl_set, ifname, peer);
 }
 
 static int genl_remove_peer(const char *ifname, const WgKey *public_key) {
-	WgPeer p = { .public_key = *public_key };
-
-	/* The kernel ignores a REMOVE_ME for a peer it does not have: already idempotent. */
-	return genl_one_peer(ifname, &p, WG_SET_REMOVE_PEERS);
+	return wg_driver_remove_peer(genl_set, ifname, public_key);
 }
 
 static int genl_destroy(const char *ifname) {

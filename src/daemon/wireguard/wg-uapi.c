@@ -143,17 +143,10 @@ int wg_uapi_format_set(const WgDevice *dev, unsigned flags, char **ret, size_t *
 
 	/* One allocation of the exact bound (no realloc leaving key copies in freed blocks): a peer's
 	 * head is < 400 bytes, an allowed IP line < 64. */
-	for (size_t i = 0; i < dev->n_peers; i++) {
-		const WgPeer *p = &dev->peers[i];
-		if (p->endpoint.addr.family != AF_UNSPEC && p->endpoint.addr.family != AF_INET &&
-		    p->endpoint.addr.family != AF_INET6)
-			return -EINVAL;
-		for (size_t j = 0; j < p->n_allowed_ips; j++)
-			if ((p->allowed_ips[j].addr.family != AF_INET && p->allowed_ips[j].addr.family != AF_INET6) ||
-			    p->allowed_ips[j].len > ip_family_bits(p->allowed_ips[j].addr.family))
-				return -EINVAL;
-		size += 400 + 64 * p->n_allowed_ips;
-	}
+	if (wg_device_validate(dev) < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < dev->n_peers; i++)
+		size += 400 + 64 * dev->peers[i].n_allowed_ips;
 	o.buf = malloc(size);
 	if (!o.buf)
 		return -ENOMEM;
@@ -588,24 +581,12 @@ static int uapi_set(const WgDevice *dev) {
 	return uapi_set_flags(dev, WG_SET_DEVICE_ATTRS | WG_SET_REPLACE_PEERS);
 }
 
-static int uapi_one_peer(const char *ifname, const WgPeer *peer, unsigned flags) {
-	WgDevice d = { .peers = (WgPeer *) peer, .n_peers = 1 };
-
-	if (!ifname || !nl_ifname_valid(ifname))
-		return -EINVAL;
-	strcpy(d.name, ifname);
-	return uapi_set_flags(&d, flags);
-}
-
 static int uapi_update_peer(const char *ifname, const WgPeer *peer) {
-	return uapi_one_peer(ifname, peer, 0);
+	return wg_driver_update_peer(uapi_set_flags, ifname, peer);
 }
 
 static int uapi_remove_peer(const char *ifname, const WgKey *public_key) {
-	WgPeer p = { .public_key = *public_key };
-
-	/* wireguard-go ignores remove=true for a peer it does not have. */
-	return uapi_one_peer(ifname, &p, WG_SET_REMOVE_PEERS);
+	return wg_driver_remove_peer(uapi_set_flags, ifname, public_key);
 }
 
 static int uapi_get(const char *ifname, WgDevice **ret) {
