@@ -506,11 +506,42 @@ static int send_all(int fd, const char *p, size_t len) {
 	return 0;
 }
 
-/* Sends a request and reads the reply up to its terminating blank line. */
-static int uapi_transact(const char *ifname, const char *req, size_t req_len, char **ret, size_t *ret_len) {
+/* A reply buffer: a get reply holds the private key, so no copy of it is left in freed memory. */
+typedef struct Reply {
+	char *buf;
+	size_t size, len;
+} Reply;
+
+static void reply_wipe(Reply *r) {
+	if (r->buf)
+		explicit_bzero(r->buf, r->size + 1);
+	r->buf = mfree(r->buf);
+}
+
+static int reply_grow(Reply *r) {
+	size_t size;
+	char *b;
+
+	if (r->size >= WG_UAPI_REPLY_MAX)
+		return -EFBIG;
+	size = MIN(MAX(r->size * 2, (size_t) 8192), (size_t) WG_UAPI_REPLY_MAX);
+	b = malloc(size + 1);
+	if (!b)
+		return -ENOMEM;
+	if (r->len > 0)
+		memcpy(b, r->buf, r->len);
+	reply_wipe(r);
+	r->buf = b;
+	r->size = size;
+	return 0;
+}
+
+/* Sends a request and reads the reply up to its terminating blank line into *ret (the caller wipes
+ * it with reply_wipe()). */
+static int uapi_transact(const char *ifname, const char *req, size_t req_len, Reply *ret) {
 	_cleanup_close_ int fd = -EBADF;
-	_cleanup_free_ char *buf = NULL;
-	size_t size = 0, len = 0, start;
+	_cleanup_(reply_wipe) Reply rp = {};
+	size_t start;
 	int r;
 
 	fd = uapi_connect(ifname);
@@ -522,17 +553,12 @@ static int uapi_transact(const char *ifname, const char *req, size_t req_len, ch
 	for (;;) {
 		ssize_t n;
 
-		if (len + 4096 > size) {
-			char *b;
-			if (size >= WG_UAPI_REPLY_MAX)
-				return -EFBIG;
-			size = MIN(MAX(size * 2, (size_t) 8192), (size_t) WG_UAPI_REPLY_MAX);
-			b = realloc(buf, size + 1);
-			if (!b)
-				return -ENOMEM;
-			buf = b;
+		if (rp.len + 4096 > rp.size) {
+			r = reply_grow(&rp);
+			if (r < 0)
+				return r;
 		}
-		n = recv(fd, buf + len, size - len, 0);
+		n = recv(fd, rp.buf + rp.len, rp.size - rp.len, 0);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -540,30 +566,31 @@ static int uapi_transact(const char *ifname, const char *req, size_t req_len, ch
 		}
 		if (n == 0)
 			break;
-		len += (size_t) n;
+		rp.len += (size_t) n;
 		/* Only the terminator has two newlines in a row (no line is empty). */
-		start = len - (size_t) n > 0 ? len - (size_t) n - 1 : 0;
-		if (memmem(buf + start, len - start, "\n\n", 2))
+		start = rp.len - (size_t) n > 0 ? rp.len - (size_t) n - 1 : 0;
+		if (memmem(rp.buf + start, rp.len - start, "\n\n", 2))
 			break;
 	}
-	buf[len] = 0;
-	*ret = TAKE_PTR(buf);
-	*ret_len = len;
+	if (!rp.buf)
+		return -EBADMSG;
+	rp.buf[rp.len] = 0;
+	*ret = rp;
+	rp = (Reply) {};
 	return 0;
 }
 
 /* A request that expects only "errno=N". The request is wiped (it may hold the private key). */
 static int uapi_set_request(const char *ifname, char *req, size_t req_len) {
-	_cleanup_free_ char *reply = NULL;
-	size_t reply_len;
+	_cleanup_(reply_wipe) Reply reply = {};
 	int r;
 
-	r = uapi_transact(ifname, req, req_len, &reply, &reply_len);
+	r = uapi_transact(ifname, req, req_len, &reply);
 	explicit_bzero(req, req_len);
 	free(req);
 	if (r < 0)
 		return r;
-	return wg_uapi_parse_errno(reply, reply_len);
+	return wg_uapi_parse_errno(reply.buf, reply.len);
 }
 
 static int uapi_set_flags(const WgDevice *dev, unsigned flags) {
@@ -592,15 +619,13 @@ static int uapi_remove_peer(const char *ifname, const WgKey *public_key) {
 static int uapi_get(const char *ifname, WgDevice **ret) {
 	static const char req[] = "get=1\n\n";
 	_cleanup_(wg_device_freep) WgDevice *d = NULL;
-	_cleanup_free_ char *reply = NULL;
-	size_t reply_len = 0;
+	_cleanup_(reply_wipe) Reply reply = {};
 	int r;
 
-	r = uapi_transact(ifname, req, sizeof(req) - 1, &reply, &reply_len);
+	r = uapi_transact(ifname, req, sizeof(req) - 1, &reply);
 	if (r < 0)
 		return r;
-	r = wg_uapi_parse_get(reply, reply_len, ifname, &d);
-	explicit_bzero(reply, reply_len);
+	r = wg_uapi_parse_get(reply.buf, reply.len, ifname, &d);
 	if (r < 0)
 		return r;
 	/* The UAPI has no public key line: derive it, as wg(8) does. */
