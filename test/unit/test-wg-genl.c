@@ -575,8 +575,10 @@ static void test_parse_get(void **state) {
 	assert_int_equal(p->tx_bytes, 148);
 	assert_int_equal(p->n_allowed_ips, 0);
 
-	/* the same k2 again, not first in its message: a duplicate, not a continuation */
-	assert_int_equal(wg_genl_parse_get((struct nlmsghdr *) m2.b, FAMILY, &d), -EBADMSG);
+	assert_int_equal(wg_device_check_unique_peers(d), 0);
+	/* m2 again: its k2 continues k4 no more, and k4 comes twice: duplicates, caught at the end */
+	assert_int_equal(wg_genl_parse_get((struct nlmsghdr *) m2.b, FAMILY, &d), 0);
+	assert_int_equal(wg_device_check_unique_peers(d), -EEXIST);
 }
 
 /* One message whose only peer gets the attribute `type` with `len` bytes of `fill`. */

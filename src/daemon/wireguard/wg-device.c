@@ -63,21 +63,57 @@ WgPeer *wg_device_find_peer(const WgDevice *d, const WgKey *public_key) {
 	return NULL;
 }
 
-int wg_device_add_peer(WgDevice *d, const WgKey *public_key, WgPeer **ret) {
-	WgPeer *peers;
+/* Arrays grow to the next power of two (at least 4) when n reaches one, so appending n elements
+ * costs O(n) copies, not O(n^2): the capacity is implied by n, no field needed. */
+static bool needs_growth(size_t n) {
+	return n == 0 || (n >= 4 && (n & (n - 1)) == 0);
+}
 
-	if (wg_device_find_peer(d, public_key))
-		return -EEXIST;
+static size_t grown(size_t n) {
+	return n == 0 ? 4 : 2 * n;
+}
+
+int wg_device_append_peer(WgDevice *d, const WgKey *public_key, WgPeer **ret) {
 	if (d->n_peers >= WG_MAX_PEERS)
 		return -E2BIG;
-	peers = reallocarray(d->peers, d->n_peers + 1, sizeof(*peers));
-	if (!peers)
-		return -ENOMEM;
-	d->peers = peers;
-	peers[d->n_peers] = (WgPeer) { .public_key = *public_key };
+	if (needs_growth(d->n_peers)) {
+		WgPeer *peers = reallocarray(d->peers, grown(d->n_peers), sizeof(*peers));
+		if (!peers)
+			return -ENOMEM;
+		d->peers = peers;
+	}
+	d->peers[d->n_peers] = (WgPeer) { .public_key = *public_key };
 	if (ret)
-		*ret = &peers[d->n_peers];
+		*ret = &d->peers[d->n_peers];
 	d->n_peers++;
+	return 0;
+}
+
+int wg_device_add_peer(WgDevice *d, const WgKey *public_key, WgPeer **ret) {
+	if (wg_device_find_peer(d, public_key))
+		return -EEXIST;
+	return wg_device_append_peer(d, public_key, ret);
+}
+
+static int key_cmp(const void *a, const void *b) {
+	/* public keys: not secret, an ordinary comparison is fine */
+	return memcmp(a, b, WG_KEY_LEN);
+}
+
+int wg_device_check_unique_peers(const WgDevice *d) {
+	_cleanup_free_ WgKey *keys = NULL;
+
+	if (d->n_peers < 2)
+		return 0;
+	keys = malloc(d->n_peers * sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->n_peers; i++)
+		keys[i] = d->peers[i].public_key;
+	qsort(keys, d->n_peers, sizeof(*keys), key_cmp);
+	for (size_t i = 1; i < d->n_peers; i++)
+		if (key_cmp(&keys[i - 1], &keys[i]) == 0)
+			return -EEXIST;
 	return 0;
 }
 
@@ -88,11 +124,13 @@ int wg_peer_add_allowed_ip(WgPeer *p, const IpPrefix *prefix) {
 		return -EINVAL;
 	if (p->n_allowed_ips >= WG_MAX_ALLOWED_IPS)
 		return -E2BIG;
-	a = reallocarray(p->allowed_ips, p->n_allowed_ips + 1, sizeof(*a));
-	if (!a)
-		return -ENOMEM;
-	p->allowed_ips = a;
-	a[p->n_allowed_ips++] = ip_prefix_mask(prefix);
+	if (needs_growth(p->n_allowed_ips)) {
+		a = reallocarray(p->allowed_ips, grown(p->n_allowed_ips), sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		p->allowed_ips = a;
+	}
+	p->allowed_ips[p->n_allowed_ips++] = ip_prefix_mask(prefix);
 	return 0;
 }
 

@@ -34,7 +34,7 @@ typedef struct WgPeer {
 	bool has_preshared_key;
 	WgKey preshared_key;
 	WgEndpoint endpoint;
-	IpPrefix *allowed_ips; /* networks (host bits clear) */
+	IpPrefix *allowed_ips; /* networks (host bits clear); grown by wg_peer_add_allowed_ip() */
 	size_t n_allowed_ips;
 	uint16_t persistent_keepalive; /* seconds, 0 = off */
 
@@ -64,8 +64,13 @@ int wg_device_new(const char *name, WgDevice **ret);
 WgDevice *wg_device_free(WgDevice *d);
 DEFINE_TRIVIAL_CLEANUP_FUNC(WgDevice *, wg_device_free);
 /* Appends a peer with this key (everything else zero) and returns it (owned by d, valid until the
- * next add). -EEXIST if d already has that key, -ENOMEM. */
+ * next add). -EEXIST if d already has that key (a linear search), -E2BIG, -ENOMEM. Peers and allowed
+ * IPs are added through these functions only (their arrays grow in powers of two). */
 int wg_device_add_peer(WgDevice *d, const WgKey *public_key, WgPeer **ret);
+/* The same without the search, for many peers at once (a parser, a backend's full state): check
+ * them afterwards with wg_device_check_unique_peers() (O(n log n)): 0, -EEXIST, -ENOMEM. */
+int wg_device_append_peer(WgDevice *d, const WgKey *public_key, WgPeer **ret);
+int wg_device_check_unique_peers(const WgDevice *d);
 WgPeer *wg_device_find_peer(const WgDevice *d, const WgKey *public_key);
 /* Appends a network; host bits are cleared (the kernel would clear them too, and a read-back then
  * compares equal). -EINVAL (no family, bad length), -ENOMEM. */

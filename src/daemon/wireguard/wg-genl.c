@@ -376,9 +376,9 @@ static int parse_peer(const struct nlattr *nest, WgDevice *d, bool first) {
 	if (first && d->n_peers > 0 && wg_key_equal(&d->peers[d->n_peers - 1].public_key, &key))
 		p = &d->peers[d->n_peers - 1];
 	else {
-		r = wg_device_add_peer(d, &key, &p);
+		r = wg_device_append_peer(d, &key, &p); /* duplicates: wg_device_check_unique_peers() */
 		if (r < 0)
-			return r == -EEXIST || r == -E2BIG ? -EBADMSG : r;
+			return r == -E2BIG ? -EBADMSG : r;
 	}
 	r = get_key_opt(tb[WGPEER_A_PRESHARED_KEY], &p->preshared_key, &p->has_preshared_key);
 	if (r < 0)
@@ -634,6 +634,8 @@ static int genl_get(const char *ifname, WgDevice **ret) {
 			r = -EAGAIN;
 		if (r >= 0 && !st.dev)
 			r = -ENODEV;
+		if (r >= 0 && wg_device_check_unique_peers(st.dev) < 0)
+			r = -EBADMSG; /* a peer twice that is no continuation */
 		if (r >= 0) {
 			*ret = st.dev;
 			return 0;

@@ -56,8 +56,9 @@ int wg_genl_build_get(void *buf, size_t size, uint16_t family_id, const char *if
  * Folds one WG_CMD_GET_DEVICE reply message into *dev (created from the message when *dev is
  * NULL). The kernel splits a large device over several messages and a peer's allowed IPs over
  * two; a message's first peer that has the key of the device's last peer continues it. Unknown
- * attributes are skipped; a known one with a bad length, a peer without a public key, a second
- * peer with a key already seen, an allowed IP whose length does not fit its family: -EBADMSG.
+ * attributes are skipped; a known one with a bad length, a peer without a public key, an allowed IP
+ * whose length does not fit its family: -EBADMSG. A key seen twice otherwise is found once the
+ * dump is complete, by wg_device_check_unique_peers() (per message it would cost O(n^2)).
  */
 int wg_genl_parse_get(const struct nlmsghdr *nlh, uint16_t family_id, WgDevice **dev);
 

@@ -316,9 +316,9 @@ static int parse_line(WgDevice *d, WgPeer **peer, unsigned *seen, const char *k,
 		WgKey key;
 		if (wg_key_from_hex(v, vlen, &key) < 0 || wg_key_is_zero(&key))
 			return -EBADMSG;
-		r = wg_device_add_peer(d, &key, peer);
+		r = wg_device_append_peer(d, &key, peer); /* duplicates: checked once at the end */
 		if (r < 0)
-			return r == -EEXIST || r == -E2BIG ? -EBADMSG : r;
+			return r == -E2BIG ? -EBADMSG : r;
 		*seen = 0;
 		return 0;
 	}
@@ -448,6 +448,9 @@ int wg_uapi_parse_get(const char *text, size_t len, const char *ifname, WgDevice
 	r = parse_reply(text, len, d);
 	if (r < 0)
 		return r;
+	r = wg_device_check_unique_peers(d);
+	if (r < 0)
+		return r == -EEXIST ? -EBADMSG : r;
 	*ret = TAKE_PTR(d);
 	return 0;
 }
