@@ -18,11 +18,16 @@ endif
 PKGS    := jansson libmnl libnftables libcurl yaml-0.1
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# weftd only (WireGuard keys, src/daemon/wireguard/): libcrypto. Kept out of PKG_LIBS so the host
+# suite, which links PKG_LIBS when dynamic, never gains it.
+DAEMON_PKGS := libcrypto
+DAEMON_PKG_CFLAGS := $(shell pkg-config --cflags $(DAEMON_PKGS) 2>/dev/null)
+DAEMON_PKG_LIBS   := $(shell pkg-config --libs $(DAEMON_PKGS) 2>/dev/null)
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes -Wvla \
            -Wno-unused-parameter -Wno-format-nonliteral
 CFLAGS  ?= -O2 -g
-override CFLAGS += -std=gnu17 $(WARN) -D_GNU_SOURCE -Isrc $(PKG_CFLAGS) -MMD -MP
+override CFLAGS += -std=gnu17 $(WARN) -D_GNU_SOURCE -Isrc $(PKG_CFLAGS) $(DAEMON_PKG_CFLAGS) -MMD -MP
 override LDFLAGS += -Wl,--as-needed
 ifeq ($(SAN),1)
 override CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -O1
@@ -163,7 +168,7 @@ $(DAEMON_LIB): $(DAEMON_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 $(BUILD)/bin/weftd: $(BUILD)/obj/src/daemon/weftd.o $(DAEMON_LIB) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(DAEMON_PKG_LIBS)
 
 # The tool links libweft.a only: the etcd client and the object decoders it uses (weft apply/get,
 # pod records) are in src/shared/. It must not need libweftd.a.
@@ -181,7 +186,7 @@ define unit_rule
 $(BUILD)/test/$(basename $(notdir $(1))): $(BUILD)/obj/$(1:.c=.o) $(if $(TOOL_LIB_SRCS),$(TOOL_LIB)) \
 		$(if $(DAEMON_LIB_SRCS),$(DAEMON_LIB)) $(LIB)
 	@mkdir -p $$(@D)
-	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS) -lcmocka -lm
+	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS) $$(DAEMON_PKG_LIBS) -lcmocka -lm
 endef
 $(foreach s,$(UNIT_SRCS),$(eval $(call unit_rule,$(s))))
 
@@ -192,7 +197,7 @@ $(foreach s,$(UNIT_SRCS),$(eval $(call unit_rule,$(s))))
 $(BUILD)/test/fuzz-%-replay: $(BUILD)/obj/test/fuzz/fuzz-%.o $(BUILD)/obj/test/fuzz/replay-main.o \
 		$(if $(TOOL_LIB_SRCS),$(TOOL_LIB)) $(if $(DAEMON_LIB_SRCS),$(DAEMON_LIB)) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lm
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(DAEMON_PKG_LIBS) -lm
 
 $(BUILD)/obj/test/fuzz/replay-main.o: test/fuzz/replay-main.c
 	@mkdir -p $(@D)
@@ -201,7 +206,7 @@ $(BUILD)/obj/test/fuzz/replay-main.o: test/fuzz/replay-main.c
 FUZZ_DIR    := build-fuzz
 FUZZ_CC     := clang
 FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_CFLAGS := -std=gnu17 -g -O1 -D_GNU_SOURCE -Isrc $(PKG_CFLAGS) -MMD -MP $(FUZZ_SAN)
+FUZZ_CFLAGS := -std=gnu17 -g -O1 -D_GNU_SOURCE -Isrc $(PKG_CFLAGS) $(DAEMON_PKG_CFLAGS) -MMD -MP $(FUZZ_SAN)
 FUZZ_LIB    := $(FUZZ_DIR)/libweft.a
 FUZZ_DLIB   := $(FUZZ_DIR)/libweftd.a
 FUZZ_TLIB   := $(FUZZ_DIR)/libweft-tool.a
@@ -218,7 +223,7 @@ $(FUZZ_TLIB): $(TOOL_LIB_SRCS:%.c=$(FUZZ_DIR)/obj/%.o)
 	rm -f $@ && ar rcs $@ $^
 $(FUZZ_DIR)/fuzz-%: $(FUZZ_DIR)/obj/test/fuzz/fuzz-%.o $(if $(TOOL_LIB_SRCS),$(FUZZ_TLIB)) \
 		$(if $(DAEMON_LIB_SRCS),$(FUZZ_DLIB)) $(FUZZ_LIB)
-	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) -lm
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) $(DAEMON_PKG_LIBS) -lm
 # Keep the harness objects (make would delete them as intermediates and rebuild every time).
 .SECONDARY: $(FUZZ_SRCS:test/fuzz/%.c=$(BUILD)/obj/test/fuzz/%.o) $(FUZZ_SRCS:test/fuzz/%.c=$(FUZZ_DIR)/obj/test/fuzz/%.o)
 

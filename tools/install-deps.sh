@@ -27,6 +27,9 @@ PKGS=(
 	etcd-server etcd-client
 	# weftd bgp backend: BIRD on the nodes, FRR as the router in the path (tests start their own instances)
 	bird2 frr
+	# weftd wireguard backend: wireguard-go (the userspace WireGuard weftd starts when the kernel has no
+	# module); wireguard-tools (wg) only for tests to inspect devices, never called by weftd
+	wireguard-go wireguard-tools
 	# bench
 	iperf3 gnuplot-nox hyperfine time
 )
