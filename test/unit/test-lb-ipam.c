@@ -217,6 +217,29 @@ static void test_selector_and_auto_assign(void **state) {
 	assert_string_equal(out[2].pools[0], "manual");
 	assert_int_equal(lb_pool_size(&pools[1]), 0);
 
+	/* a dedicated pool wins over a catch-all one listed before it */
+	{
+		LbPool reordered[2] = { pools[2], pools[0] };
+
+		assert_int_equal(lb_ipam_assign(reordered, 2, r, 2, out), 0);
+		assert_string_equal(out[1].pools[0], "gold");
+		assert_string_equal(out[0].pools[0], "rest");
+	}
+
+	/* the gold pool full: a gold Service waits, it does not fall back to the pool open to all */
+	{
+		IpPrefix one = P("192.0.2.9/32");
+		LbPool small[2] = { pools[2], pools[0] };
+		LbRequest two[2] = { r[1], r[1] };
+
+		small[1].cidrs = &one;
+		two[1].key = "ns/shiny2";
+		two[1].created = 9;
+		assert_int_equal(lb_ipam_assign(small, 2, two, 2, out), 0);
+		assert_ip(&out[0], 0, "192.0.2.9");
+		assert_int_equal(out[1].state, LB_PENDING);
+	}
+
 	/* a Service the selector does not pick cannot have a gold address, even by name */
 	r[0].requested[0] = A("192.0.2.77");
 	r[0].n_requested = 1;

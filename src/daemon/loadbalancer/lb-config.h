@@ -13,7 +13,9 @@
  *
  * Name: a DNS label, unique. CIDRs: 1 to 32 networks (host bits clear), overlapping no other
  * pool's. ServiceSelector: a Kubernetes label selector over the Service's labels (absent: every
- * Service). AutoAssign (default true): false hands out only addresses a Service asks for by name.
+ * Service; a Service its selector picks gets addresses from such dedicated pools only, never from
+ * the pools open to every Service). AutoAssign (default true): false hands out only addresses a Service asks for by
+ * name.
  * Announce: "bgp" (each address as a /32 or /128 to the BGP peers through BIRD) or "l2" (one node
  * answers ARP/NDP for it); absent: "bgp" with the bgp backend, else "l2". Keys are also accepted in
  * lower camel case. Errors name the key path and the value.

@@ -323,20 +323,34 @@ static bool find_unused(const LbUsed *u, const IpAddr *first, const IpAddr *last
 	return false;
 }
 
+/* Whether a pool with AutoAssign and an address of the family has a selector that picks r. */
+static bool has_dedicated_pool(const LbPool *pools, size_t n_pools, const LbRequest *r, int family) {
+	for (size_t p = 0; p < n_pools; p++) {
+		if (!pools[p].service_selector || !pools[p].auto_assign || !pool_open(&pools[p], r))
+			continue;
+		for (size_t k = 0; k < pools[p].n_cidrs; k++)
+			if (pools[p].cidrs[k].addr.family == family)
+				return true;
+	}
+	return false;
+}
+
 /* Round 3: the next free address for every family still without one. */
 static int round_auto(const LbPool *pools, size_t n_pools, LbUsed *u, Work *w) {
 	const LbRequest *r = w->req;
 
 	for (size_t fi = 0; fi < r->n_families; fi++) {
 		const LbPool *pool = NULL;
+		bool found, dedicated;
 		IpAddr ip;
-		bool found;
 
 		if (w->have[fi])
 			continue;
 		found = find_shared(pools, n_pools, u, r, r->families[fi], &ip, &pool);
+		dedicated = has_dedicated_pool(pools, n_pools, r, r->families[fi]);
 		for (size_t p = 0; p < n_pools && !found; p++) {
-			if (!pools[p].auto_assign || !pool_open(&pools[p], r))
+			if ((pools[p].service_selector != NULL) != dedicated || !pools[p].auto_assign ||
+			    !pool_open(&pools[p], r))
 				continue;
 			for (size_t k = 0; k < pools[p].n_cidrs && !found; k++) {
 				IpAddr first, last;

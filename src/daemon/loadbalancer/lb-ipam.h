@@ -14,8 +14,11 @@
  *   1. holders: an address held now stays where it is, if it is still one the Service may have
  *      (inside a pool open to it, and what it asks for when it asks);
  *   2. askers: a requested address, if it lies in a pool open to the Service and is free;
- *   3. the rest: the lowest free address of the first pool (config order) open to the Service
- *      with AutoAssign and an address of the family.
+ *   3. the rest: an address its sharing key already holds, if the ports allow; else the lowest
+ *      free address of the first pool (config order) with AutoAssign and an address of the
+ *      family. Where a pool's ServiceSelector selects the Service, only such dedicated pools are
+ *      tried: a Service meant for an internal pool never lands on a public address because the
+ *      internal one is full. Otherwise the pools without a selector are.
  *
  * An address is free for a Service if nobody holds it, or if every holder shares the Service's
  * non-empty sharing key and no port (protocol + number) is used twice: MetalLB's allow-shared-ip
