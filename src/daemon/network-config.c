@@ -8,98 +8,12 @@
 
 #include "basic/fileio.h"
 #include "basic/string-util.h"
+#include "daemon/config-keys.h"
+#include "daemon/loadbalancer/lb-config.h"
 #include "daemon/network-config.h"
 
 #define SUBNET_LEN_MAX4 30u
 #define SUBNET_LEN_MAX6 126u
-
-static int config_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static int config_error(char **ret_error, const char *fmt, ...) {
-	va_list ap;
-
-	if (ret_error) {
-		char *s = NULL;
-
-		va_start(ap, fmt);
-		if (vasprintf(&s, fmt, ap) < 0)
-			s = NULL;
-		va_end(ap);
-		free(*ret_error);
-		*ret_error = s;
-	}
-	return -EINVAL;
-}
-
-static const char *json_kind(const json_t *v) {
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "an object";
-	case JSON_ARRAY: return "an array";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER: return "an integer";
-	case JSON_REAL: return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	case JSON_NULL: return "null";
-	}
-	return "?";
-}
-
-typedef struct KeySpec {
-	const char *name; /* canonical (Flannel) spelling */
-	const char *alt;  /* lower camel case */
-	json_t *value;    /* filled by collect_keys */
-	const char *seen_as;
-} KeySpec;
-
-/* Matches every member of obj to a KeySpec; rejects unknown and doubly spelled keys. */
-static int collect_keys(json_t *obj, const char *where, KeySpec *specs, size_t n, char **ret_error) {
-	const char *key;
-	json_t *v;
-
-	json_object_foreach(obj, key, v) {
-		KeySpec *k = NULL;
-
-		for (size_t i = 0; i < n; i++)
-			if (streq(key, specs[i].name) || streq(key, specs[i].alt)) {
-				k = &specs[i];
-				break;
-			}
-		if (!k)
-			return config_error(ret_error, "%s%sunknown key \"%s\"", where, *where ? ": " : "", key);
-		if (k->value)
-			return config_error(ret_error, "%s%skey \"%s\" given twice (as \"%s\" and \"%s\")", where,
-					    *where ? ": " : "", k->name, k->seen_as, key);
-		k->value = v;
-		k->seen_as = key;
-	}
-	return 0;
-}
-
-static int get_string(const KeySpec *k, const char *path, const char **ret, char **ret_error) {
-	if (!json_is_string(k->value))
-		return config_error(ret_error, "%s: expected a string, got %s", path, json_kind(k->value));
-	*ret = json_string_value(k->value);
-	return 0;
-}
-
-static int get_bool(const KeySpec *k, const char *path, bool *ret, char **ret_error) {
-	if (!json_is_boolean(k->value))
-		return config_error(ret_error, "%s: expected true or false, got %s", path, json_kind(k->value));
-	*ret = json_is_true(k->value);
-	return 0;
-}
-
-static int get_int(const KeySpec *k, const char *path, long long min, long long max, long long *ret, char **ret_error) {
-	long long v;
-
-	if (!json_is_integer(k->value))
-		return config_error(ret_error, "%s: expected an integer, got %s", path, json_kind(k->value));
-	v = json_integer_value(k->value);
-	if (v < min || v > max)
-		return config_error(ret_error, "%s %lld: out of range (%lld..%lld)", path, v, min, max);
-	*ret = v;
-	return 0;
-}
 
 static int parse_network(const KeySpec *k, int family, IpPrefix *ret, char **ret_error) {
 	char buf[IP_PREFIX_STRLEN];
@@ -107,18 +21,18 @@ static int parse_network(const KeySpec *k, int family, IpPrefix *ret, char **ret
 	IpPrefix p, m;
 	int r;
 
-	r = get_string(k, k->name, &s, ret_error);
+	r = cfg_get_string(k, k->name, &s, ret_error);
 	if (r < 0)
 		return r;
 	if (ip_prefix_parse(s, &p) < 0)
-		return config_error(ret_error, "%s \"%s\": invalid CIDR", k->name, s);
+		return cfg_error(ret_error, "%s \"%s\": invalid CIDR", k->name, s);
 	if (p.addr.family != family)
-		return config_error(ret_error, "%s \"%s\": not an %s network", k->name, s,
-				    family == AF_INET ? "IPv4" : "IPv6");
+		return cfg_error(ret_error, "%s \"%s\": not an %s network", k->name, s,
+				 family == AF_INET ? "IPv4" : "IPv6");
 	m = ip_prefix_mask(&p);
 	if (!ip_addr_equal(&m.addr, &p.addr))
-		return config_error(ret_error, "%s \"%s\": host bits set (did you mean %s?)", k->name, s,
-				    ip_prefix_to_string(&m, buf));
+		return cfg_error(ret_error, "%s \"%s\": host bits set (did you mean %s?)", k->name, s,
+				 ip_prefix_to_string(&m, buf));
 	*ret = p;
 	return 0;
 }
@@ -128,14 +42,14 @@ static int parse_subnet_len(const KeySpec *k, const IpPrefix *net, unsigned max,
 	long long v;
 	int r;
 
-	r = get_int(k, k->name, 0, 128, &v, ret_error);
+	r = cfg_get_int(k, k->name, 0, 128, &v, ret_error);
 	if (r < 0)
 		return r;
 	if (v > max)
-		return config_error(ret_error, "%s %lld: too long (at most %u)", k->name, v, max);
+		return cfg_error(ret_error, "%s %lld: too long (at most %u)", k->name, v, max);
 	if (v < net->len)
-		return config_error(ret_error, "%s %lld: subnet length larger than the network %s", k->name, v,
-				    ip_prefix_to_string(net, buf));
+		return cfg_error(ret_error, "%s %lld: subnet length larger than the network %s", k->name, v,
+				 ip_prefix_to_string(net, buf));
 	*ret = (unsigned) v;
 	return 0;
 }
@@ -147,25 +61,25 @@ static int parse_subnet_bound(const KeySpec *k, const NetworkConfig *cfg, IpAddr
 	IpAddr a;
 	int r;
 
-	r = get_string(k, k->name, &s, ret_error);
+	r = cfg_get_string(k, k->name, &s, ret_error);
 	if (r < 0)
 		return r;
 	/* Flannel writes these as plain addresses; tolerate "a.b.c.d/len" with the subnet length. */
 	if (ip_addr_parse(s, &a) < 0) {
 		if (ip_prefix_parse(s, &sub) < 0)
-			return config_error(ret_error, "%s \"%s\": invalid IP address", k->name, s);
+			return cfg_error(ret_error, "%s \"%s\": invalid IP address", k->name, s);
 		a = sub.addr;
 	}
 	if (a.family != AF_INET)
-		return config_error(ret_error, "%s \"%s\": not an IPv4 address", k->name, s);
+		return cfg_error(ret_error, "%s \"%s\": not an IPv4 address", k->name, s);
 	if (!ip_prefix_contains(&cfg->network, &a))
-		return config_error(ret_error, "%s \"%s\": outside Network %s", k->name, s,
-				    ip_prefix_to_string(&cfg->network, buf));
+		return cfg_error(ret_error, "%s \"%s\": outside Network %s", k->name, s,
+				 ip_prefix_to_string(&cfg->network, buf));
 	sub = (IpPrefix) { .addr = a, .len = (uint8_t) cfg->subnet_len };
 	sub = ip_prefix_mask(&sub);
 	if (!ip_addr_equal(&sub.addr, &a))
-		return config_error(ret_error, "%s \"%s\": not the start of a /%u subnet (did you mean %s?)", k->name,
-				    s, cfg->subnet_len, ip_addr_to_string(&sub.addr, buf));
+		return cfg_error(ret_error, "%s \"%s\": not the start of a /%u subnet (did you mean %s?)", k->name, s,
+				 cfg->subnet_len, ip_addr_to_string(&sub.addr, buf));
 	*ret = a;
 	return 0;
 }
@@ -179,6 +93,7 @@ enum {
 	K_SUBNET_MAX,
 	K_BACKEND,
 	K_MASQUERADE,
+	K_LOAD_BALANCER,
 	_K_MAX,
 };
 
@@ -206,44 +121,44 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 	int r;
 
 	if (!json_is_object(obj))
-		return config_error(ret_error, "Backend: expected an object, got %s", json_kind(obj));
-	r = collect_keys(obj, "Backend", keys, ELEMENTSOF(keys), ret_error);
+		return cfg_error(ret_error, "Backend: expected an object, got %s", cfg_json_kind(obj));
+	r = cfg_collect_keys(obj, "Backend", keys, ELEMENTSOF(keys), ret_error);
 	if (r < 0)
 		return r;
 
 	if (!keys[B_TYPE].value)
-		return config_error(ret_error,
-				    "Backend.Type: required (\"vxlan\", \"host-gw\", \"udp\", \"ipip\" or \"bgp\")");
-	r = get_string(&keys[B_TYPE], "Backend.Type", &s, ret_error);
+		return cfg_error(ret_error,
+				 "Backend.Type: required (\"vxlan\", \"host-gw\", \"udp\", \"ipip\" or \"bgp\")");
+	r = cfg_get_string(&keys[B_TYPE], "Backend.Type", &s, ret_error);
 	if (r < 0)
 		return r;
 	if (network_backend_type_from_string(s, &b->type) < 0)
-		return config_error(
+		return cfg_error(
 				ret_error,
 				"Backend.Type \"%s\": unknown backend type (expected \"vxlan\", \"host-gw\", \"udp\", \"ipip\" or \"bgp\")",
 				s);
 
 	if (keys[B_VNI].value) {
-		r = get_int(&keys[B_VNI], "Backend.VNI", 0, 16777215, &v, ret_error);
+		r = cfg_get_int(&keys[B_VNI], "Backend.VNI", 0, 16777215, &v, ret_error);
 		if (r < 0)
 			return r;
 		b->vni = (uint32_t) v;
 	}
 	if (keys[B_PORT].value) {
-		r = get_int(&keys[B_PORT], "Backend.Port", 1, 65535, &v, ret_error);
+		r = cfg_get_int(&keys[B_PORT], "Backend.Port", 1, 65535, &v, ret_error);
 		if (r < 0)
 			return r;
 		b->port = (uint16_t) v;
 	} else if (b->type == NETWORK_BACKEND_UDP)
 		b->port = 8285; /* Flannel's udp default */
 	if (keys[B_DIRECT_ROUTING].value) {
-		r = get_bool(&keys[B_DIRECT_ROUTING], "Backend.DirectRouting", &b->direct_routing, ret_error);
+		r = cfg_get_bool(&keys[B_DIRECT_ROUTING], "Backend.DirectRouting", &b->direct_routing, ret_error);
 		if (r < 0)
 			return r;
 	}
 	if (keys[B_AS_NUMBER].value) {
 		/* 0 and 4294967295 (AS_TRANS 23456 is allowed by BIRD but confusing) are reserved */
-		r = get_int(&keys[B_AS_NUMBER], "Backend.ASNumber", 1, 4294967294LL, &v, ret_error);
+		r = cfg_get_int(&keys[B_AS_NUMBER], "Backend.ASNumber", 1, 4294967294LL, &v, ret_error);
 		if (r < 0)
 			return r;
 		b->asn = (uint32_t) v;
@@ -255,26 +170,26 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 		size_t i;
 
 		if (!json_is_array(pv) || json_array_size(pv) > ELEMENTSOF(b->peers))
-			return config_error(ret_error, "Backend.Peers: expected an array of at most %zu peers",
-					    ELEMENTSOF(b->peers));
+			return cfg_error(ret_error, "Backend.Peers: expected an array of at most %zu peers",
+					 ELEMENTSOF(b->peers));
 		json_array_foreach(pv, i, e) {
 			KeySpec pk[2] = { { .name = "IP", .alt = "ip" }, { .name = "ASNumber", .alt = "asNumber" } };
 			char path[48];
 
 			snprintf(path, sizeof(path), "Backend.Peers[%zu]", i);
 			if (!json_is_object(e))
-				return config_error(ret_error, "%s: expected an object, got %s", path, json_kind(e));
-			r = collect_keys(e, path, pk, 2, ret_error);
+				return cfg_error(ret_error, "%s: expected an object, got %s", path, cfg_json_kind(e));
+			r = cfg_collect_keys(e, path, pk, 2, ret_error);
 			if (r < 0)
 				return r;
 			if (!pk[0].value || !pk[1].value)
-				return config_error(ret_error, "%s: IP and ASNumber are required", path);
-			r = get_string(&pk[0], "Backend.Peers[].IP", &s, ret_error);
+				return cfg_error(ret_error, "%s: IP and ASNumber are required", path);
+			r = cfg_get_string(&pk[0], "Backend.Peers[].IP", &s, ret_error);
 			if (r < 0)
 				return r;
 			if (ip_addr_parse(s, &b->peers[i].ip) < 0 || b->peers[i].ip.family != AF_INET)
-				return config_error(ret_error, "%s.IP \"%s\": not an IPv4 address", path, s);
-			r = get_int(&pk[1], "Backend.Peers[].ASNumber", 1, 4294967294LL, &v, ret_error);
+				return cfg_error(ret_error, "%s.IP \"%s\": not an IPv4 address", path, s);
+			r = cfg_get_int(&pk[1], "Backend.Peers[].ASNumber", 1, 4294967294LL, &v, ret_error);
 			if (r < 0)
 				return r;
 			b->peers[i].asn = (uint32_t) v;
@@ -288,14 +203,14 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 		size_t i;
 
 		if (!json_is_array(rv) || json_array_size(rv) > ELEMENTSOF(b->route_reflectors))
-			return config_error(ret_error,
-					    "Backend.RouteReflectors: expected an array of at most %zu node names",
-					    ELEMENTSOF(b->route_reflectors));
+			return cfg_error(ret_error,
+					 "Backend.RouteReflectors: expected an array of at most %zu node names",
+					 ELEMENTSOF(b->route_reflectors));
 		json_array_foreach(rv, i, e) {
 			const char *n = json_string_value(e);
 
 			if (!n || !*n || strlen(n) >= sizeof(b->route_reflectors[0]))
-				return config_error(
+				return cfg_error(
 						ret_error,
 						"Backend.RouteReflectors[%zu]: expected a node name of 1-%zu characters",
 						i, sizeof(b->route_reflectors[0]) - 1);
@@ -307,7 +222,7 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 		/* IPv6 needs 1280 on every link; IPv4 68. */
 		long long min = cfg->network6.addr.family == AF_INET6 ? 1280 : 68;
 
-		r = get_int(&keys[B_MTU], "Backend.MTU", min, 65535, &v, ret_error);
+		r = cfg_get_int(&keys[B_MTU], "Backend.MTU", min, 65535, &v, ret_error);
 		if (r < 0)
 			return r;
 		b->mtu = (uint32_t) v;
@@ -315,27 +230,56 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 	return 0;
 }
 
+/* The LoadBalancer section: pools that stay clear of the pod networks, and the announcement mode
+ * (by default BGP where the backend speaks it, else L2). */
+static int parse_load_balancer(json_t *v, NetworkConfig *cfg, char **ret_error) {
+	int r;
+
+	r = lb_config_parse(v, &cfg->load_balancer, ret_error);
+	if (r < 0)
+		return r;
+	if (cfg->load_balancer->announce == LB_ANNOUNCE_DEFAULT)
+		cfg->load_balancer->announce =
+				cfg->backend.type == NETWORK_BACKEND_BGP ? LB_ANNOUNCE_BGP : LB_ANNOUNCE_L2;
+	if (cfg->network.addr.family == AF_INET) {
+		r = lb_config_check_overlap(cfg->load_balancer, &cfg->network, "Network", ret_error);
+		if (r < 0)
+			return -EINVAL;
+	}
+	if (cfg->network6.addr.family == AF_INET6) {
+		r = lb_config_check_overlap(cfg->load_balancer, &cfg->network6, "Network6", ret_error);
+		if (r < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
 int network_config_parse(const char *json, NetworkConfig **ret, char **ret_error) {
 	KeySpec keys[_K_MAX] = {
-		[K_NETWORK] = { "Network", "network" },        [K_NETWORK6] = { "Network6", "network6" },
-		[K_SUBNET_LEN] = { "SubnetLen", "subnetLen" }, [K_SUBNET_LEN6] = { "SubnetLen6", "subnetLen6" },
-		[K_SUBNET_MIN] = { "SubnetMin", "subnetMin" }, [K_SUBNET_MAX] = { "SubnetMax", "subnetMax" },
-		[K_BACKEND] = { "Backend", "backend" },        [K_MASQUERADE] = { "Masquerade", "masquerade" },
+		[K_NETWORK] = { "Network", "network" },
+		[K_NETWORK6] = { "Network6", "network6" },
+		[K_SUBNET_LEN] = { "SubnetLen", "subnetLen" },
+		[K_SUBNET_LEN6] = { "SubnetLen6", "subnetLen6" },
+		[K_SUBNET_MIN] = { "SubnetMin", "subnetMin" },
+		[K_SUBNET_MAX] = { "SubnetMax", "subnetMax" },
+		[K_BACKEND] = { "Backend", "backend" },
+		[K_MASQUERADE] = { "Masquerade", "masquerade" },
+		[K_LOAD_BALANCER] = { "LoadBalancer", "loadBalancer" },
 	};
-	_cleanup_free_ NetworkConfig *cfg = NULL;
+	_cleanup_(network_config_freep) NetworkConfig *cfg = NULL;
 	json_t *root;
 	json_error_t jerr;
 	char buf[IP_PREFIX_STRLEN];
 	int r;
 
 	if (!json)
-		return config_error(ret_error, "no network config");
+		return cfg_error(ret_error, "no network config");
 	root = json_loads(json, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
-		return config_error(ret_error, "network config is not valid JSON: %s (line %d, column %d)", jerr.text,
-				    jerr.line, jerr.column);
+		return cfg_error(ret_error, "network config is not valid JSON: %s (line %d, column %d)", jerr.text,
+				 jerr.line, jerr.column);
 	if (!json_is_object(root)) {
-		r = config_error(ret_error, "network config: expected a JSON object, got %s", json_kind(root));
+		r = cfg_error(ret_error, "network config: expected a JSON object, got %s", cfg_json_kind(root));
 		goto finish;
 	}
 
@@ -351,7 +295,7 @@ int network_config_parse(const char *json, NetworkConfig **ret, char **ret_error
 		.masquerade = true,
 	};
 
-	r = collect_keys(root, "", keys, ELEMENTSOF(keys), ret_error);
+	r = cfg_collect_keys(root, "", keys, ELEMENTSOF(keys), ret_error);
 	if (r < 0)
 		goto finish;
 
@@ -369,20 +313,20 @@ int network_config_parse(const char *json, NetworkConfig **ret, char **ret_error
 		if (r < 0)
 			goto finish;
 		if (ip_prefix_overlaps(&cfg->network6, &mapped)) {
-			r = config_error(ret_error, "Network6 \"%s\": overlaps the IPv4-mapped range ::ffff:0:0/96%s",
-					 json_string_value(keys[K_NETWORK6].value),
-					 cfg->network.addr.family == AF_INET ? " (and so Network)" : "");
+			r = cfg_error(ret_error, "Network6 \"%s\": overlaps the IPv4-mapped range ::ffff:0:0/96%s",
+				      json_string_value(keys[K_NETWORK6].value),
+				      cfg->network.addr.family == AF_INET ? " (and so Network)" : "");
 			goto finish;
 		}
 	}
 	if (!keys[K_NETWORK].value && !keys[K_NETWORK6].value) {
-		r = config_error(ret_error, "Network: required (an IPv4 CIDR such as \"10.244.0.0/16\"; or Network6)");
+		r = cfg_error(ret_error, "Network: required (an IPv4 CIDR such as \"10.244.0.0/16\"; or Network6)");
 		goto finish;
 	}
 
 	if (keys[K_SUBNET_LEN].value) {
 		if (cfg->network.addr.family != AF_INET) {
-			r = config_error(ret_error, "SubnetLen: given without Network");
+			r = cfg_error(ret_error, "SubnetLen: given without Network");
 			goto finish;
 		}
 		r = parse_subnet_len(&keys[K_SUBNET_LEN], &cfg->network, SUBNET_LEN_MAX4, &cfg->subnet_len, ret_error);
@@ -392,14 +336,14 @@ int network_config_parse(const char *json, NetworkConfig **ret, char **ret_error
 		/* Like Flannel: a network smaller than the default /24 gets subnets 6 bits longer. */
 		cfg->subnet_len = MIN(cfg->network.len + 6u, SUBNET_LEN_MAX4);
 		if (cfg->subnet_len < cfg->network.len) {
-			r = config_error(ret_error, "Network %s: too small to hold node subnets",
-					 ip_prefix_to_string(&cfg->network, buf));
+			r = cfg_error(ret_error, "Network %s: too small to hold node subnets",
+				      ip_prefix_to_string(&cfg->network, buf));
 			goto finish;
 		}
 	}
 	if (keys[K_SUBNET_LEN6].value) {
 		if (cfg->network6.addr.family != AF_INET6) {
-			r = config_error(ret_error, "SubnetLen6: given without Network6");
+			r = cfg_error(ret_error, "SubnetLen6: given without Network6");
 			goto finish;
 		}
 		r = parse_subnet_len(&keys[K_SUBNET_LEN6], &cfg->network6, SUBNET_LEN_MAX6, &cfg->subnet_len6,
@@ -409,8 +353,8 @@ int network_config_parse(const char *json, NetworkConfig **ret, char **ret_error
 	} else if (cfg->network6.addr.family == AF_INET6 && cfg->network6.len > cfg->subnet_len6) {
 		cfg->subnet_len6 = MIN(cfg->network6.len + 16u, SUBNET_LEN_MAX6);
 		if (cfg->subnet_len6 < cfg->network6.len) {
-			r = config_error(ret_error, "Network6 %s: too small to hold node subnets",
-					 ip_prefix_to_string(&cfg->network6, buf));
+			r = cfg_error(ret_error, "Network6 %s: too small to hold node subnets",
+				      ip_prefix_to_string(&cfg->network6, buf));
 			goto finish;
 		}
 	}
@@ -419,7 +363,7 @@ int network_config_parse(const char *json, NetworkConfig **ret, char **ret_error
 		if (!keys[i].value)
 			continue;
 		if (cfg->network.addr.family != AF_INET) {
-			r = config_error(ret_error, "%s: given without Network", keys[i].name);
+			r = cfg_error(ret_error, "%s: given without Network", keys[i].name);
 			goto finish;
 		}
 		r = parse_subnet_bound(&keys[i], cfg, i == K_SUBNET_MIN ? &cfg->subnet_min : &cfg->subnet_max,
@@ -430,8 +374,8 @@ int network_config_parse(const char *json, NetworkConfig **ret, char **ret_error
 	if (cfg->subnet_min.family == AF_INET && cfg->subnet_max.family == AF_INET &&
 	    ip_addr_cmp(&cfg->subnet_min, &cfg->subnet_max) > 0) {
 		char b2[IP_ADDR_STRLEN];
-		r = config_error(ret_error, "SubnetMin %s is above SubnetMax %s",
-				 ip_addr_to_string(&cfg->subnet_min, buf), ip_addr_to_string(&cfg->subnet_max, b2));
+		r = cfg_error(ret_error, "SubnetMin %s is above SubnetMax %s", ip_addr_to_string(&cfg->subnet_min, buf),
+			      ip_addr_to_string(&cfg->subnet_max, b2));
 		goto finish;
 	}
 
@@ -441,7 +385,12 @@ int network_config_parse(const char *json, NetworkConfig **ret, char **ret_error
 			goto finish;
 	}
 	if (keys[K_MASQUERADE].value) {
-		r = get_bool(&keys[K_MASQUERADE], "Masquerade", &cfg->masquerade, ret_error);
+		r = cfg_get_bool(&keys[K_MASQUERADE], "Masquerade", &cfg->masquerade, ret_error);
+		if (r < 0)
+			goto finish;
+	}
+	if (keys[K_LOAD_BALANCER].value) {
+		r = parse_load_balancer(keys[K_LOAD_BALANCER].value, cfg, ret_error);
 		if (r < 0)
 			goto finish;
 	}
@@ -469,6 +418,8 @@ int network_config_load_file(const char *path, NetworkConfig **ret, char **ret_e
 }
 
 NetworkConfig *network_config_free(NetworkConfig *cfg) {
+	if (cfg)
+		lb_config_free(cfg->load_balancer);
 	free(cfg);
 	return NULL;
 }

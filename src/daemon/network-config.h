@@ -8,7 +8,7 @@
  *   {"Network": "10.244.0.0/16", "Network6": "fd00:10:244::/56", "SubnetLen": 24, "SubnetLen6": 64,
  *    "SubnetMin": "10.244.10.0", "SubnetMax": "10.244.99.0",
  *    "Backend": {"Type": "vxlan", "VNI": 1, "Port": 4789, "DirectRouting": false, "MTU": 1450},
- *    "Masquerade": true}
+ *    "Masquerade": true, "LoadBalancer": {"Pools": [...], "Announce": "bgp"}}
  *
  * Keys are also accepted in lower camel case ("network", "subnetLen", "backend": {"type", "vni",
  * "port", "directRouting", "mtu"}). Unknown keys are rejected. At least one of Network / Network6
@@ -54,6 +54,9 @@ typedef struct NetworkConfig {
 	IpAddr subnet_max;    /* last IPv4 subnet that may be leased; AF_UNSPEC = network end */
 	NetworkBackendConfig backend;
 	bool masquerade; /* default true */
+	/* "LoadBalancer": address pools for LoadBalancer Services and how they are announced
+	 * (loadbalancer/lb-config.h); NULL when absent (weftd assigns no addresses). Owned. */
+	struct LbConfig *load_balancer;
 } NetworkConfig;
 
 /*

@@ -24,6 +24,7 @@
 #include "basic/string-util.h"
 #include "daemon/cache/object-source-etcd.h"
 #include "daemon/cache/object-source-kube.h"
+#include "daemon/loadbalancer/lb-agent.h"
 #include "daemon/policy/policy-agent.h"
 #include "daemon/service/service-agent.h"
 #include "daemon/weftd.h"
@@ -430,6 +431,16 @@ int manager_objects_start(Manager *m) {
 		r = manager_objects_add_consumer(m, &service_agent_handlers, s->services);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up Services: %m");
+	r = lb_agent_new(s->cache, m->loop,
+			 &(LbAgentConfig) { .node = m->args.node_name,
+					    .network = &m->config,
+					    .etcd = s->etcd,
+					    .prefix = m->args.etcd_prefix },
+			 &s->lb);
+	if (r >= 0)
+		r = manager_objects_add_consumer(m, &lb_agent_handlers, s->lb);
+	if (r < 0)
+		return log_error_errno(r, "Failed to set up LoadBalancer address assignment: %m");
 	r = object_cache_attach(s->cache, m->loop);
 	if (r < 0)
 		return log_error_errno(r, "Failed to attach the object cache: %m");
@@ -460,6 +471,7 @@ void manager_objects_done(Manager *m) {
 	s->cache = object_cache_free(s->cache);
 	policy_agent_free(s->policy);
 	service_agent_free(s->services);
+	lb_agent_free(s->lb);
 	event_source_free(s->client_io);
 	event_source_free(s->relist_timer);
 	kube_object_source_free(s->kube_source);
@@ -527,6 +539,7 @@ int manager_objects_render_metrics(Manager *m, FILE *f) {
 		policy_agent_render_metrics(m->objects.policy, f);
 	if (m->objects.services)
 		service_agent_render_metrics(m->objects.services, f);
+	lb_agent_render_metrics(m->objects.lb, f);
 	metric_per_kind(f, c, "weft_cache_synced", "gauge", "1 once the kind's first list is in the object cache.",
 			get_synced);
 	metric_per_kind(f, c, "weft_cache_objects", "gauge", "Objects of the kind in the object cache.", get_objects);

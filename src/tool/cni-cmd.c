@@ -18,7 +18,7 @@
 #include "tool/cni-chain.h"
 #include "tool/cni-cmd.h"
 #include "tool/cni-conf-load.h"
-#include "tool/object-store.h"
+#include "shared/client/object-store.h"
 #include "tool/pod-record.h"
 
 #define NETCONFPATH_DEFAULT "/etc/cni/net.d"

@@ -19,7 +19,7 @@
 #include "basic/fileio.h"
 #include "basic/string-util.h"
 #include "tool/object-cmd.h"
-#include "tool/object-store.h"
+#include "shared/client/object-store.h"
 #include "tool/yaml-json.h"
 
 /* ---- kinds ---- */

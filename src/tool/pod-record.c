@@ -10,7 +10,7 @@
 
 #include "basic/string-util.h"
 #include "shared/ip/ip-addr.h"
-#include "tool/object-store.h"
+#include "shared/client/object-store.h"
 #include "tool/pod-record.h"
 
 #define CONTAINER_ID_ANNOTATION "weft.dev/container-id"

@@ -892,6 +892,97 @@ static void test_service_limits(void **state) {
 	}
 }
 
+/* LoadBalancer fields: ipMode Proxy kept apart from the DNATed ingress IPs (KEP-1860), the class,
+ * the requested addresses (loadBalancerIP, weft's annotation, MetalLB's), the sharing key, and a
+ * malformed request that marks the request bad without refusing the Service. */
+static void test_service_load_balancer(void **state) {
+	json_t *j = fixture("service.json");
+	KubeObject *o;
+	const KubeService *s;
+
+	mutate(j, "status|loadBalancer|ingress",
+	       "[{\"ip\": \"203.0.113.50\", \"ipMode\": \"VIP\"}, {\"ip\": \"203.0.113.51\", \"ipMode\": "
+	       "\"Proxy\"}, {\"ip\": \"2001:db8::50\"}]");
+	mutate(j, "spec|loadBalancerClass", "\"weft.dev/loadbalancer\"");
+	mutate(j, "metadata|annotations",
+	       "{\"weft.dev/loadbalancer-ips\": \"203.0.113.50, 2001:db8::50\", \"weft.dev/allow-shared-ip\": "
+	       "\"front\", \"metallb.universe.tf/loadBalancerIPs\": \"198.51.100.1\"}");
+	o = decode_ok(KUBE_KIND_SERVICE, j);
+	s = KUBE_SERVICE(o);
+	assert_int_equal(s->n_lb_ips, 2);
+	assert_string_equal(ip_str(&s->lb_ips[0]), "203.0.113.50");
+	assert_string_equal(ip_str(&s->lb_ips[1]), "2001:db8::50");
+	assert_int_equal(s->n_lb_proxy_ips, 1);
+	assert_string_equal(ip_str(&s->lb_proxy_ips[0]), "203.0.113.51");
+	assert_string_equal(s->lb_class, KUBE_LB_CLASS_WEFT);
+	assert_false(s->lb_request_bad);
+	assert_int_equal(s->n_lb_requested, 2); /* weft's annotation wins over MetalLB's */
+	assert_string_equal(ip_str(&s->lb_requested[0]), "203.0.113.50");
+	assert_string_equal(ip_str(&s->lb_requested[1]), "2001:db8::50");
+	assert_string_equal(s->lb_sharing_key, "front");
+	expect_round_trip(o);
+	kube_object_free(o, pool);
+
+	/* spec.loadBalancerIP wins over both annotations; MetalLB's sharing key is read too */
+	mutate(j, "spec|loadBalancerIP", "\"203.0.113.9\"");
+	mutate(j, "metadata|annotations",
+	       "{\"weft.dev/loadbalancer-ips\": \"203.0.113.50\", \"metallb.universe.tf/allow-shared-ip\": \"k\"}");
+	o = decode_ok(KUBE_KIND_SERVICE, j);
+	s = KUBE_SERVICE(o);
+	assert_int_equal(s->n_lb_requested, 1);
+	assert_string_equal(ip_str(&s->lb_requested[0]), "203.0.113.9");
+	assert_string_equal(s->lb_sharing_key, "k");
+	expect_round_trip(o);
+	kube_object_free(o, pool);
+
+	/* MetalLB's address annotation, alone */
+	mutate(j, "spec|loadBalancerIP", NULL);
+	mutate(j, "metadata|annotations", "{\"metallb.universe.tf/loadBalancerIPs\": \"198.51.100.1\"}");
+	o = decode_ok(KUBE_KIND_SERVICE, j);
+	assert_int_equal(KUBE_SERVICE(o)->n_lb_requested, 1);
+	assert_string_equal(ip_str(&KUBE_SERVICE(o)->lb_requested[0]), "198.51.100.1");
+	kube_object_free(o, pool);
+
+	/* malformed requests: the Service decodes, the request is marked bad with key and value */
+	static const struct {
+		const char *field, *value, *error;
+	} bad[] = {
+		{ "spec|loadBalancerIP", "\"10.0.0.300\"", "spec.loadBalancerIP: \"10.0.0.300\" is not an IP address" },
+		{ "metadata|annotations", "{\"weft.dev/loadbalancer-ips\": \"10.0.0.1,nope\"}",
+		  "weft.dev/loadbalancer-ips: \"10.0.0.1,nope\" is not a list of IP addresses" },
+		{ "metadata|annotations", "{\"weft.dev/loadbalancer-ips\": \"10.0.0.1,10.0.0.2\"}",
+		  "weft.dev/loadbalancer-ips: \"10.0.0.1,10.0.0.2\" names two addresses of one family" },
+		{ "metadata|annotations", "{\"weft.dev/loadbalancer-ips\": \"10.0.0.1,::1,10.0.0.2\"}",
+		  "weft.dev/loadbalancer-ips: \"10.0.0.1,::1,10.0.0.2\" is not one address, or two of different "
+		  "families" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		json_t *c = json_deep_copy(j);
+
+		mutate(c, "metadata|annotations", NULL);
+		mutate(c, bad[i].field, bad[i].value);
+		o = decode_ok(KUBE_KIND_SERVICE, c);
+		s = KUBE_SERVICE(o);
+		assert_true(s->lb_request_bad);
+		assert_int_equal(s->n_lb_requested, 0);
+		assert_string_equal(s->lb_request_error, bad[i].error);
+		expect_round_trip(o);
+		kube_object_free(o, pool);
+		json_decref(c);
+	}
+
+	/* refused as the API server refuses them */
+	mutate(j, "status|loadBalancer|ingress", "[{\"ip\": \"203.0.113.50\", \"ipMode\": \"Direct\"}]");
+	expect_refused(KUBE_KIND_SERVICE, j, "status.loadBalancer.ingress[0].ipMode: not VIP or Proxy");
+	mutate(j, "status|loadBalancer|ingress", "[]");
+	mutate(j, "spec|loadBalancerClass", "\"no-domain\"");
+	expect_refused(KUBE_KIND_SERVICE, j, "spec.loadBalancerClass: not a label-style name with a domain");
+	mutate(j, "spec|loadBalancerClass", NULL);
+	mutate(j, "metadata|annotations", "[]");
+	expect_refused(KUBE_KIND_SERVICE, j, "metadata.annotations: not an object");
+	json_decref(j);
+}
+
 static void test_round_trip(void **state) {
 	static const struct {
 		const char *file;
@@ -978,6 +1069,7 @@ int main(void) {
 		cmocka_unit_test(test_equal),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_service_limits),
+		cmocka_unit_test(test_service_load_balancer),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_kind_names),
 	};

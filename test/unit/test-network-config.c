@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "basic/string-util.h"
+#include "daemon/loadbalancer/lb-config.h"
 #include "daemon/network-config.h"
 
 static const char *pfx(const IpPrefix *p, char buf[static IP_PREFIX_STRLEN]) {
@@ -264,10 +265,90 @@ static void test_backend_names(void **state) {
 	assert_null(network_config_free(NULL));
 }
 
+/* The LoadBalancer section: pools, selector, AutoAssign, the announcement default from the
+ * backend, and every refusal naming its key and value. */
+static void test_load_balancer(void **state) {
+	static const struct {
+		const char *lb, *error;
+	} bad[] = {
+		{ "[]", "LoadBalancer: expected an object, got an array" },
+		{ "{}", "LoadBalancer.Pools: expected an array of 1 to 64 pools" },
+		{ "{\"Pools\": [{\"Name\": \"a\"}]}", "LoadBalancer.Pools[0]: Name and CIDRs are required" },
+		{ "{\"Pools\": [{\"Name\": \"A_b\", \"CIDRs\": [\"192.0.2.0/28\"]}]}",
+		  "LoadBalancer.Pools[0].Name \"A_b\": not a DNS label" },
+		{ "{\"Pools\": [{\"Name\": \"a\", \"CIDRs\": [\"192.0.2.1/28\"]}]}",
+		  "LoadBalancer.Pools[0].CIDRs[0] \"192.0.2.1/28\": host bits set (did you mean 192.0.2.0/28?)" },
+		{ "{\"Pools\": [{\"Name\": \"a\", \"CIDRs\": [\"nope\"]}]}",
+		  "LoadBalancer.Pools[0].CIDRs[0] \"nope\": invalid CIDR" },
+		{ "{\"Pools\": [{\"Name\": \"a\", \"CIDRs\": []}]}",
+		  "LoadBalancer.Pools[0].CIDRs: expected an array of 1 to 32 CIDRs" },
+		{ "{\"Pools\": [{\"Name\": \"a\", \"CIDRs\": [\"192.0.2.0/28\"], \"Color\": 1}]}",
+		  "LoadBalancer.Pools[0]: unknown key \"Color\"" },
+		{ "{\"Pools\": [{\"Name\": \"a\", \"CIDRs\": [\"192.0.2.0/28\"], \"AutoAssign\": 1}]}",
+		  "LoadBalancer.Pools[0].AutoAssign: expected true or false, got an integer" },
+		{ "{\"Pools\": [{\"Name\": \"a\", \"CIDRs\": [\"192.0.2.0/28\"], \"ServiceSelector\": "
+		  "{\"matchExpressions\": [{\"key\": \"x\", \"operator\": \"In\"}]}}]}",
+		  "LoadBalancer.Pools[0].ServiceSelector" },
+		{ "{\"Pools\": [{\"Name\": \"a\", \"CIDRs\": [\"192.0.2.0/28\"]}, {\"Name\": \"a\", "
+		  "\"CIDRs\": [\"198.51.100.0/28\"]}]}",
+		  "LoadBalancer.Pools[1].Name \"a\": repeats Pools[0]" },
+		{ "{\"Pools\": [{\"Name\": \"a\", \"CIDRs\": [\"192.0.2.0/24\"]}, {\"Name\": \"b\", "
+		  "\"CIDRs\": [\"192.0.2.128/25\"]}]}",
+		  "LoadBalancer.Pools[1].CIDRs[0] 192.0.2.128/25: overlaps 192.0.2.0/24 of pool a" },
+		{ "{\"Pools\": [{\"Name\": \"a\", \"CIDRs\": [\"10.244.7.0/28\"]}]}",
+		  "LoadBalancer pool a: 10.244.7.0/28 overlaps Network 10.244.0.0/16" },
+		{ "{\"Pools\": [{\"Name\": \"a\", \"CIDRs\": [\"192.0.2.0/28\"]}], \"Announce\": \"arp\"}",
+		  "LoadBalancer.Announce \"arp\": expected \"bgp\" or \"l2\"" },
+	};
+	const char *good = "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"%s\"}, \"loadBalancer\": "
+			   "{\"pools\": [{\"Name\": \"public\", \"CIDRs\": [\"192.0.2.0/28\", \"2001:db8:1b::/120\"], "
+			   "\"ServiceSelector\": {\"matchLabels\": {\"exposure\": \"public\"}}}, {\"name\": "
+			   "\"manual\", \"cidrs\": [\"198.51.100.0/24\"], \"autoAssign\": false}]%s}}";
+	const char *backends[] = { "bgp", "vxlan", "vxlan" };
+	const char *announce[] = { "", "", ", \"Announce\": \"bgp\"" };
+	const LbAnnounce want[] = { LB_ANNOUNCE_BGP, LB_ANNOUNCE_L2, LB_ANNOUNCE_BGP };
+
+	for (size_t i = 0; i < ELEMENTSOF(backends); i++) {
+		_cleanup_(network_config_freep) NetworkConfig *cfg = NULL;
+		_cleanup_free_ char *json = strdup_printf(good, backends[i], announce[i]), *err = NULL;
+		const LbConfig *lb;
+		char buf[IP_PREFIX_STRLEN];
+
+		if (network_config_parse(json, &cfg, &err) < 0)
+			fail_msg("%s: %s", json, err);
+		lb = cfg->load_balancer;
+		assert_non_null(lb);
+		assert_int_equal(lb->announce, want[i]);
+		assert_int_equal(lb->n_pools, 2);
+		assert_string_equal(lb->pools[0].name, "public");
+		assert_int_equal(lb->pools[0].n_cidrs, 2);
+		assert_string_equal(ip_prefix_to_string(&lb->pools[0].cidrs[1], buf), "2001:db8:1b::/120");
+		assert_non_null(lb->pools[0].service_selector);
+		assert_true(lb->pools[0].auto_assign);
+		assert_string_equal(lb->pools[1].name, "manual");
+		assert_null(lb->pools[1].service_selector);
+		assert_false(lb->pools[1].auto_assign);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		_cleanup_free_ char *json = strdup_printf("{\"Network\": \"10.244.0.0/16\", \"LoadBalancer\": %s}",
+							  bad[i].lb),
+				    *err = NULL;
+		NetworkConfig *cfg = NULL;
+
+		if (network_config_parse(json, &cfg, &err) != -EINVAL)
+			fail_msg("case %zu accepted: %s", i, json);
+		assert_null(cfg);
+		if (!err || !strstr(err, bad[i].error))
+			fail_msg("case %zu %s:\n  error %s\n  want  ...%s...", i, json, err ?: "(null)", bad[i].error);
+	}
+	assert_string_equal(lb_announce_to_string(LB_ANNOUNCE_L2), "l2");
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_valid), cmocka_unit_test(test_invalid),       cmocka_unit_test(test_overlap),
-		cmocka_unit_test(test_file),  cmocka_unit_test(test_backend_names),
+		cmocka_unit_test(test_valid),         cmocka_unit_test(test_invalid),
+		cmocka_unit_test(test_overlap),       cmocka_unit_test(test_file),
+		cmocka_unit_test(test_backend_names), cmocka_unit_test(test_load_balancer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 
 #include "basic/string-util.h"
 #include "daemon/cache/object-source-etcd.h"
+#include "shared/client/object-store.h"
 
 #define LIST_PAGE_SIZE 500
 
@@ -63,11 +64,7 @@ EtcdObjectSource *etcd_object_source_free(EtcdObjectSource *s) {
 }
 
 char *etcd_object_source_kind_prefix(const char *prefix, KubeKind kind) {
-	const KubeKindInfo *info = kube_kind_info(kind);
-
-	if (!info)
-		return NULL;
-	return strdup_printf("%s%sobjects/%s/", prefix, endswith(prefix, "/") ? "" : "/", info->resource);
+	return object_key_prefix(prefix, kind, NULL);
 }
 
 static void request_free(ObjectSourceRequest *r) {

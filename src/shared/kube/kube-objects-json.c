@@ -212,6 +212,29 @@ static void policy_json(const KubeNetworkPolicy *p, json_t *j) {
 
 static const char *const service_types[] = { "ClusterIP", "NodePort", "LoadBalancer", "ExternalName" };
 
+/* What the Service asks of the LoadBalancer address assigner, in weft's own annotations. */
+static void service_lb_json(const KubeService *s, json_t *spec, json_t *md) {
+	json_t *ann = json_object();
+	char a[IP_ADDR_STRLEN], b[IP_ADDR_STRLEN];
+
+	if (s->lb_class)
+		set(spec, "loadBalancerClass", json_string(s->lb_class));
+	if (s->lb_request_bad)
+		set(ann, KUBE_ANNOTATION_LB_IPS, json_string(s->lb_request_raw));
+	else if (s->n_lb_requested == 1)
+		set(ann, KUBE_ANNOTATION_LB_IPS, json_string(ip_addr_to_string(&s->lb_requested[0], a)));
+	else if (s->n_lb_requested == 2)
+		set(ann, KUBE_ANNOTATION_LB_IPS,
+		    json_sprintf("%s,%s", ip_addr_to_string(&s->lb_requested[0], a),
+				 ip_addr_to_string(&s->lb_requested[1], b)));
+	if (s->lb_sharing_key)
+		set(ann, KUBE_ANNOTATION_LB_SHARED, json_string(s->lb_sharing_key));
+	if (json_object_size(ann) > 0 && md)
+		set(md, "annotations", ann);
+	else
+		json_decref(ann);
+}
+
 static void service_json(const KubeService *s, json_t *j) {
 	json_t *spec = json_object(), *ports = json_array(), *fams = json_array(), *lb = json_array();
 
@@ -265,7 +288,11 @@ static void service_json(const KubeService *s, json_t *j) {
 	}
 	for (size_t i = 0; i < s->n_lb_ips; i++)
 		json_array_append_new(lb, json_pack("{s:o}", "ip", ip_json(&s->lb_ips[i])));
+	for (size_t i = 0; i < s->n_lb_proxy_ips; i++)
+		json_array_append_new(lb,
+				      json_pack("{s:o, s:s}", "ip", ip_json(&s->lb_proxy_ips[i]), "ipMode", "Proxy"));
 	set(j, "status", json_pack("{s:{s:o}}", "loadBalancer", "ingress", lb));
+	service_lb_json(s, spec, json_object_get(j, "metadata"));
 }
 
 static const char *const address_types[] = { "IPv4", "IPv6", "FQDN" };

@@ -216,9 +216,39 @@ typedef struct KubeService {
 	size_t n_ports, n_external_ips, n_lb_ips, n_source_ranges;
 	KubeServicePort *ports;
 	IpAddr *external_ips;
-	IpAddr *lb_ips;          /* status.loadBalancer.ingress[].ip */
+	IpAddr *lb_ips;          /* status.loadBalancer.ingress[].ip with ipMode VIP (the default) */
 	IpPrefix *source_ranges; /* spec.loadBalancerSourceRanges (masked to the network) */
+	/*
+	 * LoadBalancer addresses (KEP-1860): an ingress IP with ipMode Proxy belongs to a load balancer
+	 * that proxies: the nodes do not DNAT it (it is not in lb_ips), so in-cluster clients go
+	 * through the load balancer too. Kept for explaining.
+	 */
+	size_t n_lb_proxy_ips;
+	IpAddr *lb_proxy_ips;
+	/*
+	 * What the Service asks of an address assigner (LB-IPAM, lb-ipam.h): spec.loadBalancerClass
+	 * (weft acts on none or KUBE_LB_CLASS_WEFT), the addresses it asks for
+	 * (spec.loadBalancerIP, else the KUBE_ANNOTATION_LB_IPS annotation, else MetalLB's), and the
+	 * key under which it shares an address (KUBE_ANNOTATION_LB_SHARED, else MetalLB's). A
+	 * malformed request does not refuse the Service (its ClusterIP still works): lb_request_bad
+	 * is set with the reason, and the assigner refuses the address.
+	 */
+	const char *lb_class;       /* interned; NULL = the cluster's default */
+	const char *lb_sharing_key; /* interned; NULL = shares with nobody */
+	uint8_t n_lb_requested;
+	bool lb_request_bad;
+	IpAddr lb_requested[2];
+	char *lb_request_error; /* with lb_request_bad: why, naming the key and value */
+	char *lb_request_raw;   /* with lb_request_bad: the value as written */
 } KubeService;
+
+#define KUBE_LB_CLASS_WEFT "weft.dev/loadbalancer"
+#define KUBE_ANNOTATION_LB_IPS "weft.dev/loadbalancer-ips"
+#define KUBE_ANNOTATION_LB_SHARED "weft.dev/allow-shared-ip"
+/* MetalLB's names for the same two, read when weft's are absent (a MetalLB user's Services keep
+ * working). */
+#define KUBE_ANNOTATION_METALLB_LB_IPS "metallb.universe.tf/loadBalancerIPs"
+#define KUBE_ANNOTATION_METALLB_SHARED "metallb.universe.tf/allow-shared-ip"
 
 /* Top-level member the etcd object source sets to the key's create_revision (see KubeService.created);
  * the Kubernetes source removes it, so only a source can set it. */

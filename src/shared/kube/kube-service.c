@@ -20,7 +20,12 @@ void ko_service_free(KubeService *s, StringPool *pool) {
 	free(s->cluster_ips);
 	free(s->external_ips);
 	free(s->lb_ips);
+	free(s->lb_proxy_ips);
 	free(s->source_ranges);
+	free(s->lb_request_error);
+	free(s->lb_request_raw);
+	string_pool_unref(pool, s->lb_class);
+	string_pool_unref(pool, s->lb_sharing_key);
 }
 
 /* metadata.creationTimestamp (RFC 3339 in UTC, as the API server writes it: "2024-01-02T03:04:05Z")
@@ -147,6 +152,124 @@ static int service_ports_parse(const json_t *spec, StringPool *pool, KubeService
 	return 0;
 }
 
+/*
+ * status.loadBalancer.ingress[]: the IPs (an entry given only by hostname, as some cloud load
+ * balancers do, carries nothing to route), into lb_ips or, with ipMode Proxy, lb_proxy_ips.
+ */
+static int service_ingress_parse(const json_t *a, KubeService *v, DecodeError *err) {
+	size_t n = 0, i;
+	const json_t *x;
+
+	json_array_foreach(a, i, x)
+		if (ko_jget(x, "ip"))
+			n++;
+	if (n == 0)
+		return 0;
+	if (!(v->lb_ips = calloc(n, sizeof(IpAddr))) || !(v->lb_proxy_ips = calloc(n, sizeof(IpAddr))))
+		return -ENOMEM;
+	json_array_foreach(a, i, x) {
+		const char *mode;
+		IpAddr ip;
+		char p[64];
+		int r;
+
+		if (!ko_jget(x, "ip"))
+			continue;
+		ko_pathf(p, sizeof(p), "status.loadBalancer.ingress[%zu].ip", i);
+		r = ko_parse_ip(ko_jget(x, "ip"), p, &ip, err);
+		if (r < 0)
+			return r;
+		if (ko_jstr(x, "ipMode", &mode) < 0 || (mode && !streq(mode, "VIP") && !streq(mode, "Proxy")))
+			return decode_error(err, "status.loadBalancer.ingress[%zu].ipMode: not VIP or Proxy", i);
+		if (mode && streq(mode, "Proxy"))
+			v->lb_proxy_ips[v->n_lb_proxy_ips++] = ip;
+		else
+			v->lb_ips[v->n_lb_ips++] = ip;
+	}
+	return 0;
+}
+
+/* A request that cannot be honoured: kept on the Service for the assigner to refuse and report. */
+static int lb_request_refuse(KubeService *v, const char *raw, const char *fmt, const char *key) {
+	v->lb_request_bad = true;
+	v->n_lb_requested = 0;
+	v->lb_request_raw = strdup(raw);
+	v->lb_request_error = strdup_printf(fmt, key, raw);
+	return v->lb_request_raw && v->lb_request_error ? 0 : -ENOMEM;
+}
+
+/* "a" or "a,b" (spaces allowed around each), at most one address per family. */
+static int lb_requested_parse(KubeService *v, const char *key, const char *value) {
+	_cleanup_strv_free_ char **l = NULL;
+
+	if (strv_split(value, ",", &l) < 0)
+		return -ENOMEM;
+	if (strv_length(l) == 0 || strv_length(l) > 2)
+		return lb_request_refuse(v, value, "%s: \"%.64s\" is not one address, or two of different families",
+					 key);
+	for (char **e = l; *e; e++) {
+		char *t = *e + strspn(*e, " \t");
+		size_t n = strlen(t);
+
+		while (n > 0 && (t[n - 1] == ' ' || t[n - 1] == '\t'))
+			t[--n] = '\0';
+
+		if (ip_addr_parse(t, &v->lb_requested[v->n_lb_requested]) < 0)
+			return lb_request_refuse(v, value, "%s: \"%.64s\" is not a list of IP addresses", key);
+		v->n_lb_requested++;
+	}
+	if (v->n_lb_requested == 2 && v->lb_requested[0].family == v->lb_requested[1].family)
+		return lb_request_refuse(v, value, "%s: \"%.64s\" names two addresses of one family", key);
+	return 0;
+}
+
+/*
+ * spec.loadBalancerClass (refused as the API server refuses it: a label-style key with a
+ * domain), the requested addresses (spec.loadBalancerIP, else the annotations) and the sharing
+ * key. A malformed annotation or loadBalancerIP marks the request bad; it does not refuse the
+ * Service.
+ */
+static int service_lb_request_parse(const json_t *md, const json_t *spec, StringPool *pool, KubeService *v,
+				    DecodeError *err) {
+	const json_t *ann = ko_jget(md, "annotations");
+	const char *cls, *lbip, *ips = NULL, *ips_key = NULL, *share;
+
+	if (ann && !json_is_object(ann))
+		return decode_error(err, "metadata.annotations: not an object");
+	if (ko_jstr(spec, "loadBalancerClass", &cls) < 0 || (cls && (!label_key_valid(cls) || !strchr(cls, '/'))))
+		return decode_error(
+				err,
+				"spec.loadBalancerClass: not a label-style name with a domain (\"example.com/lb\")");
+	if (cls && !(v->lb_class = string_pool_intern(pool, cls)))
+		return -ENOMEM;
+	if (ko_jstr(spec, "loadBalancerIP", &lbip) < 0)
+		return decode_error(err, "spec.loadBalancerIP: not a string");
+	if (!isempty(lbip)) {
+		if (ip_addr_parse(lbip, &v->lb_requested[0]) < 0)
+			return lb_request_refuse(v, lbip, "%s: \"%.64s\" is not an IP address", "spec.loadBalancerIP");
+		v->n_lb_requested = 1;
+	} else {
+		const char *const keys[] = { KUBE_ANNOTATION_LB_IPS, KUBE_ANNOTATION_METALLB_LB_IPS };
+
+		for (size_t k = 0; k < ELEMENTSOF(keys) && !ips; k++)
+			if (json_is_string(json_object_get(ann, keys[k]))) {
+				ips = json_string_value(json_object_get(ann, keys[k]));
+				ips_key = keys[k];
+			}
+		if (ips) {
+			int r = lb_requested_parse(v, ips_key, ips);
+
+			if (r < 0)
+				return r;
+		}
+	}
+	share = json_string_value(json_object_get(ann, KUBE_ANNOTATION_LB_SHARED))
+				?: json_string_value(json_object_get(ann, KUBE_ANNOTATION_METALLB_SHARED));
+	if (!isempty(share) && !(v->lb_sharing_key = string_pool_intern_n(pool, share, strnlen(share, 253))))
+		return -ENOMEM;
+	return 0;
+}
+
 int ko_service_decode(const json_t *j, StringPool *pool, KubeObject **ret, DecodeError *err) {
 	_cleanup_(ko_meta_done) Meta m = {};
 	const json_t *spec = ko_jget(j, "spec"), *a, *x;
@@ -232,26 +355,12 @@ int ko_service_decode(const json_t *j, StringPool *pool, KubeObject **ret, Decod
 				 KUBE_SERVICE_MAX_LB_INGRESS);
 		goto fail;
 	}
-	/* Ingress points given only by hostname (some cloud LBs) carry nothing to route. */
-	n = 0;
-	json_array_foreach(a, i, x)
-		if (ko_jget(x, "ip"))
-			n++;
-	if (n > 0) {
-		if (!(v->lb_ips = calloc(n, sizeof(IpAddr))))
-			goto oom;
-		json_array_foreach(a, i, x) {
-			char p[64];
-
-			if (!ko_jget(x, "ip"))
-				continue;
-			ko_pathf(p, sizeof(p), "status.loadBalancer.ingress[%zu].ip", i);
-			r = ko_parse_ip(ko_jget(x, "ip"), p, &v->lb_ips[v->n_lb_ips], err);
-			if (r < 0)
-				goto fail;
-			v->n_lb_ips++;
-		}
-	}
+	r = service_ingress_parse(a, v, err);
+	if (r < 0)
+		goto fail;
+	r = service_lb_request_parse(m.j, spec, pool, v, err);
+	if (r < 0)
+		goto fail;
 
 	if (ko_jstr(spec, "sessionAffinity", &s) < 0 || (s && !streq(s, "None") && !streq(s, "ClientIP"))) {
 		r = decode_error(err, "spec.sessionAffinity: not None or ClientIP");
@@ -323,6 +432,13 @@ bool ko_service_equal(const KubeService *a, const KubeService *b) {
 	    a->health_check_node_port != b->health_check_node_port || a->n_ports != b->n_ports ||
 	    a->n_external_ips != b->n_external_ips || a->n_lb_ips != b->n_lb_ips || a->created != b->created ||
 	    a->created_by_revision != b->created_by_revision || a->n_source_ranges != b->n_source_ranges)
+		return false;
+	if (a->n_lb_proxy_ips != b->n_lb_proxy_ips || a->lb_class != b->lb_class ||
+	    a->lb_sharing_key != b->lb_sharing_key || a->lb_request_bad != b->lb_request_bad ||
+	    a->n_lb_requested != b->n_lb_requested ||
+	    !ko_ip_arrays_equal(a->lb_proxy_ips, b->lb_proxy_ips, a->n_lb_proxy_ips) ||
+	    !ko_ip_arrays_equal(a->lb_requested, b->lb_requested, a->n_lb_requested) ||
+	    !streq_ptr(a->lb_request_raw, b->lb_request_raw))
 		return false;
 	for (size_t i = 0; i < a->n_source_ranges; i++)
 		if (!ip_prefix_equal(&a->source_ranges[i], &b->source_ranges[i]))

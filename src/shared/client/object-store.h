@@ -2,8 +2,8 @@
 #pragma once
 
 /*
- * The cluster's objects in etcd, as the tool writes and reads them (the contract shared with weftd's
- * etcd object source, README "Cluster objects in etcd"):
+ * The cluster's objects in etcd, as `weft apply` writes them and weftd reads them (its etcd object
+ * source) and writes their status (the LoadBalancer assigner); docs/etcd-mode.md:
  *
  *   <prefix>/objects/<resource>/<namespace>/<name>    namespaced kinds
  *   <prefix>/objects/<resource>/<name>                cluster-scoped kinds
@@ -25,7 +25,8 @@
 /* etcd's default --max-txn-ops: a bigger write goes in several transactions. */
 #define OBJECT_STORE_MAX_TXN_OPS 128u
 
-/* <prefix>/objects/<resource>/[<ns>/]<name>; malloc'ed, NULL on OOM. */
+/* <prefix>/objects/<resource>/[<ns>/]<name> (trailing slashes of prefix ignored); malloc'ed, NULL on
+ * OOM. */
 char *object_key(const char *prefix, KubeKind kind, const char *ns, const char *name);
 /* The key prefix of every object of a kind ("…/pods/"), or of one namespace ("…/pods/shop/"). */
 char *object_key_prefix(const char *prefix, KubeKind kind, const char *ns);
@@ -48,6 +49,20 @@ typedef struct ObjectOp {
 	EtcdKv kv;       /* GET: the key (kv.key NULL if absent); free with etcd_kv_done() */
 	int64_t deleted; /* DELETE / DELETE_PREFIX: how many keys went */
 } ObjectOp;
+
+/* A compare on a key that is not written: its create_revision (create) or mod_revision equals
+ * revision (0: the key does not exist). A writer fences its writes with the key it holds (the
+ * LoadBalancer assigner's leader key): once the key is gone or someone else's, nothing is written. */
+typedef struct ObjectGuard {
+	const char *key;
+	bool create;
+	int64_t revision;
+} ObjectGuard;
+
+/* The transaction's request body (guards first, then each op's compare); NULL on OOM. */
+json_t *object_store_txn_request(const ObjectOp *ops, size_t n, const ObjectGuard *guards, size_t n_guards);
+/* Reads a transaction's response into ops (as object_store_txn()). 0 or -EBADMSG/-ENOMEM. */
+int object_store_txn_parse(const json_t *resp, ObjectOp *ops, size_t n, bool *ret_succeeded, int64_t *ret_revision);
 
 /*
  * Runs ops as one etcd transaction: if every compare holds, every op happens and *ret_succeeded is

@@ -7,22 +7,35 @@
 #include <time.h>
 
 #include "basic/string-util.h"
-#include "tool/object-store.h"
+#include "shared/client/object-store.h"
+
+/* The prefix without its trailing slashes ("/weft/network/" and "/weft/network" are one store). */
+static int prefix_len(const char *prefix) {
+	size_t n = strlen(prefix);
+
+	while (n > 0 && prefix[n - 1] == '/')
+		n--;
+	return (int) MIN(n, (size_t) INT32_MAX);
+}
 
 char *object_key(const char *prefix, KubeKind kind, const char *ns, const char *name) {
 	const KubeKindInfo *ki = kube_kind_info(kind);
 
+	if (!ki)
+		return NULL;
 	if (ki->namespaced)
-		return strdup_printf("%s/objects/%s/%s/%s", prefix, ki->resource, ns, name);
-	return strdup_printf("%s/objects/%s/%s", prefix, ki->resource, name);
+		return strdup_printf("%.*s/objects/%s/%s/%s", prefix_len(prefix), prefix, ki->resource, ns, name);
+	return strdup_printf("%.*s/objects/%s/%s", prefix_len(prefix), prefix, ki->resource, name);
 }
 
 char *object_key_prefix(const char *prefix, KubeKind kind, const char *ns) {
 	const KubeKindInfo *ki = kube_kind_info(kind);
 
+	if (!ki)
+		return NULL;
 	if (ki->namespaced && ns)
-		return strdup_printf("%s/objects/%s/%s/", prefix, ki->resource, ns);
-	return strdup_printf("%s/objects/%s/", prefix, ki->resource);
+		return strdup_printf("%.*s/objects/%s/%s/", prefix_len(prefix), prefix, ki->resource, ns);
+	return strdup_printf("%.*s/objects/%s/", prefix_len(prefix), prefix, ki->resource);
 }
 
 static json_t *bytes(const char *s) {
@@ -47,51 +60,69 @@ static json_t *op_request(const ObjectOp *op) {
 	return NULL;
 }
 
-int object_store_txn(EtcdClient *c, ObjectOp *ops, size_t n, bool *ret_succeeded, int64_t *ret_revision) {
-	json_t *req = NULL, *resp = NULL, *cmp, *success, *responses;
-	int r = -ENOMEM;
+json_t *object_store_txn_request(const ObjectOp *ops, size_t n, const ObjectGuard *guards, size_t n_guards) {
+	json_t *req, *cmp, *success;
 
 	req = json_pack("{s:[], s:[], s:[]}", "compare", "success", "failure");
 	if (!req)
-		return -ENOMEM;
+		return NULL;
 	cmp = json_object_get(req, "compare");
 	success = json_object_get(req, "success");
+	for (size_t i = 0; i < n_guards; i++)
+		if (json_array_append_new(cmp, json_pack("{s:o, s:s, s:s, s:o}", "key", bytes(guards[i].key), "target",
+							 guards[i].create ? "CREATE" : "MOD", "result", "EQUAL",
+							 guards[i].create ? "create_revision" : "mod_revision",
+							 etcd_json_int64_new(guards[i].revision))) < 0)
+			goto oom;
 	for (size_t i = 0; i < n; i++) {
 		if (ops[i].compare &&
 		    json_array_append_new(cmp, json_pack("{s:o, s:s, s:s, s:o}", "key", bytes(ops[i].key), "target",
 							 "MOD", "result", "EQUAL", "mod_revision",
 							 etcd_json_int64_new(ops[i].expect_mod))) < 0)
-			goto out;
+			goto oom;
 		if (json_array_append_new(success, op_request(&ops[i])) < 0)
-			goto out;
+			goto oom;
 	}
-	r = etcd_client_call(c, "/v3/kv/txn", req, &resp);
-	if (r < 0)
-		goto out;
+	return req;
+oom:
+	json_decref(req);
+	return NULL;
+}
+
+int object_store_txn_parse(const json_t *resp, ObjectOp *ops, size_t n, bool *ret_succeeded, int64_t *ret_revision) {
+	const json_t *responses = json_object_get(resp, "responses");
+	int r;
+
 	*ret_succeeded = json_is_true(json_object_get(resp, "succeeded"));
 	if (ret_revision)
 		*ret_revision = etcd_json_int64(json_object_get(resp, "header"), "revision");
-	responses = json_object_get(resp, "responses");
 	for (size_t i = 0; *ret_succeeded && i < n; i++) {
 		const json_t *x = json_array_get(responses, i), *kv;
 
-		if (!json_is_object(x)) {
-			r = -EBADMSG;
-			goto out;
-		}
+		if (!json_is_object(x))
+			return -EBADMSG;
 		if (ops[i].type == OBJECT_OP_GET) {
 			etcd_kv_done(&ops[i].kv);
 			kv = json_array_get(json_object_get(json_object_get(x, "response_range"), "kvs"), 0);
 			if (kv && (r = etcd_kv_decode(kv, &ops[i].kv)) < 0)
-				goto out;
+				return r;
 		} else if (ops[i].type != OBJECT_OP_PUT)
 			ops[i].deleted = etcd_json_int64(json_object_get(x, "response_delete_range"), "deleted");
 	}
-	r = 0;
-out:
-	json_decref(req);
-	json_decref(resp);
-	return r;
+	return 0;
+}
+
+int object_store_txn(EtcdClient *c, ObjectOp *ops, size_t n, bool *ret_succeeded, int64_t *ret_revision) {
+	_cleanup_(json_decrefp) json_t *req = object_store_txn_request(ops, n, NULL, 0);
+	_cleanup_(json_decrefp) json_t *resp = NULL;
+	int r;
+
+	if (!req)
+		return -ENOMEM;
+	r = etcd_client_call(c, "/v3/kv/txn", req, &resp);
+	if (r < 0)
+		return r;
+	return object_store_txn_parse(resp, ops, n, ret_succeeded, ret_revision);
 }
 
 void object_ops_done(ObjectOp *ops, size_t n) {
