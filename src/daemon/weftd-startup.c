@@ -47,6 +47,9 @@ static int startup_fail_config(Manager *m, const char *msg) {
 }
 
 int manager_validate_config(Manager *m) {
+	const BackendOps *ops;
+	int r;
+
 	for (size_t i = 0; i < m->backend.n_connected; i++) {
 		_cleanup_free_ char *err = NULL,
 				    *what = strdup_printf("the underlay network of %s", m->backend.underlay_name);
@@ -81,10 +84,13 @@ int manager_validate_config(Manager *m) {
 		.network6 = m->config->network6,
 		.masquerade = m->config->masquerade,
 	};
-	m->backend.config = m->config->backend;
-	m->backend.ops = backend_ops_find(m->config->backend.type);
-	if (!m->backend.ops)
+	ops = backend_ops_find(m->config->backend.type);
+	if (!ops)
 		return startup_fail_config(m, "unknown backend");
+	m->backend.config = m->config->backend;
+	r = backend_init(&m->backend, ops);
+	if (r < 0)
+		return log_error_errno(r, "Failed to set up backend %s: %m", ops->name);
 	return 0;
 }
 
@@ -172,10 +178,7 @@ static int startup_acquire(Manager *m) {
 		return log_error_errno(r, "Out of memory");
 	snprintf(self.backend, sizeof(self.backend), "%s", m->backend.ops->name);
 	self.public_ip = m->backend.public_ip;
-	if (m->backend.vtep_ifindex > 0) {
-		memcpy(self.vtep_mac, m->backend.vtep_mac, 6);
-		self.has_vtep_mac = true;
-	}
+	backend_lease_attrs(&m->backend, &self); /* vxlan: the VTEP MAC */
 	if (ip_addr_is_set(&m->config->network.addr)) {
 		network = &m->config->network;
 		subnet_len = m->config->subnet_len;

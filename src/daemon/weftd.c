@@ -250,7 +250,7 @@ static int on_signal(EventSource *s, int signo, void *userdata) {
 			else {
 				log_info("Released lease on subnet %s",
 					 ip_prefix_to_string(&m->backend.self.subnet, (char[IP_PREFIX_STRLEN]) {}));
-				backend_bgp_withdraw(&m->backend); /* stop announcing what is no longer ours */
+				backend_withdraw(&m->backend); /* stop announcing what is no longer ours (bgp) */
 			}
 		}
 	}
