@@ -96,7 +96,8 @@ int manager_validate_config(Manager *m) {
 
 /* Returns 0 when done, -EAGAIN to retry later, other < 0 fatal (loop exit already requested). */
 static int startup_connect(Manager *m) {
-	bool kube = streq(m->args.datastore, "kubernetes");
+	const char *kind = datastore_kind_to_string(m->args.datastore);
+	bool kube = m->args.datastore == DATASTORE_KUBERNETES;
 	DatastoreConfig dc = {
 		.kind = m->args.datastore,
 		.endpoints = m->args.etcd_endpoints,
@@ -111,7 +112,7 @@ static int startup_connect(Manager *m) {
 	if (!m->ds) {
 		r = m->ds_ops->open(&dc, &m->ds);
 		if (r == -EINVAL) {
-			log_error("Invalid %s datastore configuration (%s): not retrying", m->args.datastore, where);
+			log_error("Invalid %s datastore configuration (%s): not retrying", kind, where);
 			event_loop_exit(m->loop, EXIT_CONFIG);
 			return r;
 		}
@@ -120,7 +121,7 @@ static int startup_connect(Manager *m) {
 			return -EAGAIN;
 		}
 		m->metrics.datastore_connected = true;
-		log_info("Connected to %s at %s", m->args.datastore, where);
+		log_info("Connected to %s at %s", kind, where);
 		/* Objects from Kubernetes too: they use the kubeconfig the datastore just loaded. */
 		r = manager_objects_start(m);
 		if (r < 0) {
