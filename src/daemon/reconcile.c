@@ -402,7 +402,8 @@ static void count_rejected(Reconciler *r, LeaseReject why) {
 		r->metrics->leases_rejected[why]++;
 }
 
-static void filter_init(const Reconciler *r, LeaseFilter *f) {
+/* attrs: storage for what the backend publishes with our lease (f->self_mac points into it). */
+static void filter_init(const Reconciler *r, LeaseFilter *f, NodeLease *attrs) {
 	const Backend *b = r->backend;
 
 	*f = (LeaseFilter) { .self_name = r->self_name };
@@ -424,19 +425,21 @@ static void filter_init(const Reconciler *r, LeaseFilter *f) {
 		f->self_subnet = b->self.subnet;
 		f->self_subnet6 = b->self.subnet6;
 	}
-	if (b->vtep_ifindex > 0)
-		f->self_mac = b->vtep_mac;
+	backend_lease_attrs(b, attrs);
+	if (attrs->has_vtep_mac)
+		f->self_mac = attrs->vtep_mac;
 	f->local = b->local;
 	f->n_local = b->n_local;
 }
 
 int reconciler_select(Reconciler *r) {
 	_cleanup_free_ LeaseCandidate *c = NULL;
+	NodeLease self_attrs = {};
 	LeaseFilter f;
 	size_t accepted = 0;
 	int k;
 
-	filter_init(r, &f);
+	filter_init(r, &f, &self_attrs);
 	c = calloc(r->n_nodes + 1, sizeof(LeaseCandidate));
 	if (!c)
 		return -ENOMEM;
@@ -508,7 +511,7 @@ int reconciler_select(Reconciler *r) {
 typedef struct ObserveCtx {
 	ReconcileObserved *obs;
 	size_t a_routes, a_neigh, a_fdb, a_foreign;
-	int vtep_ifindex;
+	int neigh_ifindex; /* the backend's (vxlan: the VTEP); 0 = none */
 } ObserveCtx;
 
 static int observe_route_cb(const NlRoute *rt, void *userdata) {
@@ -532,7 +535,7 @@ static int observe_neigh_cb(const NlNeigh *n, void *userdata) {
 	ObserveCtx *c = userdata;
 
 	/* Only permanent entries are ours; the kernel's own (incomplete/failed) ones come and go. */
-	if (n->ifindex != c->vtep_ifindex || !(n->state & NUD_PERMANENT))
+	if (n->ifindex != c->neigh_ifindex || !(n->state & NUD_PERMANENT))
 		return 0;
 	if (GROW(c->obs->neigh, c->obs->n_neigh, c->a_neigh) < 0)
 		return -ENOMEM;
@@ -543,7 +546,7 @@ static int observe_neigh_cb(const NlNeigh *n, void *userdata) {
 static int observe_fdb_cb(const NlNeigh *n, void *userdata) {
 	ObserveCtx *c = userdata;
 
-	if (n->ifindex != c->vtep_ifindex || !ip_addr_is_set(&n->dst))
+	if (n->ifindex != c->neigh_ifindex || !ip_addr_is_set(&n->dst))
 		return 0;
 	if (GROW(c->obs->fdb, c->obs->n_fdb, c->a_fdb) < 0)
 		return -ENOMEM;
@@ -553,16 +556,16 @@ static int observe_fdb_cb(const NlNeigh *n, void *userdata) {
 
 static int reconciler_observe(Reconciler *r, ReconcileObserved *ret) {
 	ReconcileObserved obs = {};
-	ObserveCtx c = { .obs = &obs, .vtep_ifindex = r->backend->vtep_ifindex };
+	ObserveCtx c = { .obs = &obs, .neigh_ifindex = backend_neigh_ifindex(r->backend) };
 	int k;
 
 	k = nl_route_dump(r->nl, AF_UNSPEC, 0, observe_route_cb, &c);
-	if (k >= 0 && c.vtep_ifindex > 0)
-		k = nl_neigh_dump(r->nl, AF_INET, c.vtep_ifindex, observe_neigh_cb, &c);
-	if (k >= 0 && c.vtep_ifindex > 0)
-		k = nl_neigh_dump(r->nl, AF_INET6, c.vtep_ifindex, observe_neigh_cb, &c);
-	if (k >= 0 && c.vtep_ifindex > 0)
-		k = nl_neigh_dump(r->nl, AF_BRIDGE, c.vtep_ifindex, observe_fdb_cb, &c);
+	if (k >= 0 && c.neigh_ifindex > 0)
+		k = nl_neigh_dump(r->nl, AF_INET, c.neigh_ifindex, observe_neigh_cb, &c);
+	if (k >= 0 && c.neigh_ifindex > 0)
+		k = nl_neigh_dump(r->nl, AF_INET6, c.neigh_ifindex, observe_neigh_cb, &c);
+	if (k >= 0 && c.neigh_ifindex > 0)
+		k = nl_neigh_dump(r->nl, AF_BRIDGE, c.neigh_ifindex, observe_fdb_cb, &c);
 	if (k < 0) {
 		reconcile_observed_done(&obs);
 		return k;
@@ -786,8 +789,7 @@ static int render_all(Reconciler *r, NodeObjects **ret, DesiredNode ***ret_from,
 		d->refused = false;
 		from[n++] = d;
 	}
-	if (r->backend->ops->commit)
-		r->backend->ops->commit(r->backend);
+	backend_commit(r->backend);
 	if (r->render_local) {
 		/* from[] stays NULL for them: not leases. Failing here fails the pass: planning
 		 * without them would remove them. */

@@ -22,8 +22,9 @@ static int mon_route(uint16_t type, const NlRoute *r, void *userdata) {
 
 static int mon_neigh(uint16_t type, const NlNeigh *n, void *userdata) {
 	Manager *m = userdata;
+	int ifindex = backend_neigh_ifindex(&m->backend);
 
-	if (type == RTM_DELNEIGH && m->backend.vtep_ifindex > 0 && n->ifindex == m->backend.vtep_ifindex) {
+	if (type == RTM_DELNEIGH && ifindex > 0 && n->ifindex == ifindex) {
 		log_debug("%s of ours deleted: reconciling", n->family == AF_BRIDGE ? "FDB entry" : "Neighbour");
 		manager_schedule_reconcile(m);
 	}
@@ -32,8 +33,9 @@ static int mon_neigh(uint16_t type, const NlNeigh *n, void *userdata) {
 
 static int mon_link(uint16_t type, const NlLink *l, void *userdata) {
 	Manager *m = userdata;
+	int ifindex = backend_neigh_ifindex(&m->backend);
 
-	if ((type == RTM_DELLINK && m->backend.vtep_ifindex > 0 && l->ifindex == m->backend.vtep_ifindex) ||
+	if ((type == RTM_DELLINK && ifindex > 0 && l->ifindex == ifindex) ||
 	    (l->ifindex == m->backend.underlay_ifindex && l->mtu != m->backend.underlay_mtu)) {
 		log_info("Link %s changed or removed: reconciling", l->name);
 		manager_schedule_reconcile(m);

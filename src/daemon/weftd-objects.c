@@ -100,8 +100,8 @@ static void on_synced(ObjectCache *c, KubeKind kind, void *userdata) {
 static void on_all_synced(ObjectCache *c, void *userdata) {
 	Manager *m = userdata;
 
-	log_info("Object cache: every kind synced from %s in %.3f s", m->args.objects_datastore,
-		 monotonic_seconds() - m->objects.started);
+	log_info("Object cache: every kind synced from %s in %.3f s",
+		 objects_datastore_to_string(m->args.objects_datastore), monotonic_seconds() - m->objects.started);
 }
 
 /* Fail closed (object-cache.h): a refused new version of a cached object leaves the last good one
@@ -148,8 +148,8 @@ static void on_failed(ObjectCache *c, KubeKind kind, int error, bool listing, vo
 					       : "";
 
 	log_warning_errno(error, "Object cache: %s %s from %s failed, retrying: %m%s%s%s", listing ? "list" : "watch",
-			  kube_kind_info(kind)->resource, m->args.objects_datastore, isempty(detail) ? "" : " (",
-			  detail, isempty(detail) ? "" : ")");
+			  kube_kind_info(kind)->resource, objects_datastore_to_string(m->args.objects_datastore),
+			  isempty(detail) ? "" : " (", detail, isempty(detail) ? "" : ")");
 }
 
 static const ObjectCacheHandlers manager_object_handlers = {
@@ -317,7 +317,7 @@ static uint16_t listen_port(const char *listen) {
 /* Leases and objects both from Kubernetes: the objects wait for the lease datastore's open(),
  * which loads the kubeconfig, and take a copy of it (their own client, their own connections). */
 static bool needs_datastore_config(Manager *m) {
-	return streq(m->args.objects_datastore, "kubernetes") && m->ds_ops && m->ds_ops->kube_config;
+	return m->args.objects_datastore == OBJECTS_DATASTORE_KUBERNETES && m->ds_ops && m->ds_ops->kube_config;
 }
 
 static int open_kube_client(Manager *m) {
@@ -377,18 +377,19 @@ int manager_objects_start(Manager *m) {
 	ObjectsState *s = &m->objects;
 	int r, fd;
 
-	if (streq(m->args.objects_datastore, "none") || s->cache)
+	if (m->args.objects_datastore == OBJECTS_DATASTORE_NONE || s->cache)
 		return 0;
 	if (needs_datastore_config(m) && !m->ds)
 		return 0; /* again from start-up, once the datastore is open */
-	r = streq(m->args.objects_datastore, "kubernetes") ? open_kube_client(m) : open_etcd_client(m);
+	r = m->args.objects_datastore == OBJECTS_DATASTORE_KUBERNETES ? open_kube_client(m) : open_etcd_client(m);
 	if (r < 0)
 		return r;
-	if (streq(m->args.datastore, "etcd")) {
+	if (m->args.datastore == DATASTORE_ETCD) {
 		r = infra_add_etcd(m);
 		if (r < 0)
 			return log_error_errno(r, "Failed to resolve --etcd-endpoints: %m");
-	} else if (m->ds_ops && m->ds_ops->kube_config && m->ds && !streq(m->args.objects_datastore, "kubernetes")) {
+	} else if (m->ds_ops && m->ds_ops->kube_config && m->ds &&
+		   m->args.objects_datastore != OBJECTS_DATASTORE_KUBERNETES) {
 		r = infra_add_url(m, m->ds_ops->kube_config(m->ds)->server);
 		if (r < 0)
 			return log_error_errno(r, "Failed to resolve the API server: %m");
@@ -415,7 +416,7 @@ int manager_objects_start(Manager *m) {
 					      .network = &m->config,
 					      .service_ranges = m->args.service_ranges,
 					      .n_service_ranges = m->args.n_service_ranges,
-					      .kube_mode = streq(m->args.objects_datastore, "kubernetes"),
+					      .kube_mode = m->args.objects_datastore == OBJECTS_DATASTORE_KUBERNETES,
 					      .infra = s->infra,
 					      .n_infra = s->n_infra,
 					      .external_ip_cidrs = m->args.service_external_ip_cidrs,
@@ -460,7 +461,7 @@ int manager_objects_start(Manager *m) {
 	if (r < 0) /* that kind backs off and retries */
 		log_warning_errno(r, "Object cache: first list failed to start: %m");
 	log_info("Object cache: %s from %s", "namespaces, pods, networkpolicies, services, endpointslices",
-		 m->args.objects_datastore);
+		 objects_datastore_to_string(m->args.objects_datastore));
 	return 0;
 }
 
@@ -627,7 +628,8 @@ static int debug_summary(Manager *m, StatusResponse *resp) {
 			return -ENOMEM;
 		}
 	}
-	doc = json_pack("{s:s, s:o, s:o*}", "source", m->args.objects_datastore, "kinds", kinds, "held", debug_held(m));
+	doc = json_pack("{s:s, s:o, s:o*}", "source", objects_datastore_to_string(m->args.objects_datastore), "kinds",
+			kinds, "held", debug_held(m));
 	if (!doc)
 		return -ENOMEM;
 	resp->body = json_dumps(doc, JSON_COMPACT);

@@ -12,6 +12,25 @@
 #include "daemon/service/service-admission.h"
 #include "daemon/weftd.h"
 
+static const char *const objects_datastore_table[_OBJECTS_DATASTORE_MAX] = {
+	[OBJECTS_DATASTORE_NONE] = "none",
+	[OBJECTS_DATASTORE_ETCD] = "etcd",
+	[OBJECTS_DATASTORE_KUBERNETES] = "kubernetes",
+};
+
+const char *objects_datastore_to_string(ObjectsDatastore o) {
+	return (unsigned) o < _OBJECTS_DATASTORE_MAX ? objects_datastore_table[o] : NULL;
+}
+
+static int objects_datastore_from_string(const char *s, ObjectsDatastore *ret) {
+	for (size_t i = 0; i < ELEMENTSOF(objects_datastore_table); i++)
+		if (streq(s, objects_datastore_table[i])) {
+			*ret = (ObjectsDatastore) i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 /* "10", "10s", "500ms", "2m" -> microseconds */
 static int parse_duration(const char *s, uint64_t *ret) {
 	unsigned long long v;
@@ -134,10 +153,11 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 		{ "service-node-port-range", required_argument, NULL, ARG_SERVICE_NODE_PORT_RANGE },
 		{}
 	};
+	bool objects_given = false;
 	int c;
 
 	*a = (Args) {
-		.datastore = "etcd",
+		.datastore = DATASTORE_ETCD,
 		.etcd_endpoints = "http://127.0.0.1:2379",
 		.etcd_prefix = "/weft/network",
 		.cni_conf_dir = "/etc/cni/net.d",
@@ -170,16 +190,15 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 		case ARG_IPAM_DATA_DIR: a->ipam_data_dir = optarg; break;
 		case ARG_KUBECONFIG: a->kubeconfig = optarg; break;
 		case ARG_DATASTORE:
-			if (!streq(optarg, "etcd") && !streq(optarg, "kubernetes"))
+			if (datastore_kind_from_string(optarg, &a->datastore) < 0)
 				return log_error_errno(EINVAL, "Invalid --datastore '%s' (etcd or kubernetes)", optarg);
-			a->datastore = optarg;
 			break;
 		case ARG_OBJECTS_DATASTORE:
-			if (!streq(optarg, "none") && !streq(optarg, "etcd") && !streq(optarg, "kubernetes"))
+			if (objects_datastore_from_string(optarg, &a->objects_datastore) < 0)
 				return log_error_errno(EINVAL,
 						       "Invalid --objects-datastore '%s' (none, etcd or kubernetes)",
 						       optarg);
-			a->objects_datastore = optarg;
+			objects_given = true;
 			break;
 		case ARG_SERVICE_CLUSTER_IP_RANGE:
 			if (service_ranges_parse(optarg, a->service_ranges, &a->n_service_ranges) < 0)
@@ -228,11 +247,12 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 		default: return -EINVAL;
 		}
 	}
-	if (!a->objects_datastore)
-		a->objects_datastore = streq(a->datastore, "kubernetes") ? "kubernetes" : "none";
+	if (!objects_given)
+		a->objects_datastore = a->datastore == DATASTORE_KUBERNETES ? OBJECTS_DATASTORE_KUBERNETES
+									    : OBJECTS_DATASTORE_NONE;
 	/* Leases in etcd with objects from Kubernetes is a Flannel-on-etcd cluster; the other way round
 	 * (leases in Node objects, objects in etcd) has no cluster that would run it. */
-	if (streq(a->datastore, "kubernetes") && streq(a->objects_datastore, "etcd"))
+	if (a->datastore == DATASTORE_KUBERNETES && a->objects_datastore == OBJECTS_DATASTORE_ETCD)
 		return log_error_errno(EINVAL,
 				       "--datastore kubernetes with --objects-datastore etcd is not supported "
 				       "(supported: etcd+none, etcd+etcd, etcd+kubernetes, kubernetes+kubernetes, "

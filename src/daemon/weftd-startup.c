@@ -47,6 +47,9 @@ static int startup_fail_config(Manager *m, const char *msg) {
 }
 
 int manager_validate_config(Manager *m) {
+	const BackendOps *ops;
+	int r;
+
 	for (size_t i = 0; i < m->backend.n_connected; i++) {
 		_cleanup_free_ char *err = NULL,
 				    *what = strdup_printf("the underlay network of %s", m->backend.underlay_name);
@@ -81,16 +84,20 @@ int manager_validate_config(Manager *m) {
 		.network6 = m->config->network6,
 		.masquerade = m->config->masquerade,
 	};
-	m->backend.config = m->config->backend;
-	m->backend.ops = backend_ops_find(m->config->backend.type);
-	if (!m->backend.ops)
+	ops = backend_ops_find(m->config->backend.type);
+	if (!ops)
 		return startup_fail_config(m, "unknown backend");
+	m->backend.config = m->config->backend;
+	r = backend_init(&m->backend, ops);
+	if (r < 0)
+		return log_error_errno(r, "Failed to set up backend %s: %m", ops->name);
 	return 0;
 }
 
 /* Returns 0 when done, -EAGAIN to retry later, other < 0 fatal (loop exit already requested). */
 static int startup_connect(Manager *m) {
-	bool kube = streq(m->args.datastore, "kubernetes");
+	const char *kind = datastore_kind_to_string(m->args.datastore);
+	bool kube = m->args.datastore == DATASTORE_KUBERNETES;
 	DatastoreConfig dc = {
 		.kind = m->args.datastore,
 		.endpoints = m->args.etcd_endpoints,
@@ -105,7 +112,7 @@ static int startup_connect(Manager *m) {
 	if (!m->ds) {
 		r = m->ds_ops->open(&dc, &m->ds);
 		if (r == -EINVAL) {
-			log_error("Invalid %s datastore configuration (%s): not retrying", m->args.datastore, where);
+			log_error("Invalid %s datastore configuration (%s): not retrying", kind, where);
 			event_loop_exit(m->loop, EXIT_CONFIG);
 			return r;
 		}
@@ -114,7 +121,7 @@ static int startup_connect(Manager *m) {
 			return -EAGAIN;
 		}
 		m->metrics.datastore_connected = true;
-		log_info("Connected to %s at %s", m->args.datastore, where);
+		log_info("Connected to %s at %s", kind, where);
 		/* Objects from Kubernetes too: they use the kubeconfig the datastore just loaded. */
 		r = manager_objects_start(m);
 		if (r < 0) {
@@ -172,10 +179,7 @@ static int startup_acquire(Manager *m) {
 		return log_error_errno(r, "Out of memory");
 	snprintf(self.backend, sizeof(self.backend), "%s", m->backend.ops->name);
 	self.public_ip = m->backend.public_ip;
-	if (m->backend.vtep_ifindex > 0) {
-		memcpy(self.vtep_mac, m->backend.vtep_mac, 6);
-		self.has_vtep_mac = true;
-	}
+	backend_lease_attrs(&m->backend, &self); /* vxlan: the VTEP MAC */
 	if (ip_addr_is_set(&m->config->network.addr)) {
 		network = &m->config->network;
 		subnet_len = m->config->subnet_len;

@@ -48,24 +48,24 @@ int manager_status_front_handler(const char *method, const char *path, const cha
  * kubelet would restart weftd, which cannot fix BIRD (a separate process with its own restart
  * policy), and with graceful restart the datapath keeps working while BIRD is down. */
 static int healthz_verbose(Manager *m, bool ok, char **ret) {
-	unsigned total, est;
-	char *buf = NULL;
-	int up, r;
+	char *buf = NULL, check[192] = "";
+	BackendProbe p;
+	int r;
 
-	up = backend_bgp_probe(&m->backend, &total, &est);
+	if (backend_probe(&m->backend, &p) >= 0 && p.ok)
+		snprintf(check, sizeof(check), "[+]%s (not part of the verdict)\n", p.check);
+	else if (p.check)
+		snprintf(check, sizeof(check), "[-]%s: %s (not part of the verdict)\n", p.check, p.why);
 	r = asprintf(&buf, "[%c]ready\n[%c]lease\n[%c]cni-conf\n[%c]masquerade\n%s%s\n", m->ready ? '+' : '-',
 		     !m->lease_lost && access(m->lease_path, F_OK) == 0 ? '+' : '-',
 		     cni_conf_present(m->args.cni_conf_dir) ? '+' : '-',
-		     masquerade_check(m->nft, &m->masq) > 0 ? '+' : '-',
-		     up < 0   ? ""
-		     : up > 0 ? "[+]bird (not part of the verdict)\n"
-			      : "[-]bird: not answering (not part of the verdict)\n",
+		     masquerade_check(m->nft, &m->masq) > 0 ? '+' : '-', check,
 		     ok ? "healthz check passed" : "healthz check failed");
 	if (r < 0)
 		return -ENOMEM;
-	if (up > 0) {
+	if (p.detail[0]) {
 		char *nb = NULL;
-		r = asprintf(&nb, "%sbgp sessions: %u of %u established\n", buf, est, total);
+		r = asprintf(&nb, "%s%s\n", buf, p.detail);
 		free(buf);
 		if (r < 0)
 			return -ENOMEM;
@@ -89,8 +89,7 @@ static int render_metrics(Manager *m, char **ret) {
 	if (!f)
 		return -ENOMEM;
 	fputs(base, f);
-	backend_udp_render_metrics(&m->backend, f);
-	backend_bgp_render_metrics(&m->backend, f);
+	backend_render_metrics(&m->backend, f);
 	(void) manager_objects_render_metrics(m, f);
 	if (fclose(f) != 0 || !buf)
 		return -ENOMEM;

@@ -250,7 +250,7 @@ static int on_signal(EventSource *s, int signo, void *userdata) {
 			else {
 				log_info("Released lease on subnet %s",
 					 ip_prefix_to_string(&m->backend.self.subnet, (char[IP_PREFIX_STRLEN]) {}));
-				backend_bgp_withdraw(&m->backend); /* stop announcing what is no longer ours */
+				backend_withdraw(&m->backend); /* stop announcing what is no longer ours (bgp) */
 			}
 		}
 	}
@@ -286,10 +286,11 @@ static int run_daemon(Manager *m) {
 
 	m->ds_ops = datastore_ops_find(m->args.datastore);
 	if (!m->ds_ops)
-		return log_error_errno(ENOTSUP, "No %s datastore compiled in", m->args.datastore);
+		return log_error_errno(ENOTSUP, "No %s datastore compiled in",
+				       datastore_kind_to_string(m->args.datastore));
 	/* The network config is a ConfigMap, not something the API server gives us. The kubeconfig is
 	 * the datastore's to load (a broken one ends start-up with EXIT_CONFIG, weftd-startup.c). */
-	if (streq(m->args.datastore, "kubernetes") && !m->args.net_config) {
+	if (m->args.datastore == DATASTORE_KUBERNETES && !m->args.net_config) {
 		log_error("--datastore kubernetes needs --net-config (the network config ConfigMap, mounted)");
 		return -EXIT_CONFIG;
 	}

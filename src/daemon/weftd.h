@@ -37,13 +37,22 @@
 #define STARTUP_BACKOFF_MAX_USEC (10 * USEC_PER_SEC)
 #define STATE_SUBNET_FILE "subnet"
 
+/* --objects-datastore: where Pods, Namespaces, NetworkPolicies, Services and EndpointSlices come
+ * from (weftd-objects.c); names as on the command line. */
+typedef enum ObjectsDatastore {
+	OBJECTS_DATASTORE_NONE,
+	OBJECTS_DATASTORE_ETCD,
+	OBJECTS_DATASTORE_KUBERNETES,
+	_OBJECTS_DATASTORE_MAX,
+} ObjectsDatastore;
+
 typedef struct Args {
 	const char *node_name;
 	const char *public_ip;
 	const char *iface;
-	const char *datastore;         /* "etcd" | "kubernetes" */
-	const char *objects_datastore; /* "none" | "etcd" | "kubernetes" (weftd-objects.c) */
-	const char *kubeconfig;        /* NULL = in-cluster service account */
+	DatastoreKind datastore;
+	ObjectsDatastore objects_datastore;
+	const char *kubeconfig; /* NULL = in-cluster service account */
 	const char *etcd_endpoints;
 	const char *etcd_prefix;
 	const char *net_config;
@@ -136,6 +145,8 @@ typedef struct Manager {
 
 /* weftd-options.c: fills *ret from the command line (exits on --help). 0 or -EINVAL (logged). */
 int weftd_parse_args(int argc, char *argv[], Args *ret);
+/* "none" | "etcd" | "kubernetes" */
+const char *objects_datastore_to_string(ObjectsDatastore o);
 
 /* weftd.c: the run loop's handlers that start-up and the monitor hand work to. */
 void manager_schedule_reconcile(Manager *m);

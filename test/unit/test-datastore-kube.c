@@ -260,7 +260,7 @@ static const char *write_kubeconfig(const char *token, CaMode ca) {
 }
 
 static Datastore *ds_open_with(const char *token, CaMode ca) {
-	DatastoreConfig cfg = { .kind = "kubernetes", .kubeconfig = write_kubeconfig(token, ca) };
+	DatastoreConfig cfg = { .kind = DATASTORE_KUBERNETES, .kubeconfig = write_kubeconfig(token, ca) };
 	Datastore *d = NULL;
 	int r;
 

@@ -21,6 +21,7 @@
 #include <linux/if_tunnel.h>
 #include <linux/rtnetlink.h>
 
+#include "daemon/backend/backend-ipip.h"
 #include "daemon/backend/backend.h"
 #include "daemon/network-config.h"
 #include "shared/nl/nl-internal.h"
@@ -113,9 +114,9 @@ static void test_render(void **state) {
 		.ops = ops,
 		.underlay_ifindex = 2,
 		.public_ip = A("10.99.0.11"),
-		.tunnel_ifindex = 9,
 		.n_connected = 1,
 	};
+	IpipBackend *ipip;
 	NodeLease near = lease("n2", "10.99.0.12", "10.244.2.0/24", "fd00:10:244:2::/64");
 	NodeLease far = lease("n3", "10.98.0.13", "10.244.3.0/24", NULL);
 	NodeLease v6 = lease("n4", "2001:db8::4", "10.244.4.0/24", NULL);
@@ -124,6 +125,9 @@ static void test_render(void **state) {
 
 	assert_non_null(ops);
 	assert_string_equal(ops->name, "ipip");
+	assert_int_equal(backend_init(&b, ops), 0);
+	ipip = b.state;
+	ipip->tunnel_ifindex = 9;
 	assert_int_equal(ip_prefix_parse("10.99.0.0/24", &b.connected[0]), 0);
 
 	/* Always: both encapsulated, via the remote's public IP, onlink, our protocol; no IPv6 route */
@@ -152,8 +156,9 @@ static void test_render(void **state) {
 	assert_true(o.routes[0].onlink);
 
 	/* before the tunnel exists nothing is rendered through it */
-	b.tunnel_ifindex = 0;
+	ipip->tunnel_ifindex = 0;
 	assert_int_equal(ops->render(&b, &far, &o), -EINVAL);
+	backend_done(&b);
 }
 
 static void test_config(void **state) {

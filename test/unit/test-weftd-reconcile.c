@@ -15,6 +15,7 @@
 #include <linux/rtnetlink.h>
 
 #include "basic/macro.h"
+#include "daemon/backend/backend-vxlan.h"
 #include "daemon/backend/backend.h"
 #include "daemon/reconcile.h"
 
@@ -44,10 +45,12 @@ static Backend test_backend(const BackendOps *ops, bool direct_routing) {
 		.underlay_mtu = 1500,
 		.public_ip = A("10.99.0.11"),
 		.n_connected = 1,
-		.vtep_ifindex = VTEP,
 	};
 	b.connected[0] = P("10.99.0.0/24");
 	b.node_name = "node1";
+	assert_int_equal(backend_init(&b, ops), 0);
+	if (ops == &backend_vxlan_ops)
+		((VxlanBackend *) b.state)->vtep_ifindex = VTEP;
 	return b;
 }
 
@@ -85,6 +88,7 @@ static void test_vxlan_render(void **state) {
 	/* no VTEP MAC published: unusable */
 	l.has_vtep_mac = false;
 	assert_int_equal(b.ops->render(&b, &l, &o), -EINVAL);
+	backend_done(&b);
 }
 
 static void test_vxlan_direct_routing(void **state) {
@@ -105,6 +109,7 @@ static void test_vxlan_direct_routing(void **state) {
 	assert_int_equal(b.ops->render(&b, &far, &o), 0);
 	assert_int_equal(o.n_neigh, 1);
 	assert_true(o.has_fdb);
+	backend_done(&b);
 }
 
 static void test_hostgw_render(void **state) {
@@ -119,6 +124,7 @@ static void test_hostgw_render(void **state) {
 	assert_string_equal(ip_prefix_to_string(&o.routes[0].dst, buf), "10.244.2.0/24");
 	assert_string_equal(ip_addr_to_string(&o.routes[0].gw, buf), "10.99.0.12");
 	assert_int_equal(b.ops->render(&b, &far, &o), -ENETUNREACH);
+	backend_done(&b);
 }
 
 static void test_vtep_mac(void **state) {
@@ -180,6 +186,7 @@ static void test_plan_empty_kernel(void **state) {
 	assert_false(o[0].route_present[0]);
 	assert_false(o[0].route_replace[0]);
 	reconcile_plan_done(&p);
+	backend_done(&b);
 }
 
 static void test_plan_in_sync(void **state) {
@@ -200,6 +207,7 @@ static void test_plan_in_sync(void **state) {
 	assert_int_equal(p.n_del_routes + p.n_del_neigh + p.n_del_fdb, 0);
 	reconcile_plan_done(&p);
 	reconcile_observed_done(&obs);
+	backend_done(&b);
 }
 
 static void test_plan_stale_and_changed(void **state) {
@@ -239,6 +247,7 @@ static void test_plan_stale_and_changed(void **state) {
 	assert_int_equal(p.n_del_fdb, 2);
 	reconcile_plan_done(&p);
 	reconcile_observed_done(&obs);
+	backend_done(&b);
 }
 
 static void test_plan_foreign_table_is_not_ours(void **state) {
@@ -258,6 +267,7 @@ static void test_plan_foreign_table_is_not_ours(void **state) {
 	assert_int_equal(p.n_del_routes, 1);
 	reconcile_plan_done(&p);
 	reconcile_observed_done(&obs);
+	backend_done(&b);
 }
 
 /* Issue 7 item 1: a destination held by a route weft did not install (the kernel's connected
@@ -289,6 +299,7 @@ static void test_plan_foreign_route(void **state) {
 	assert_int_equal(p.n_del_routes, 0); /* foreign routes are never stale */
 	reconcile_plan_done(&p);
 	reconcile_observed_done(&obs);
+	backend_done(&b);
 }
 
 static void test_plan_5000_nodes(void **state) {
@@ -331,6 +342,7 @@ static void test_plan_5000_nodes(void **state) {
 	assert_int_equal(p.n_present, 3 * n - n / 2);
 	reconcile_plan_done(&p);
 	reconcile_observed_done(&obs);
+	backend_done(&b);
 }
 
 static void test_desired_table(void **state) {

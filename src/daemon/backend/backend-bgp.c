@@ -300,14 +300,25 @@ out:
 
 /* ---- the backend ---- */
 
-typedef struct BgpState {
-	BgpPeer *pending;
+/* The kind's state (BackendOps.object_size). */
+typedef struct BgpBackend {
+	BgpPeer *pending; /* filled by render(), turned into bird.conf by commit() */
 	size_t n_pending, alloc;
 	char *applied; /* the config BIRD last accepted; NULL = none yet */
 	bool logged_down;
-} BgpState;
+} BgpBackend;
 
-static BgpState bgp_state; /* one backend per weftd */
+static BgpBackend *bgp(const Backend *b) {
+	return b->state;
+}
+
+static void bgp_done(Backend *b) {
+	BgpBackend *s = bgp(b);
+
+	s->pending = mfree(s->pending);
+	s->n_pending = s->alloc = 0;
+	s->applied = mfree(s->applied);
+}
 
 static void bgp_paths(const Backend *b, char conf[static 512], char sock[static 512]) {
 	snprintf(conf, 512, "%s/%s", b->run_dir ?: "/run/weft", BIRD_CONF_NAME);
@@ -327,7 +338,7 @@ static int bgp_ensure(Backend *b) {
 }
 
 static int bgp_render(Backend *b, const NodeLease *remote, NodeObjects *ret) {
-	BgpState *s = &bgp_state;
+	BgpBackend *s = bgp(b);
 	BgpPeer *p = NULL;
 
 	if (remote->public_ip.family != AF_INET || !ip_addr_is_set(&remote->subnet.addr))
@@ -380,7 +391,7 @@ static int write_atomic(const char *path, const char *text) {
 
 /* Writes conf as bird.conf and has BIRD check and apply it. 0 once applied, <0 otherwise (logged). */
 static int bgp_apply(Backend *b, const char *conf) {
-	BgpState *s = &bgp_state;
+	BgpBackend *s = bgp(b);
 	_cleanup_free_ char *reply = NULL;
 	char conf_path[512], sock_path[512], cmd[600];
 	int r;
@@ -419,7 +430,7 @@ static int bgp_apply(Backend *b, const char *conf) {
 }
 
 static void bgp_commit(Backend *b) {
-	BgpState *s = &bgp_state;
+	BgpBackend *s = bgp(b);
 	_cleanup_free_ char *conf = NULL;
 	_cleanup_free_ IpPrefix *accept = NULL;
 	_cleanup_free_ BgpRoute *reflected = NULL;
@@ -516,14 +527,13 @@ done:
 	s->n_pending = 0;
 }
 
-int backend_bgp_probe(const Backend *b, unsigned *ret_total, unsigned *ret_established) {
+/* Whether BIRD answers (1) or not (0), and how many of its BGP sessions are Established. */
+static int bird_status(const Backend *b, unsigned *ret_total, unsigned *ret_established) {
 	_cleanup_free_ char *reply = NULL;
 	char conf_path[512], sock_path[512];
 	int r;
 
 	*ret_total = *ret_established = 0;
-	if (b->ops != &backend_bgp_ops)
-		return -EOPNOTSUPP;
 	bgp_paths(b, conf_path, sock_path);
 	r = bird_command(sock_path, "show protocols", &reply);
 	if (r < 0 || r >= 8000)
@@ -532,11 +542,13 @@ int backend_bgp_probe(const Backend *b, unsigned *ret_total, unsigned *ret_estab
 	return 1;
 }
 
-void backend_bgp_withdraw(Backend *b) {
-	BgpState *s = &bgp_state;
+/* After the lease is released on shutdown: rewrites bird.conf without our subnet and has BIRD
+ * apply it, so the subnet is withdrawn before weftd exits. */
+static void bgp_withdraw(Backend *b) {
+	BgpBackend *s = bgp(b);
 	_cleanup_free_ char *conf = NULL;
 
-	if (b->ops != &backend_bgp_ops || !s->applied)
+	if (!s->applied)
 		return;
 	if (bird_conf_strip_self(s->applied, &conf) < 0)
 		return;
@@ -547,13 +559,24 @@ void backend_bgp_withdraw(Backend *b) {
 	}
 }
 
-void backend_bgp_render_metrics(const Backend *b, FILE *f) {
+/* /healthz?verbose: BIRD reported, never part of the verdict (weftd-status.c says why). */
+static int bgp_probe(const Backend *b, BackendProbe *ret) {
 	unsigned total, est;
 	int up;
 
-	up = backend_bgp_probe(b, &total, &est);
-	if (up < 0)
-		return;
+	up = bird_status(b, &total, &est);
+	*ret = (BackendProbe) { .check = "bird", .ok = up > 0, .why = "not answering" };
+	if (up > 0)
+		snprintf(ret->detail, sizeof(ret->detail), "bgp sessions: %u of %u established", est, total);
+	return 0;
+}
+
+/* weft_bird_up and weft_bgp_sessions for /metrics (asks BIRD). */
+static void bgp_render_metrics(const Backend *b, FILE *f) {
+	unsigned total, est;
+	int up;
+
+	up = bird_status(b, &total, &est);
 	fprintf(f,
 		"# HELP weft_bird_up Whether BIRD answers on its control socket.\n"
 		"# TYPE weft_bird_up gauge\n"
@@ -567,7 +590,12 @@ void backend_bgp_render_metrics(const Backend *b, FILE *f) {
 
 const BackendOps backend_bgp_ops = {
 	.name = "bgp",
+	.object_size = sizeof(BgpBackend),
+	.done = bgp_done,
 	.ensure = bgp_ensure,
 	.render = bgp_render,
 	.commit = bgp_commit,
+	.render_metrics = bgp_render_metrics,
+	.probe = bgp_probe,
+	.withdraw = bgp_withdraw,
 };

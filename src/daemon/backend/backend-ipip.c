@@ -20,11 +20,16 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
+#include "daemon/backend/backend-ipip.h"
 #include "daemon/backend/backend.h"
 #include "shared/nl/nl-ipip.h"
 
 #define IPIP_OVERHEAD 20
 #define IPIP_DEVICE BACKEND_VTEP_PREFIX "ipip"
+
+static IpipBackend *ipip(const Backend *b) {
+	return b->state;
+}
 
 static int ipip_ensure(Backend *b) {
 	NlLink l;
@@ -63,7 +68,7 @@ static int ipip_ensure(Backend *b) {
 	}
 	if (r < 0)
 		return r;
-	b->tunnel_ifindex = l.ifindex;
+	ipip(b)->tunnel_ifindex = l.ifindex;
 	if (l.mtu != b->mtu) {
 		r = nl_link_set_mtu(b->nl, l.ifindex, b->mtu);
 		if (r < 0)
@@ -71,7 +76,7 @@ static int ipip_ensure(Backend *b) {
 	}
 	if (!b->have_lease)
 		return 0;
-	r = backend_sync_device_addresses(b, b->tunnel_ifindex, false, 0); /* IPv4 only */
+	r = backend_sync_device_addresses(b, ipip(b)->tunnel_ifindex, false, 0); /* IPv4 only */
 	if (r < 0)
 		return r;
 	if (!(l.flags & IFF_UP)) {
@@ -87,7 +92,7 @@ static int ipip_render(Backend *b, const NodeLease *remote, NodeObjects *ret) {
 
 	if (b->config.direct_routing && backend_is_direct(b, &remote->public_ip))
 		return backend_render_direct_routes(b, remote, ret);
-	if (remote->public_ip.family != AF_INET || b->tunnel_ifindex <= 0)
+	if (remote->public_ip.family != AF_INET || ipip(b)->tunnel_ifindex <= 0)
 		return -EINVAL;
 
 	/* ip route replace 10.244.2.0/24 via <public ip> dev weft.ipip onlink proto 0xfc */
@@ -95,7 +100,7 @@ static int ipip_render(Backend *b, const NodeLease *remote, NodeObjects *ret) {
 		o.routes[o.n_routes++] = (NlRoute) {
 			.dst = ip_prefix_mask(&remote->subnet),
 			.gw = remote->public_ip,
-			.oif = b->tunnel_ifindex,
+			.oif = ipip(b)->tunnel_ifindex,
 			.protocol = WEFT_RTPROT,
 			.scope = RT_SCOPE_UNIVERSE,
 			.type = RTN_UNICAST,
@@ -107,6 +112,7 @@ static int ipip_render(Backend *b, const NodeLease *remote, NodeObjects *ret) {
 
 const BackendOps backend_ipip_ops = {
 	.name = "ipip",
+	.object_size = sizeof(IpipBackend),
 	.ensure = ipip_ensure,
 	.render = ipip_render,
 };

@@ -140,20 +140,32 @@ UdpInboundVerdict udp_inbound_check(const UdpPeerTable *t, const IpPrefix *self4
 
 /* ---- the device, the socket and the forwarding ---- */
 
-typedef struct UdpTunnel {
+/* The kind's state (BackendOps.object_size). */
+typedef struct UdpBackend {
+	bool started; /* ensure() has run: /metrics reports the counters from then on */
 	int tun_fd, sock_fd;
 	int ifindex;
 	EventSource *tun_io, *sock_io;
 	UdpPeerTable peers, pending; /* pending: filled by render(), swapped in by commit() */
 	uint64_t tx, rx, drop_no_peer, drop_send, drop_inbound[_UDP_INBOUND_MAX];
 	uint8_t buf[65536];
-} UdpTunnel;
+} UdpBackend;
 
-void backend_udp_done(Backend *b) {
-	UdpTunnel *u = b->udp;
+static UdpBackend *udp(const Backend *b) {
+	return b->state;
+}
 
-	if (!u)
-		return;
+static int udp_init(Backend *b) {
+	UdpBackend *u = udp(b);
+
+	u->tun_fd = u->sock_fd = -EBADF;
+	return 0;
+}
+
+/* Closes the TUN and the socket (the kernel then removes weft0 and its routes). */
+static void udp_done(Backend *b) {
+	UdpBackend *u = udp(b);
+
 	event_source_free(u->tun_io);
 	event_source_free(u->sock_io);
 	if (u->tun_fd >= 0)
@@ -162,7 +174,6 @@ void backend_udp_done(Backend *b) {
 		close(u->sock_fd);
 	udp_peer_table_done(&u->peers);
 	udp_peer_table_done(&u->pending);
-	b->udp = mfree(u);
 }
 
 static socklen_t sockaddr_from(const IpAddr *a, uint16_t port, struct sockaddr_storage *ss) {
@@ -199,7 +210,7 @@ static IpAddr sockaddr_to(const struct sockaddr_storage *ss) {
 /* kernel -> weft0 -> us -> the peer's UDP port */
 static int on_tun(EventSource *s, int fd, uint32_t revents, void *userdata) {
 	Backend *b = userdata;
-	UdpTunnel *u = b->udp;
+	UdpBackend *u = udp(b);
 	uint16_t port = b->config.port ?: UDP_BACKEND_DEFAULT_PORT;
 
 	for (int i = 0; i < UDP_BATCH; i++) {
@@ -229,7 +240,7 @@ static int on_tun(EventSource *s, int fd, uint32_t revents, void *userdata) {
 /* the peer's datagram -> checks -> weft0 -> kernel */
 static int on_sock(EventSource *s, int fd, uint32_t revents, void *userdata) {
 	Backend *b = userdata;
-	UdpTunnel *u = b->udp;
+	UdpBackend *u = udp(b);
 	const IpPrefix *self4 = b->have_lease && ip_addr_is_set(&b->self.subnet.addr) ? &b->self.subnet : NULL;
 	const IpPrefix *self6 = b->have_lease && ip_addr_is_set(&b->self.subnet6.addr) ? &b->self.subnet6 : NULL;
 
@@ -266,7 +277,7 @@ static void sock_set_buf(int fd, int opt_force, int opt, int size) {
 		(void) setsockopt(fd, SOL_SOCKET, opt, &size, sizeof(size));
 }
 
-static int udp_open_socket(Backend *b, UdpTunnel *u) {
+static int udp_open_socket(Backend *b, UdpBackend *u) {
 	struct sockaddr_storage ss;
 	socklen_t sl = sockaddr_from(&b->public_ip, b->config.port ?: UDP_BACKEND_DEFAULT_PORT, &ss);
 	int fd;
@@ -287,7 +298,7 @@ static int udp_open_socket(Backend *b, UdpTunnel *u) {
 }
 
 /* Opens weft0 (again: someone may have deleted it behind our back, leaving our fd dead). */
-static int udp_open_tun(Backend *b, UdpTunnel *u) {
+static int udp_open_tun(Backend *b, UdpBackend *u) {
 	NlLink l;
 	int fd, r;
 
@@ -313,7 +324,7 @@ static unsigned udp_overhead(const Backend *b) {
 }
 
 static int udp_ensure(Backend *b) {
-	UdpTunnel *u = b->udp;
+	UdpBackend *u = udp(b);
 	NlLink l;
 	int r;
 
@@ -326,13 +337,7 @@ static int udp_ensure(Backend *b) {
 	if (!b->loop)
 		return -EINVAL;
 
-	if (!u) {
-		u = calloc(1, sizeof(*u));
-		if (!u)
-			return -ENOMEM;
-		u->tun_fd = u->sock_fd = -EBADF;
-		b->udp = u;
-	}
+	u->started = true;
 	if (u->sock_fd < 0) {
 		r = udp_open_socket(b, u);
 		if (r < 0)
@@ -378,19 +383,19 @@ static int udp_add_route(Backend *b, const NodeLease *remote, const IpPrefix *su
 	/* ip route replace 10.244.2.0/24 dev weft0 scope link proto 0xfc */
 	o->routes[o->n_routes++] = (NlRoute) {
 		.dst = net,
-		.oif = b->udp->ifindex,
+		.oif = udp(b)->ifindex,
 		.protocol = WEFT_RTPROT,
 		.scope = RT_SCOPE_LINK,
 		.type = RTN_UNICAST,
 	};
-	return udp_peer_table_add(&b->udp->pending, &net, &remote->public_ip);
+	return udp_peer_table_add(&udp(b)->pending, &net, &remote->public_ip);
 }
 
 static int udp_render(Backend *b, const NodeLease *remote, NodeObjects *ret) {
 	NodeObjects o = { .node_name = remote->node_name };
 	int r;
 
-	if (!b->udp || b->udp->ifindex <= 0)
+	if (udp(b)->ifindex <= 0)
 		return -ENODEV;
 	/* one socket, bound to our public IP: a peer of the other family is unreachable */
 	if (remote->public_ip.family != b->public_ip.family)
@@ -410,27 +415,19 @@ static int udp_render(Backend *b, const NodeLease *remote, NodeObjects *ret) {
 }
 
 static void udp_commit(Backend *b) {
-	UdpTunnel *u = b->udp;
+	UdpBackend *u = udp(b);
 
-	if (!u)
-		return;
 	udp_peer_table_sort(&u->pending);
 	udp_peer_table_done(&u->peers);
 	u->peers = u->pending;
 	u->pending = (UdpPeerTable) {};
 }
 
-const BackendOps backend_udp_ops = {
-	.name = "udp",
-	.ensure = udp_ensure,
-	.render = udp_render,
-	.commit = udp_commit,
-};
+/* weft_udp_* lines for /metrics */
+static void udp_render_metrics(const Backend *b, FILE *f) {
+	const UdpBackend *u = udp(b);
 
-void backend_udp_render_metrics(const Backend *b, FILE *f) {
-	const UdpTunnel *u = b->udp;
-
-	if (!u)
+	if (!u->started)
 		return;
 	fprintf(f,
 		"# HELP weft_udp_packets_total Packets the udp backend carried (tx: TUN to peer, rx: peer to TUN).\n"
@@ -446,3 +443,14 @@ void backend_udp_render_metrics(const Backend *b, FILE *f) {
 		fprintf(f, "weft_udp_dropped_total{reason=\"%s\"} %" PRIu64 "\n", udp_inbound_verdict_to_string(v),
 			u->drop_inbound[v]);
 }
+
+const BackendOps backend_udp_ops = {
+	.name = "udp",
+	.object_size = sizeof(UdpBackend),
+	.init = udp_init,
+	.done = udp_done,
+	.ensure = udp_ensure,
+	.render = udp_render,
+	.commit = udp_commit,
+	.render_metrics = udp_render_metrics,
+};

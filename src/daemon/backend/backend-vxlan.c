@@ -19,11 +19,16 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
+#include "daemon/backend/backend-vxlan.h"
 #include "daemon/backend/backend.h"
 
 /* VXLAN header 8 + UDP 8 + outer IP (20 | 40) + inner Ethernet 14 */
 static unsigned vxlan_overhead(const Backend *b) {
 	return b->public_ip.family == AF_INET6 ? 70 : 50;
+}
+
+static VxlanBackend *vxlan(const Backend *b) {
+	return b->state;
 }
 
 static bool vtep_matches(const Backend *b, const NlLink *l) {
@@ -33,6 +38,7 @@ static bool vtep_matches(const Backend *b, const NlLink *l) {
 }
 
 static int vxlan_ensure(Backend *b) {
+	VxlanBackend *v = vxlan(b);
 	NlLink l;
 	int r;
 
@@ -42,10 +48,10 @@ static int vxlan_ensure(Backend *b) {
 	if (b->underlay_mtu <= vxlan_overhead(b) + 68)
 		return -EINVAL;
 	b->mtu = b->config.mtu ?: b->underlay_mtu - vxlan_overhead(b);
-	snprintf(b->vtep_name, sizeof(b->vtep_name), BACKEND_VTEP_PREFIX "%u", b->config.vni);
-	backend_vtep_mac(b->node_name, b->config.vni, b->vtep_mac);
+	snprintf(v->vtep_name, sizeof(v->vtep_name), BACKEND_VTEP_PREFIX "%u", b->config.vni);
+	backend_vtep_mac(b->node_name, b->config.vni, v->vtep_mac);
 
-	r = nl_link_get(b->nl, b->vtep_name, 0, &l);
+	r = nl_link_get(b->nl, v->vtep_name, 0, &l);
 	if (r >= 0 && !vtep_matches(b, &l)) {
 		/* Left over with other parameters (VNI/port/underlay changed): its neighbours, FDB
 		 * and routes are wrong too, so start over. */
@@ -58,27 +64,27 @@ static int vxlan_ensure(Backend *b) {
 		/* ip link add weft.1 type vxlan id 1 local <public ip> dev <underlay> dstport 4789
 		 *    nolearning address <derived mac> mtu <underlay - 50> */
 		NlVxlanConfig c = {
-			.name = b->vtep_name,
+			.name = v->vtep_name,
 			.vni = b->config.vni,
 			.port = b->config.port ?: 4789,
 			.local = b->public_ip,
 			.link = b->underlay_ifindex,
 			.mtu = b->mtu,
 			.learning = false,
-			.mac = b->vtep_mac,
+			.mac = v->vtep_mac,
 		};
 
 		r = nl_vxlan_create(b->nl, &c);
 		if (r < 0 && r != -EEXIST)
 			return r;
-		r = nl_link_get(b->nl, b->vtep_name, 0, &l);
+		r = nl_link_get(b->nl, v->vtep_name, 0, &l);
 	}
 	if (r < 0)
 		return r;
-	b->vtep_ifindex = l.ifindex;
+	v->vtep_ifindex = l.ifindex;
 
-	if (!l.has_mac || memcmp(l.mac, b->vtep_mac, 6) != 0) {
-		r = nl_link_set_mac(b->nl, l.ifindex, b->vtep_mac);
+	if (!l.has_mac || memcmp(l.mac, v->vtep_mac, 6) != 0) {
+		r = nl_link_set_mac(b->nl, l.ifindex, v->vtep_mac);
 		if (r < 0)
 			return r;
 	}
@@ -90,7 +96,7 @@ static int vxlan_ensure(Backend *b) {
 	if (!b->have_lease)
 		return 0;
 
-	r = backend_sync_device_addresses(b, b->vtep_ifindex, true, 0);
+	r = backend_sync_device_addresses(b, v->vtep_ifindex, true, 0);
 	if (r < 0)
 		return r;
 	if (!(l.flags & IFF_UP)) {
@@ -106,7 +112,7 @@ static void vxlan_add_family(Backend *b, const NodeLease *remote, const IpPrefix
 
 	/* ip neigh replace 10.244.2.0 lladdr <mac> dev weft.1 nud permanent */
 	o->neigh[o->n_neigh] = (NlNeigh) {
-		.ifindex = b->vtep_ifindex,
+		.ifindex = vxlan(b)->vtep_ifindex,
 		.family = net.addr.family,
 		.dst = net.addr,
 		.state = NUD_PERMANENT,
@@ -118,7 +124,7 @@ static void vxlan_add_family(Backend *b, const NodeLease *remote, const IpPrefix
 	o->routes[o->n_routes] = (NlRoute) {
 		.dst = net,
 		.gw = net.addr,
-		.oif = b->vtep_ifindex,
+		.oif = vxlan(b)->vtep_ifindex,
 		.protocol = WEFT_RTPROT,
 		.scope = RT_SCOPE_UNIVERSE,
 		.type = RTN_UNICAST,
@@ -144,7 +150,7 @@ static int vxlan_render(Backend *b, const NodeLease *remote, NodeObjects *ret) {
 	/* bridge fdb append <mac> dev weft.1 dst <public ip> self permanent */
 	o.has_fdb = true;
 	o.fdb = (NlNeigh) {
-		.ifindex = b->vtep_ifindex,
+		.ifindex = vxlan(b)->vtep_ifindex,
 		.family = AF_BRIDGE,
 		.dst = remote->public_ip,
 		.state = NUD_PERMANENT,
@@ -155,8 +161,26 @@ static int vxlan_render(Backend *b, const NodeLease *remote, NodeObjects *ret) {
 	return 0;
 }
 
+/* Our VTEP MAC, published with the lease (peers need it for their FDB) once the VTEP exists. */
+static void vxlan_lease_attrs(const Backend *b, NodeLease *self) {
+	const VxlanBackend *v = vxlan(b);
+
+	if (v->vtep_ifindex <= 0)
+		return;
+	memcpy(self->vtep_mac, v->vtep_mac, 6);
+	self->has_vtep_mac = true;
+}
+
+/* The neighbours and FDB entries on the VTEP are ours. */
+static int vxlan_neigh_ifindex(const Backend *b) {
+	return vxlan(b)->vtep_ifindex;
+}
+
 const BackendOps backend_vxlan_ops = {
 	.name = "vxlan",
+	.object_size = sizeof(VxlanBackend),
 	.ensure = vxlan_ensure,
 	.render = vxlan_render,
+	.lease_attrs = vxlan_lease_attrs,
+	.neigh_ifindex = vxlan_neigh_ifindex,
 };

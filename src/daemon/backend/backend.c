@@ -86,11 +86,68 @@ static int refresh_local(Backend *b) {
 	return 0;
 }
 
+static void backend_state_free(Backend *b) {
+	if (b->ops && b->ops->done && b->state)
+		b->ops->done(b);
+	b->state = mfree(b->state);
+}
+
+int backend_init(Backend *b, const BackendOps *ops) {
+	int r;
+
+	backend_state_free(b);
+	b->ops = ops;
+	if (ops->object_size > 0) {
+		b->state = calloc(1, ops->object_size);
+		if (!b->state)
+			return -ENOMEM;
+	}
+	if (ops->init) {
+		r = ops->init(b);
+		if (r < 0) {
+			backend_state_free(b);
+			return r;
+		}
+	}
+	return 0;
+}
+
 void backend_done(Backend *b) {
+	backend_state_free(b);
 	b->local = mfree(b->local);
 	b->n_local = 0;
-	backend_udp_done(b);
 	node_lease_done(&b->self);
+}
+
+void backend_commit(Backend *b) {
+	if (b->ops && b->ops->commit)
+		b->ops->commit(b);
+}
+
+void backend_lease_attrs(const Backend *b, NodeLease *self) {
+	if (b->ops && b->ops->lease_attrs)
+		b->ops->lease_attrs(b, self);
+}
+
+int backend_neigh_ifindex(const Backend *b) {
+	return b->ops && b->ops->neigh_ifindex ? b->ops->neigh_ifindex(b) : 0;
+}
+
+void backend_render_metrics(const Backend *b, FILE *f) {
+	if (b->ops && b->ops->render_metrics)
+		b->ops->render_metrics(b, f);
+}
+
+int backend_probe(const Backend *b, BackendProbe *ret) {
+	*ret = (BackendProbe) {};
+	if (!b->ops || !b->ops->probe)
+		return -EOPNOTSUPP;
+	return b->ops->probe(b, ret);
+}
+
+void backend_withdraw(Backend *b) {
+	if (b->ops && b->ops->withdraw)
+		b->ops->withdraw(b);
 }
 
 typedef struct DefaultScan {

@@ -2,18 +2,20 @@
 #pragma once
 
 /*
- * Backends: how this node reaches the pod subnets of the others. A backend fills one BackendOps;
- * the reconciler (reconcile.c) asks it to render the kernel objects one remote lease needs and
- * does the diffing and programming itself, so backends hold no per-node state.
+ * Backends: how this node reaches the pod subnets of the others. A backend fills one BackendOps
+ * and keeps its own state in an object only its file knows (VxlanBackend, UdpBackend, ...); the
+ * reconciler (reconcile.c) asks it to render the kernel objects one remote lease needs and does
+ * the diffing and programming itself, so the kernel's per-node objects are never a backend's.
  *
  *   host-gw (backend-hostgw.c)  route <remote subnet> via <remote public IP> dev <underlay>
  *   vxlan   (backend-vxlan.c)   VTEP weft.<VNI>; per remote: neighbour + FDB + onlink route
  *   udp     (backend-udp.c)     TUN weft0, weftd carries each packet in UDP; per remote: a route
  *   ipip    (backend-ipip.c)    tunnel weft.ipip; per remote: route via its public IP, onlink
+ *   bgp     (backend-bgp.c)     no device; BIRD learns and installs the routes, weftd feeds it
  *
  * Everything installed is stamped: routes carry protocol WEFT_RTPROT; neighbours and FDB
- * entries live on our own VTEP. backend.c holds what both share: underlay discovery and the
- * "directly connected" test.
+ * entries live on our own VTEP. backend.c holds what every kind shares: underlay discovery, the
+ * "directly connected" test, the state's life cycle and the NULL-safe calls of the optional ops.
  */
 
 #include <net/if.h>
@@ -48,8 +50,30 @@ typedef struct NodeObjects {
 
 typedef struct Backend Backend;
 
+/* A backend's readiness detail for /healthz?verbose: one check line, reported but never part of
+ * the verdict (the kubelet restarting weftd cannot fix a routing daemon that runs apart). */
+typedef struct BackendProbe {
+	const char *check; /* the check's name: "bird" */
+	bool ok;           /* "[+]<check>" or "[-]<check>: <why>" */
+	const char *why;   /* when !ok: "not answering" */
+	char detail[128];  /* a line after the verdict ("bgp sessions: 2 of 3 established"); "" = none */
+} BackendProbe;
+
+/*
+ * One backend kind, whole (networkd's NetDevVTable, BIRD's struct protocol): its state lives in an
+ * object of its own (object_size bytes, zeroed, at b->state) that only its file knows; everything
+ * kind-specific the rest of weftd needs goes through this table, by the NULL-safe helpers below.
+ * Only name, ensure and render are required.
+ */
 typedef struct BackendOps {
-	const char *name; /* "host-gw" | "vxlan", as in NodeLease.backend */
+	const char *name;   /* "host-gw" | "vxlan" | ..., as in NodeLease.backend */
+	size_t object_size; /* the kind's state (VxlanBackend, UdpBackend, ...); 0 = none */
+	/* Optional: sets up the fresh (zeroed) state; b->config and b->node_name are set, the loop may
+	 * not be yet. 0 or -errno. */
+	int (*init)(Backend *b);
+	/* Optional: releases what the state holds (fds, tables); the state itself is freed for it.
+	 * Also called after a failed init. */
+	void (*done)(Backend *b);
 	/*
 	 * Creates or repairs what the backend needs locally; idempotent and cheap when all is in
 	 * place (called before the lease with b->have_lease false, and again on every full resync).
@@ -65,14 +89,28 @@ typedef struct BackendOps {
 	/*
 	 * Optional: called after every render() of a pass, with exactly the leases rendered
 	 * successfully in that pass (the accepted ones). A backend that forwards packets itself (udp)
-	 * takes its peer table from here; the others have no per-node state.
+	 * takes its peer table from here, bgp its BIRD config; the others have no per-node state.
 	 */
 	void (*commit)(Backend *b);
+	/* Optional: fills in what the kind publishes with our lease and what no remote lease may claim
+	 * (vxlan: the VTEP MAC, once the VTEP exists). Called on a lease holding the common fields. */
+	void (*lease_attrs)(const Backend *b, NodeLease *self);
+	/* Optional: the link whose permanent neighbours and FDB entries are the reconciler's (vxlan:
+	 * the VTEP), and whose removal the monitor repairs; 0 = none. */
+	int (*neigh_ifindex)(const Backend *b);
+	/* Optional: the kind's lines for /metrics. */
+	void (*render_metrics)(const Backend *b, FILE *f);
+	/* Optional: readiness detail for /healthz?verbose. 0 with *ret filled, or -errno. */
+	int (*probe)(const Backend *b, BackendProbe *ret);
+	/* Optional: after our lease is released on shutdown, stops announcing our subnet (bgp). */
+	void (*withdraw)(Backend *b);
 } BackendOps;
 
+/* What every kind shares. The kind's own fields are in *state (see BackendOps.object_size). */
 struct Backend {
 	const BackendOps *ops;
-	NlSock *nl; /* not owned */
+	void *state; /* owned: ops->object_size bytes, the kind's (backend_init()) */
+	NlSock *nl;  /* not owned */
 	NetworkBackendConfig config;
 	const char *node_name; /* not owned: weftd's --node-name */
 
@@ -86,26 +124,17 @@ struct Backend {
 	IpPrefix *local; /* every address of this node (all links), with its prefix length */
 	size_t n_local;
 
-	/* vxlan */
-	char vtep_name[IFNAMSIZ];
-	int vtep_ifindex;
-	uint8_t vtep_mac[6];
-
 	/* our lease, once held (owned: backend_done() releases it) */
 	bool have_lease;
 	NodeLease self;
 
 	unsigned mtu; /* pod MTU */
 
-	/* bgp: bird.conf and BIRD's control socket live here (not owned: weftd's --run-dir) */
-	const char *run_dir;
-
-	/* ipip: the tunnel (not vtep_ifindex: that one means "publish a VTEP MAC") */
-	int tunnel_ifindex;
-
-	/* udp: the loop the TUN and socket are watched in (not owned; set by weftd before ensure()) */
+	/* Context a kind may use (not owned; set by weftd before the first ensure()): the loop a kind
+	 * that moves packets itself watches its fds in (udp), and the directory for files a routing
+	 * daemon reads (bgp: bird.conf and BIRD's control socket). */
 	struct EventLoop *loop;
-	struct UdpTunnel *udp; /* owned; backend_done() frees it */
+	const char *run_dir;
 };
 
 extern const BackendOps backend_hostgw_ops;
@@ -113,20 +142,6 @@ extern const BackendOps backend_vxlan_ops;
 extern const BackendOps backend_udp_ops;
 extern const BackendOps backend_ipip_ops;
 extern const BackendOps backend_bgp_ops;
-
-/* backend-bgp.c: weft_bird_up and weft_bgp_sessions for /metrics (asks BIRD; bgp backend only). */
-void backend_bgp_render_metrics(const Backend *b, FILE *f);
-/* bgp: whether BIRD answers (1) or not (0), and how many of its BGP sessions are Established;
- * -EOPNOTSUPP for the other backends. */
-int backend_bgp_probe(const Backend *b, unsigned *ret_total, unsigned *ret_established);
-/* bgp, after the lease is released on shutdown: rewrites bird.conf without our subnet and has BIRD
- * apply it, so the subnet is withdrawn before weftd exits. A no-op for the other backends. */
-void backend_bgp_withdraw(Backend *b);
-
-/* backend-udp.c: closes the TUN and the socket (the kernel then removes weft0 and its routes). */
-void backend_udp_done(Backend *b);
-/* backend-udp.c: weft_udp_* lines for /metrics (nothing unless the udp backend runs). */
-void backend_udp_render_metrics(const Backend *b, FILE *f);
 
 const BackendOps *backend_ops_find(NetworkBackendType type);
 
@@ -139,8 +154,19 @@ int backend_find_underlay(Backend *b, const char *iface, const IpAddr *public_ip
 /* Re-reads the underlay link's addresses and MTU, and every address of the node into local[]
  * (cheap: one dump; every pass). */
 int backend_refresh_underlay(Backend *b);
-/* Frees what the backend allocated (local[]). */
+/* Makes b a backend of kind ops: allocates and initialises its state (a previous kind's is released
+ * first). b->config and b->node_name should be set. 0, -ENOMEM or ops->init's error. */
+int backend_init(Backend *b, const BackendOps *ops);
+/* Releases the kind's state (ops->done), local[] and our lease; b->ops stays. NULL-safe kind. */
 void backend_done(Backend *b);
+
+/* The optional ops, NULL-safe (no kind chosen yet, or the kind lacks the op): */
+void backend_commit(Backend *b);
+void backend_lease_attrs(const Backend *b, NodeLease *self);
+int backend_neigh_ifindex(const Backend *b); /* 0 = none */
+void backend_render_metrics(const Backend *b, FILE *f);
+int backend_probe(const Backend *b, BackendProbe *ret); /* -EOPNOTSUPP: the kind has nothing to report */
+void backend_withdraw(Backend *b);
 /* True if ip lies in a network directly connected to the underlay. */
 bool backend_is_direct(const Backend *b, const IpAddr *ip);
 /* The host-gw route for a remote (used by host-gw, and by vxlan with DirectRouting). */

@@ -1171,7 +1171,7 @@ static int etcd_next_timeout_ms(Datastore *d) {
 }
 
 const DatastoreOps datastore_etcd_ops = {
-	.kind = "etcd",
+	.kind = DATASTORE_ETCD,
 	.open = etcd_open,
 	.free = etcd_free,
 	.get_network_config = etcd_get_network_config,

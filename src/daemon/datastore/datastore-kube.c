@@ -777,7 +777,7 @@ static int kube_next_timeout_ms(Datastore *d) {
 }
 
 const DatastoreOps datastore_kube_ops = {
-	.kind = "kubernetes",
+	.kind = DATASTORE_KUBERNETES,
 	.open = kube_open,
 	.free = kube_free,
 	.get_network_config = kube_get_network_config,

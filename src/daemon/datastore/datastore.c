@@ -7,17 +7,30 @@
 #include "basic/string-util.h"
 #include "daemon/datastore/datastore.h"
 
-const DatastoreOps *datastore_ops_find(const char *kind) {
-	static const DatastoreOps *const table[] = {
-		&datastore_etcd_ops,
-		&datastore_kube_ops,
-	};
+static const char *const datastore_kind_table[_DATASTORE_KIND_MAX] = {
+	[DATASTORE_ETCD] = "etcd",
+	[DATASTORE_KUBERNETES] = "kubernetes",
+};
 
-	if (!kind)
-		return NULL;
-	for (size_t i = 0; i < ELEMENTSOF(table); i++)
-		if (streq(table[i]->kind, kind))
-			return table[i];
+const char *datastore_kind_to_string(DatastoreKind k) {
+	return (unsigned) k < _DATASTORE_KIND_MAX ? datastore_kind_table[k] : NULL;
+}
+
+int datastore_kind_from_string(const char *s, DatastoreKind *ret) {
+	for (size_t i = 0; i < ELEMENTSOF(datastore_kind_table); i++)
+		if (streq_ptr(s, datastore_kind_table[i])) {
+			*ret = (DatastoreKind) i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const DatastoreOps *datastore_ops_find(DatastoreKind kind) {
+	switch (kind) {
+	case DATASTORE_ETCD: return &datastore_etcd_ops;
+	case DATASTORE_KUBERNETES: return &datastore_kube_ops;
+	case _DATASTORE_KIND_MAX: break;
+	}
 	return NULL;
 }
 

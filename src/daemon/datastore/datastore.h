@@ -18,6 +18,17 @@
 
 typedef struct Datastore Datastore;
 
+/* Where the leases live (weftd's --datastore); names as on the command line: "etcd", "kubernetes". */
+typedef enum DatastoreKind {
+	DATASTORE_ETCD,
+	DATASTORE_KUBERNETES,
+	_DATASTORE_KIND_MAX,
+} DatastoreKind;
+
+const char *datastore_kind_to_string(DatastoreKind k);
+/* 0, or -EINVAL for a name that is no kind. */
+int datastore_kind_from_string(const char *s, DatastoreKind *ret);
+
 /* Kubernetes node names are DNS subdomains (RFC 1123): at most 253 characters. NodeLease holds
  * every valid name whole (on the heap); parsers refuse longer ones (LEASE_REJECT_NODE_NAME) and
  * never cut them, so two long names can never collide into one. */
@@ -108,7 +119,7 @@ typedef struct DatastoreEvent {
 typedef void (*DatastoreEventFn)(const DatastoreEvent *ev, void *userdata);
 
 typedef struct DatastoreConfig {
-	const char *kind;       /* "etcd" */
+	DatastoreKind kind;
 	const char *endpoints;  /* "http://127.0.0.1:2379[,http://...]" */
 	const char *prefix;     /* key prefix, default "/weft/network" */
 	const char *kubeconfig; /* kubernetes kind */
@@ -116,7 +127,7 @@ typedef struct DatastoreConfig {
 } DatastoreConfig;
 
 typedef struct DatastoreOps {
-	const char *kind;
+	DatastoreKind kind;
 	/* Validates c, loads what it names (the kubeconfig) and connects. -EINVAL: c can never work
 	 * (etcd: no endpoints, a prefix not starting with '/'; kubernetes: the kubeconfig or the
 	 * in-cluster credentials cannot be loaded; logged by the module): weftd exits with its
@@ -182,7 +193,7 @@ typedef struct DatastoreOps {
  */
 
 extern const DatastoreOps datastore_etcd_ops;
-extern const DatastoreOps datastore_kube_ops; /* "kubernetes": Node.spec.podCIDRs + annotations */
+extern const DatastoreOps datastore_kube_ops; /* Node.spec.podCIDRs + annotations */
 
 /*
  * Pure parsers of one stored object into a NodeLease (also what the fuzzers drive). Field problems
@@ -200,5 +211,5 @@ int datastore_kube_node_parse(const struct json_t *node, NodeLease *ret);
 /* True for a valid Kubernetes node name: a DNS subdomain (RFC 1123), lowercase, at most 253. */
 bool node_name_valid(const char *name);
 
-/* Finds the ops for a kind name ("etcd"); NULL if unknown. */
-const DatastoreOps *datastore_ops_find(const char *kind);
+/* The ops of a kind; NULL if it is not compiled in. */
+const DatastoreOps *datastore_ops_find(DatastoreKind kind);

@@ -147,9 +147,9 @@ static int group_teardown(void **state) {
 /* ---- helpers ---- */
 
 static Datastore *ds_open_ttl(const char *prefix, int ttl) {
-	const DatastoreOps *ops = datastore_ops_find("etcd");
+	const DatastoreOps *ops = datastore_ops_find(DATASTORE_ETCD);
 	DatastoreConfig cfg = {
-		.kind = "etcd",
+		.kind = DATASTORE_ETCD,
 		/* a dead endpoint first: fail-over must find the live one */
 		.endpoints = NULL,
 		.prefix = prefix,
@@ -334,13 +334,24 @@ static char *raw_get(const char *key, int64_t *ret_lease) {
 /* ---- tests ---- */
 
 static void test_ops_find(void **state) {
-	assert_ptr_equal(datastore_ops_find("etcd"), &datastore_etcd_ops);
-	assert_null(datastore_ops_find("consul"));
-	assert_null(datastore_ops_find(NULL));
+	DatastoreKind k;
+
+	assert_ptr_equal(datastore_ops_find(DATASTORE_ETCD), &datastore_etcd_ops);
+	assert_ptr_equal(datastore_ops_find(DATASTORE_KUBERNETES), &datastore_kube_ops);
+	assert_null(datastore_ops_find(_DATASTORE_KIND_MAX));
+	/* the names, as --datastore takes them */
+	assert_int_equal(datastore_kind_from_string("etcd", &k), 0);
+	assert_int_equal(k, DATASTORE_ETCD);
+	assert_int_equal(datastore_kind_from_string("kubernetes", &k), 0);
+	assert_int_equal(k, DATASTORE_KUBERNETES);
+	assert_string_equal(datastore_kind_to_string(DATASTORE_KUBERNETES), "kubernetes");
+	assert_int_equal(datastore_kind_from_string("consul", &k), -EINVAL);
+	assert_int_equal(datastore_kind_from_string(NULL, &k), -EINVAL);
+	assert_null(datastore_kind_to_string(_DATASTORE_KIND_MAX));
 }
 
 static void test_open_unreachable(void **state) {
-	DatastoreConfig cfg = { .kind = "etcd", .prefix = "/t/x" };
+	DatastoreConfig cfg = { .kind = DATASTORE_ETCD, .prefix = "/t/x" };
 	char eps[64];
 	Datastore *d = NULL;
 	int r;
@@ -831,9 +842,10 @@ static void test_concurrent_acquire(void **state) {
 		if (pids[i] == 0) {
 			char name[32], out[32];
 			Datastore *d = NULL;
-			DatastoreConfig cfg = {
-				.kind = "etcd", .endpoints = etcd.endpoint, .prefix = "/t/race", .lease_ttl_sec = 5
-			};
+			DatastoreConfig cfg = { .kind = DATASTORE_ETCD,
+						.endpoints = etcd.endpoint,
+						.prefix = "/t/race",
+						.lease_ttl_sec = 5 };
 			IpPrefix net;
 			NodeLease self = {}, l;
 			int r;
