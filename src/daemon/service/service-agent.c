@@ -9,14 +9,14 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
+#include "daemon/nft-sync.h"
 #include "daemon/service/service-admission.h"
 #include "daemon/service/service-agent.h"
 #include "daemon/service/service-health.h"
 #include "daemon/service/service-compile.h"
-#include "shared/nft/nft-table.h"
+#include "shared/nft/nft-names.h"
 #include "shared/nft/nft.h"
 
-#define RETRY_USEC (1000 * 1000)
 /*
  * A partial sync goes to the kernel in batches of about this much text. libnftables holds the parse
  * of a whole batch at once, about 20 bytes per byte of text: 2,000 new Services in one etcd
@@ -38,12 +38,9 @@ typedef struct Report {
 struct ServiceAgent {
 	ObjectCache *cache;
 	EventLoop *loop;
-	EventSource *timer;
-	NftCtx *nft;
+	NftSync *sync; /* the nft context, debounce, retry and sync metrics (nft-sync.h) */
 	ServiceAgentConfig cfg;
-	bool scheduled;
-	bool programmed_once; /* else: the next sync is a full one */
-	bool base;            /* the fixed svc-* objects are in place */
+	bool base; /* the fixed svc-* objects are in place */
 	ServiceHealth *health;
 	SvcSlotPool *slots;  /* the endpoint-map ranges of the units' chains */
 	SvcRefs *refs;       /* the shared sets' elements, counted over the units */
@@ -52,8 +49,10 @@ struct ServiceAgent {
 	char **dirty; /* "ns/name" */
 	size_t n_dirty, cap_dirty;
 	bool dirty_oom; /* a key could not be remembered: sync everything */
-	uint64_t syncs, full_syncs, failures, noops;
-	double last_sync_ms, max_sync_ms, last_full_ms;
+	/* a full pass: its units and the kernel's svc-* names, from render to applied */
+	ServiceUnit **full_v;
+	size_t full_n, full_cap;
+	char **kernel, **kernel_sets;
 	size_t last_batch_bytes;
 	uint64_t conntrack_deleted;
 	/* Services whose objects nftables refused (quarantine_add): not programmed in their refused
@@ -75,13 +74,6 @@ struct ServiceAgent {
 };
 
 static void mark_dirty_key(ServiceAgent *a, const char *key);
-
-static double now_ms(void) {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
-}
 
 /* Index of key in units, or where it would go (*found false). */
 static size_t unit_find(ServiceAgent *a, const char *key, bool *found) {
@@ -444,9 +436,7 @@ static int build(ServiceAgent *a, const KubeService *svc, const ServiceUnit *old
 
 int service_uninstall(NftCtx *nft, size_t *ret_n, char **ret_error) {
 	_cleanup_strv_free_ char **chains = NULL, **sets = NULL, **maps = NULL;
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0;
-	FILE *out;
+	_cleanup_(nft_batch_done) NftBatch b = {};
 	int r;
 
 	*ret_n = 0;
@@ -458,23 +448,24 @@ int service_uninstall(NftCtx *nft, size_t *ret_n, char **ret_error) {
 		r = nft_list_names(nft, "map", SVC_PREFIX, &maps);
 	if (r < 0)
 		return r;
-	out = open_memstream(&buf, &len);
-	if (!out)
-		return -ENOMEM;
+	r = nft_batch_begin(&b);
+	if (r < 0)
+		return r;
 	/* rules first (they name chains, maps and sets), then the maps (their verdicts name chains),
 	 * then the rest */
 	for (size_t i = 0; chains && chains[i]; i++)
-		fprintf(out, "flush chain " NFT_TABLE_INET " %s\n", chains[i]);
+		nft_batch_add(&b, "flush chain " NFT_TABLE_INET " %s", chains[i]);
 	for (size_t i = 0; maps && maps[i]; i++)
-		fprintf(out, "delete map " NFT_TABLE_INET " %s\n", maps[i]);
+		nft_batch_add(&b, "delete map " NFT_TABLE_INET " %s", maps[i]);
 	for (size_t i = 0; chains && chains[i]; i++)
-		fprintf(out, "delete chain " NFT_TABLE_INET " %s\n", chains[i]);
+		nft_batch_add(&b, "delete chain " NFT_TABLE_INET " %s", chains[i]);
 	for (size_t i = 0; sets && sets[i]; i++)
-		fprintf(out, "delete set " NFT_TABLE_INET " %s\n", sets[i]);
-	if (fclose(out) != 0)
-		return -ENOMEM;
+		nft_batch_add(&b, "delete set " NFT_TABLE_INET " %s", sets[i]);
+	r = nft_batch_finish(&b);
+	if (r < 0)
+		return r;
 	*ret_n = strv_length(chains) + strv_length(maps) + strv_length(sets);
-	return len > 0 ? nft_apply(nft, buf, ret_error) : 0;
+	return b.len > 0 ? nft_apply(nft, b.buf, ret_error) : 0;
 }
 
 typedef struct Full {
@@ -605,28 +596,25 @@ typedef struct Segments {
  * Service's change atomic.
  */
 static void apply_bisect(ServiceAgent *a, Segments *sg, const size_t *idx, size_t n) {
-	char *buf = NULL, *err = NULL;
-	size_t len = 0;
-	FILE *out;
+	_cleanup_(nft_batch_done) NftBatch b = {};
+	char *buf, *err = NULL;
 	int r;
 
 	if (n == 0)
 		return;
-	out = open_memstream(&buf, &len);
-	if (!out)
+	if (nft_batch_begin(&b) < 0)
 		return (void) (sg->refused[idx[0]] = true); /* ENOMEM: not applied; a later sync retries */
-	fwrite(sg->prefix, 1, sg->prefix_len, out);
+	nft_batch_append(&b, sg->prefix, sg->prefix_len);
 	for (size_t i = 0; i < n; i++)
-		fwrite(sg->text[idx[i]], 1, sg->len[idx[i]], out);
-	if (fclose(out) != 0) {
-		free(buf);
+		nft_batch_append(&b, sg->text[idx[i]], sg->len[idx[i]]);
+	if (nft_batch_finish(&b) < 0) {
 		for (size_t i = 0; i < n; i++)
 			sg->refused[idx[i]] = true;
 		return;
 	}
+	buf = b.buf;
 	sg->batches++;
-	r = nft_apply(a->nft, buf, &err);
-	(void) nft_ctx_drop_cache(a->nft);
+	r = nft_sync_apply(a->sync, buf, &err);
 	if (r < 0 && n == 1) {
 		sg->refused[idx[0]] = true;
 		sg->error[idx[0]] = TAKE_PTR(err);
@@ -635,27 +623,20 @@ static void apply_bisect(ServiceAgent *a, Segments *sg, const size_t *idx, size_
 		apply_bisect(a, sg, idx, n / 2);
 		apply_bisect(a, sg, idx + n / 2, n - n / 2);
 	}
-	free(buf);
 	free(err);
 }
 
-/* The full batch of units[0..n) (refs reset and counted anew). 0 or -ENOMEM. */
+/* The full batch of units[0..n) (refs reset and counted anew), appended to out. 0 or -ENOMEM. */
 static int render_full(ServiceAgent *a, ServiceUnit *const *units, size_t n, char *const *kernel,
-		       char *const *kernel_sets, char **ret_buf, size_t *ret_len) {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out;
+		       char *const *kernel_sets, NftBatch *out) {
 	int r;
 
 	svc_refs_reset(a->refs);
-	out = open_memstream(&buf, &len);
-	if (!out)
-		return -ENOMEM;
 	service_render_base(out, a->cfg.service_ranges, a->cfg.n_service_ranges);
 	service_render_flush_maps(out);
 	for (size_t i = 0; kernel && kernel[i]; i++)
 		if (strchr(kernel[i], '/')) /* per-Service chains; the fixed ones are flushed above */
-			fprintf(out, "flush chain " NFT_TABLE_INET " %s\n", kernel[i]);
+			nft_batch_add(out, "flush chain " NFT_TABLE_INET " %s", kernel[i]);
 	r = service_render_full(out, units, n, a->refs);
 	for (size_t i = 0; kernel && kernel[i]; i++) {
 		bool wanted = false;
@@ -663,7 +644,7 @@ static int render_full(ServiceAgent *a, ServiceUnit *const *units, size_t n, cha
 		for (size_t k = 0; k < n && !wanted; k++)
 			wanted = service_unit_chain(units[k], kernel[i]) != NULL;
 		if (!wanted && strchr(kernel[i], '/'))
-			fprintf(out, "delete chain " NFT_TABLE_INET " %s\n", kernel[i]);
+			nft_batch_add(out, "delete chain " NFT_TABLE_INET " %s", kernel[i]);
 	}
 	/* affinity sets of Services gone or changed meanwhile (after their chains) */
 	for (size_t i = 0; kernel_sets && kernel_sets[i]; i++) {
@@ -672,15 +653,9 @@ static int render_full(ServiceAgent *a, ServiceUnit *const *units, size_t n, cha
 		for (size_t k = 0; k < n && !wanted; k++)
 			wanted = service_unit_set(units[k], kernel_sets[i]) != NULL;
 		if (!wanted && strchr(kernel_sets[i], '/'))
-			fprintf(out, "delete set " NFT_TABLE_INET " %s\n", kernel_sets[i]);
+			nft_batch_add(out, "delete set " NFT_TABLE_INET " %s", kernel_sets[i]);
 	}
-	if (fclose(out) != 0 || r < 0) {
-		free(buf);
-		return -ENOMEM;
-	}
-	*ret_buf = buf;
-	*ret_len = len;
-	return 0;
+	return r;
 }
 
 typedef struct FullBisect {
@@ -700,8 +675,9 @@ typedef struct FullBisect {
  * force while the culprits are searched for; the caller then applies the accepted ones for real.
  */
 static void full_bisect(FullBisect *fb, ServiceUnit **v, size_t lo, size_t hi) {
-	char *buf = NULL, *err = NULL;
-	size_t len = 0, n = 0;
+	_cleanup_(nft_batch_done) NftBatch b = {};
+	char *err = NULL;
+	size_t n = 0;
 	int r;
 
 	if (lo >= hi)
@@ -710,12 +686,14 @@ static void full_bisect(FullBisect *fb, ServiceUnit **v, size_t lo, size_t hi) {
 		fb->cand[n++] = fb->good[i];
 	for (size_t i = lo; i < hi; i++)
 		fb->cand[n++] = v[i];
-	r = render_full(fb->a, fb->cand, n, fb->kernel, fb->kernel_sets, &buf, &len);
+	r = nft_batch_begin(&b);
+	if (r >= 0)
+		r = render_full(fb->a, fb->cand, n, fb->kernel, fb->kernel_sets, &b);
+	if (r >= 0)
+		r = nft_batch_finish(&b);
 	if (r >= 0) {
 		fb->batches++;
-		r = nft_check(fb->a->nft, buf, &err);
-		(void) nft_ctx_drop_cache(fb->a->nft);
-		free(buf);
+		r = nft_sync_check(fb->a->sync, b.buf, &err);
 	}
 	if (r >= 0) {
 		for (size_t i = lo; i < hi; i++)
@@ -730,13 +708,26 @@ static void full_bisect(FullBisect *fb, ServiceUnit **v, size_t lo, size_t hi) {
 	free(err);
 }
 
-static int sync_full(ServiceAgent *a) {
+/* Drops what a full pass left (its units when it failed). */
+static void full_done(ServiceAgent *a) {
+	for (size_t i = 0; i < a->full_n; i++)
+		service_unit_free(a->full_v[i]);
+	a->full_v = mfree(a->full_v);
+	a->full_n = a->full_cap = 0;
+	a->kernel = strv_free(a->kernel);
+	a->kernel_sets = strv_free(a->kernel_sets);
+}
+
+/*
+ * A full pass (NftSyncOps.render, full): every Service built anew, rendered as one batch that also
+ * removes what the kernel holds of ours and no Service wants. The units wait in a->full_v for
+ * full_applied() (or full_refused()).
+ */
+static int full_render(ServiceAgent *a, NftBatch *b) {
 	Full f = { .a = a };
-	_cleanup_strv_free_ char **kernel = NULL, **kernel_sets = NULL;
-	char *buf = NULL, *err = NULL;
-	size_t len = 0;
 	int r;
 
+	full_done(a);
 	/* everything is rendered anew: new slots, counts from zero, every claim again (the winners
 	 * are known before any unit is built) */
 	svc_slot_pool_reset(a->slots);
@@ -745,99 +736,100 @@ static int sync_full(ServiceAgent *a) {
 	object_cache_foreach(a->cache, KUBE_KIND_SERVICE, claim_one, &f);
 	if (f.r >= 0)
 		object_cache_foreach(a->cache, KUBE_KIND_SERVICE, collect_unit, &f);
+	a->full_v = f.v;
+	a->full_n = f.n;
+	a->full_cap = f.cap;
 	r = f.r;
 	if (r >= 0)
-		r = nft_list_names(a->nft, "chain", SVC_PREFIX, &kernel);
+		r = nft_list_names(nft_sync_ctx(a->sync), "chain", SVC_PREFIX, &a->kernel);
 	if (r >= 0)
-		r = nft_list_names(a->nft, "set", SVC_PREFIX, &kernel_sets);
+		r = nft_list_names(nft_sync_ctx(a->sync), "set", SVC_PREFIX, &a->kernel_sets);
 	if (r < 0)
-		goto out;
-	qsort_safe(f.v, f.n, sizeof(ServiceUnit *), unit_ptr_cmp);
-	if (f.n == 0 && strv_length(kernel) == 0 && strv_length(kernel_sets) == 0) {
+		return r;
+	qsort_safe(a->full_v, a->full_n, sizeof(ServiceUnit *), unit_ptr_cmp);
+	if (a->full_n == 0 && strv_length(a->kernel) == 0 && strv_length(a->kernel_sets) == 0)
 		/* no Service and nothing of ours: add nothing, so a cluster without Services keeps
 		 * exactly the datapath it had */
-		clear_dirty(a);
-		a->full_syncs++;
-		a->base = false;
-		r = 0;
-		goto out;
-	}
-	r = render_full(a, f.v, f.n, kernel, kernel_sets, &buf, &len);
-	if (r < 0)
-		goto out;
-	r = nft_apply(a->nft, buf, &err);
-	(void) nft_ctx_drop_cache(a->nft); /* nft.h: the batch's objects, held until the next one */
-	if (r < 0) {
-		FullBisect fb = { .a = a, .kernel = kernel, .kernel_sets = kernel_sets };
-		size_t w = 0, n_all = f.n;
+		return 0;
+	return render_full(a, a->full_v, a->full_n, a->kernel, a->kernel_sets, b);
+}
 
-		log_warning("Services: nftables refused the full batch, narrowing it: %s", err ?: "");
-		fb.good = calloc(f.n + 1, sizeof(ServiceUnit *));
-		fb.cand = calloc(f.n + 1, sizeof(ServiceUnit *));
-		fb.refused = calloc(f.n + 1, sizeof(bool));
-		fb.error = calloc(f.n + 1, sizeof(char *));
-		if (fb.good && fb.cand && fb.refused && fb.error) {
-			full_bisect(&fb, f.v, 0, f.n);
-			/* the accepted ones, for real (render_full counts their shared elements anew) */
-			free(buf);
-			buf = NULL;
-			free(err);
-			err = NULL;
-			r = render_full(a, fb.good, fb.n_good, kernel, kernel_sets, &buf, &len);
-			if (r >= 0)
-				r = nft_apply(a->nft, buf, &err);
-			(void) nft_ctx_drop_cache(a->nft);
-			log_debug("Services: full batch narrowed in %u batches", fb.batches);
-			for (size_t i = 0; i < f.n; i++)
-				if (fb.refused[i]) {
-					quarantine_add(a, f.v[i]->key, fb.error[i]);
-					svc_slot_pool_release(a->slots, f.v[i], NULL);
-					service_unit_free(f.v[i]);
-				} else {
-					quarantine_drop(a, f.v[i]->key);
-					f.v[w++] = f.v[i];
-				}
-			f.n = w;
-		} else
-			r = -ENOMEM;
-		for (size_t i = 0; fb.error && i < n_all; i++)
-			free(fb.error[i]);
-		free(fb.good);
-		free(fb.cand);
-		free(fb.refused);
-		free(fb.error);
-		if (r < 0) {
-			log_error_errno(r, "Services: nftables refused the full batch: %s", err ?: "");
-			goto out;
-		}
+/*
+ * NftSyncOps.refused of a full pass: each attempt is a whole full batch of the Services accepted so
+ * far plus a range of the rest, checked by the kernel and aborted (full_bisect()); the accepted
+ * ones then go in for real and the culprits are quarantined. 0, or the error of a batch no Service
+ * explains.
+ */
+static int full_refused(ServiceAgent *a, const char *error) {
+	_cleanup_(nft_batch_done) NftBatch b = {};
+	FullBisect fb = { .a = a, .kernel = a->kernel, .kernel_sets = a->kernel_sets };
+	size_t w = 0, n_all = a->full_n;
+	char *err = NULL;
+	int r;
+
+	log_warning("Services: nftables refused the full batch, narrowing it: %s", error ?: "");
+	fb.good = calloc(n_all + 1, sizeof(ServiceUnit *));
+	fb.cand = calloc(n_all + 1, sizeof(ServiceUnit *));
+	fb.refused = calloc(n_all + 1, sizeof(bool));
+	fb.error = calloc(n_all + 1, sizeof(char *));
+	if (fb.good && fb.cand && fb.refused && fb.error) {
+		full_bisect(&fb, a->full_v, 0, n_all);
+		/* the accepted ones, for real (render_full counts their shared elements anew) */
+		r = nft_batch_begin(&b);
+		if (r >= 0)
+			r = render_full(a, fb.good, fb.n_good, a->kernel, a->kernel_sets, &b);
+		if (r >= 0)
+			r = nft_batch_finish(&b);
+		if (r >= 0)
+			r = nft_sync_apply(a->sync, b.buf, &err);
+		log_debug("Services: full batch narrowed in %u batches", fb.batches);
+		for (size_t i = 0; i < n_all; i++)
+			if (fb.refused[i]) {
+				quarantine_add(a, a->full_v[i]->key, fb.error[i]);
+				svc_slot_pool_release(a->slots, a->full_v[i], NULL);
+				service_unit_free(a->full_v[i]);
+			} else
+				a->full_v[w++] = a->full_v[i];
+		a->full_n = w;
 	} else
-		for (size_t i = 0; i < f.n; i++)
-			quarantine_drop(a, f.v[i]->key);
-	a->last_batch_bytes = len;
+		r = -ENOMEM;
+	for (size_t i = 0; fb.error && i < n_all; i++)
+		free(fb.error[i]);
+	free(fb.good);
+	free(fb.cand);
+	free(fb.refused);
+	free(fb.error);
+	if (r < 0) {
+		log_error_errno(r, "Services: nftables refused the full batch: %s", err ?: "");
+		if (b.len > BATCH_BYTES)
+			malloc_trim(0); /* as full_applied() does */
+	}
+	free(err);
+	return r;
+}
+
+/* A full pass is programmed: its units are the agent's now. */
+static void full_applied(ServiceAgent *a, size_t batch_bytes) {
+	for (size_t i = 0; i < a->full_n; i++)
+		quarantine_drop(a, a->full_v[i]->key);
+	a->last_batch_bytes = batch_bytes;
 	for (size_t i = 0; i < a->n_units; i++)
 		service_unit_free(a->units[i]);
 	free(a->units);
-	a->units = TAKE_PTR(f.v);
-	a->n_units = f.n;
-	a->cap_units = f.cap;
-	a->base = true;
-	f.n = 0;
+	a->units = TAKE_PTR(a->full_v);
+	a->n_units = a->full_n;
+	a->cap_units = a->full_cap;
+	a->base = a->n_units > 0 || batch_bytes > 0;
+	a->full_n = a->full_cap = 0;
+	full_done(a);
 	clear_dirty(a);
-	a->full_syncs++;
-out:
-	for (size_t i = 0; i < f.n; i++)
-		service_unit_free(f.v[i]);
-	free(f.v);
-	free(buf);
-	free(err);
 	/*
 	 * A full batch stays one batch (the kernel never holds half a program), so libnftables' parse of
 	 * it peaks at ~20x its text (62 MB for 2,000 Services) and is freed when nft_apply() returns;
 	 * glibc keeps that freed heap unless asked. Give it back: a real free, once per full sync.
 	 */
-	if (len > BATCH_BYTES)
+	if (batch_bytes > BATCH_BYTES)
 		malloc_trim(0);
-	return r;
 }
 
 /* After the batch: UDP entries the change made stale (service-compile.h), so a client keeping its
@@ -861,13 +853,19 @@ static void clear_conntrack(ServiceAgent *a, const char *key, const ServiceUnit 
 	}
 }
 
+/*
+ * A partial pass (NftSyncOps.render, not full): the dirty Services rebuilt, each one's change
+ * rendered apart and applied through the runner in batches of about BATCH_BYTES, each narrowed to
+ * the Services nftables refuses (apply_bisect()); those are quarantined. Leaves the runner's batch
+ * empty.
+ */
 static int sync_dirty(ServiceAgent *a) {
 	_cleanup_free_ ServiceUnit **next = NULL;
 	_cleanup_free_ size_t *idx = NULL;
-	char *prefix = NULL, *repair = NULL, *err = NULL;
-	size_t plen = 0, rlen = 0, n, n_idx = 0, total = 0;
+	_cleanup_(nft_batch_done) NftBatch prefix = {}, repair = {};
+	char *err = NULL;
+	size_t n, n_idx = 0, total = 0;
 	Segments sg = {};
-	FILE *out;
 	int r;
 
 	r = claim_dirty(a);
@@ -884,17 +882,14 @@ static int sync_dirty(ServiceAgent *a) {
 		r = -ENOMEM;
 		goto out;
 	}
-	out = open_memstream(&prefix, &plen);
-	if (!out) {
-		r = -ENOMEM;
+	r = nft_batch_begin(&prefix);
+	if (r < 0)
 		goto out;
-	}
 	if (!a->base) /* the first Service of a cluster that had none */
-		service_render_base(out, a->cfg.service_ranges, a->cfg.n_service_ranges);
-	if (fclose(out) != 0) {
-		r = -ENOMEM;
+		service_render_base(&prefix, a->cfg.service_ranges, a->cfg.n_service_ranges);
+	r = nft_batch_finish(&prefix);
+	if (r < 0)
 		goto out;
-	}
 	/* each Service's change rendered apart, so a refused batch can be narrowed to it */
 	for (size_t i = 0; i < n && r >= 0; i++) {
 		char *slash = strchr(a->dirty[i], '/');
@@ -916,33 +911,34 @@ static int sync_dirty(ServiceAgent *a) {
 			break;
 		if (service_unit_equal(found ? a->units[at] : NULL, next[i]))
 			continue;
-		out = open_memstream(&sg.text[i], &sg.len[i]);
-		if (!out) {
-			r = -ENOMEM;
-			break;
+		{
+			NftBatch seg;
+
+			r = nft_batch_begin(&seg);
+			if (r < 0)
+				break;
+			service_render_unit_diff(&seg, found ? a->units[at] : NULL, next[i], false);
+			r = svc_refs_update(a->refs, found ? a->units[at] : NULL, next[i], &seg);
+			if (nft_batch_finish(&seg) < 0 && r >= 0)
+				r = -ENOMEM;
+			sg.len[i] = seg.len;
+			sg.text[i] = nft_batch_steal(&seg);
 		}
-		service_render_unit_diff(out, found ? a->units[at] : NULL, next[i], false);
-		r = svc_refs_update(a->refs, found ? a->units[at] : NULL, next[i], out);
-		if (fclose(out) != 0 && r >= 0)
-			r = -ENOMEM;
 		if (sg.len[i] > 0)
 			idx[n_idx++] = i;
 		total += sg.len[i];
 	}
 	if (r < 0)
 		goto out;
-	if (total == 0 && plen == 0) {
-		a->noops++;
-		goto done;
-	}
+	if (total == 0 && prefix.len == 0)
+		goto done; /* a no-op: nothing applied */
 	/* the fixed objects alone first: refused, no Service is to blame (retried as a full sync) */
-	if (plen > 0) {
-		r = nft_apply(a->nft, prefix, &err);
+	if (prefix.len > 0) {
+		r = nft_sync_apply(a->sync, prefix.buf, &err);
 		if (r < 0) {
 			log_error_errno(r, "Services: nftables refused the fixed objects: %s", err ?: "");
 			goto out;
 		}
-		(void) nft_ctx_drop_cache(a->nft);
 		a->base = true;
 	}
 	sg.prefix = "";
@@ -957,7 +953,8 @@ static int sync_dirty(ServiceAgent *a) {
 	if (sg.batches > 1)
 		log_debug("Services: batch narrowed in %u batches", sg.batches);
 	/* the refused ones: counts undone, new slots freed, the old version stays in force */
-	out = open_memstream(&repair, &rlen);
+	if (nft_batch_begin(&repair) < 0)
+		repair = (NftBatch) {};
 	for (size_t k = 0; k < n_idx; k++) {
 		size_t i = idx[k];
 		bool found;
@@ -968,17 +965,16 @@ static int sync_dirty(ServiceAgent *a) {
 		at = unit_find(a, a->dirty[i], &found);
 		(void) svc_refs_update(a->refs, next[i], found ? a->units[at] : NULL, NULL);
 		svc_slot_pool_release(a->slots, next[i], found ? a->units[at] : NULL);
-		if (out)
-			svc_refs_render_held(a->refs, next[i], out);
+		if (repair.f)
+			svc_refs_render_held(a->refs, next[i], &repair);
 		quarantine_add(a, a->dirty[i], sg.error[i]);
 		next[i] = service_unit_free(next[i]);
 	}
-	if (out && fclose(out) == 0 && rlen > 0) {
+	if (repair.f && nft_batch_finish(&repair) >= 0 && repair.len > 0) {
 		free(err);
 		err = NULL;
-		if (nft_apply(a->nft, repair, &err) < 0)
+		if (nft_sync_apply(a->sync, repair.buf, &err) < 0)
 			log_warning("Services: shared elements of refused Services not restored: %s", err ?: "");
-		(void) nft_ctx_drop_cache(a->nft);
 	}
 done:
 	for (size_t i = 0; i < n; i++) {
@@ -999,7 +995,7 @@ done:
 		next[i] = NULL;
 		quarantine_drop(a, a->dirty[i]);
 	}
-	a->last_batch_bytes = total + plen;
+	a->last_batch_bytes = total + prefix.len;
 	clear_dirty(a);
 out:
 	for (size_t i = 0; i < n; i++) {
@@ -1011,8 +1007,6 @@ out:
 	free(sg.len);
 	free(sg.refused);
 	free(sg.error);
-	free(prefix);
-	free(repair);
 	free(err);
 	return r;
 }
@@ -1078,50 +1072,70 @@ static void update_health(ServiceAgent *a) {
 	free(c.v);
 }
 
-static int agent_sync(ServiceAgent *a) {
-	double t0 = now_ms();
-	bool full = !a->programmed_once || a->dirty_oom;
-	int r;
+/* NftSyncOps.prepare: -EAGAIN until the node's addresses are known; a changed policy (or a dirty
+ * set that could not be remembered) makes the pass full. */
+static int sync_prepare(NftSync *s, void *userdata) {
+	ServiceAgent *a = userdata;
+	int r = policy_refresh(a);
 
-	r = policy_refresh(a);
-	if (r == -EAGAIN) { /* again once the leases are listed; not a failure */
-		(void) event_source_arm_once(a->timer, RETRY_USEC);
-		a->scheduled = true;
-		return 0;
-	}
-	if (r > 0) /* a node address or the pod network changed: judge everything again */
-		full = true;
-	r = full ? sync_full(a) : sync_dirty(a);
-	if (r < 0) {
-		a->failures++;
-		a->programmed_once = false;
-		(void) event_source_arm_once(a->timer, RETRY_USEC);
-		a->scheduled = true;
+	if (r == -EAGAIN) /* again once the leases are listed; not a failure */
 		return r;
-	}
-	a->programmed_once = true;
-	update_health(a);
-	a->syncs++;
-	a->last_sync_ms = now_ms() - t0;
-	if (full)
-		a->last_full_ms = a->last_sync_ms;
-	if (a->last_sync_ms > a->max_sync_ms)
-		a->max_sync_ms = a->last_sync_ms;
-	log_debug("Services: %s sync of %zu services in %.2f ms (batch %zu bytes)", full ? "full" : "partial",
-		  a->n_units, a->last_sync_ms, a->last_batch_bytes);
+	if (r > 0 || a->dirty_oom) /* a node address or the pod network changed: judge everything again */
+		nft_sync_request_full(s);
 	return 0;
 }
 
-static int on_timer(EventSource *s, void *userdata) {
+static int sync_render(NftSync *s, bool full, NftBatch *b, void *userdata) {
 	ServiceAgent *a = userdata;
 
-	a->scheduled = false;
-	(void) agent_sync(a);
-	return 0;
+	return full ? full_render(a, b) : sync_dirty(a);
 }
 
+static int sync_refused(NftSync *s, bool full, NftBatch *b, int r, const char *error, void *userdata) {
+	ServiceAgent *a = userdata;
+
+	if (!full) /* a partial pass applies its parts itself: its batch stays empty */
+		return r;
+	return full_refused(a, error);
+}
+
+static void sync_applied(NftSync *s, bool full, const NftBatch *b, void *userdata) {
+	ServiceAgent *a = userdata;
+	NftSyncStats st;
+
+	if (full)
+		full_applied(a, b->len);
+	update_health(a);
+	nft_sync_stats(s, &st);
+	log_debug("Services: %s sync of %zu services in %.2f ms (batch %zu bytes)", full ? "full" : "partial",
+		  a->n_units, st.last_ms, a->last_batch_bytes);
+}
+
+static bool sync_ready(void *userdata) {
+	ServiceAgent *a = userdata;
+
+	return object_cache_all_synced(a->cache);
+}
+
+static const NftSyncOps service_sync_ops = {
+	.name = "Services",
+	.metrics_prefix = "weft_service",
+	.syncs_help = "Service programs of this node (full and partial batches, no-ops).",
+	.debounce_usec = SERVICE_AGENT_DEBOUNCE_USEC,
+	.retry_usec = SERVICE_AGENT_RETRY_USEC,
+	.retry_max_usec = SERVICE_AGENT_RETRY_MAX_USEC,
+	.ready = sync_ready,
+	.prepare = sync_prepare,
+	.render = sync_render,
+	.refused = sync_refused,
+	.applied = sync_applied,
+};
+
 static void mark_dirty(ServiceAgent *a, const char *ns, const char *name);
-static void schedule(ServiceAgent *a);
+
+static void schedule(ServiceAgent *a) {
+	nft_sync_schedule(a->sync);
+}
 
 /* Quarantined Services tried again (the kernel may take them now: the conflicting element is gone). */
 static int on_retry(EventSource *s, void *userdata) {
@@ -1145,19 +1159,14 @@ static int on_retry(EventSource *s, void *userdata) {
 /* A lease came or went, an address moved: Services holding such an address are judged again. */
 static int on_recheck(EventSource *s, void *userdata) {
 	ServiceAgent *a = userdata;
+	NftSyncStats st;
 
-	if (!a->programmed_once || policy_refresh(a) <= 0)
+	nft_sync_stats(a->sync, &st);
+	if (st.next_full || policy_refresh(a) <= 0) /* not programmed yet, or after a failure: a full pass comes */
 		return 0;
 	a->dirty_oom = true; /* "sync everything" */
 	schedule(a);
 	return 0;
-}
-
-static void schedule(ServiceAgent *a) {
-	if (a->scheduled || !object_cache_all_synced(a->cache))
-		return;
-	if (event_source_arm_once(a->timer, SERVICE_AGENT_DEBOUNCE_USEC) >= 0)
-		a->scheduled = true;
 }
 
 static void mark_dirty_key(ServiceAgent *a, const char *key) {
@@ -1236,15 +1245,13 @@ int service_agent_new(ObjectCache *cache, EventLoop *loop, const ServiceAgentCon
 	if (!a)
 		return -ENOMEM;
 	*a = (ServiceAgent) { .cache = cache, .loop = loop, .cfg = *cfg };
-	r = nft_ctx_open(&a->nft);
+	r = nft_sync_new(loop, &service_sync_ops, a, &a->sync);
 	if (r >= 0)
 		r = svc_slot_pool_new(&a->slots);
 	if (r >= 0)
 		r = svc_refs_new(&a->refs);
 	if (r >= 0)
 		r = service_health_new(loop, &a->health);
-	if (r >= 0)
-		r = event_loop_add_timer(loop, on_timer, a, &a->timer);
 	if (r >= 0)
 		r = event_loop_add_timer(loop, on_retry, a, &a->retry_timer);
 	if (r >= 0)
@@ -1266,7 +1273,7 @@ int service_agent_new(ObjectCache *cache, EventLoop *loop, const ServiceAgentCon
 ServiceAgent *service_agent_free(ServiceAgent *a) {
 	if (!a)
 		return NULL;
-	event_source_free(a->timer);
+	nft_sync_free(a->sync);
 	event_source_free(a->retry_timer);
 	strv_free(a->quarantined);
 	event_source_free(a->recheck);
@@ -1278,7 +1285,7 @@ ServiceAgent *service_agent_free(ServiceAgent *a) {
 	service_health_free(a->health);
 	svc_slot_pool_free(a->slots);
 	svc_refs_free(a->refs);
-	nft_ctx_free(a->nft);
+	full_done(a);
 	for (size_t i = 0; i < a->n_units; i++)
 		service_unit_free(a->units[i]);
 	free(a->units);
@@ -1289,14 +1296,8 @@ ServiceAgent *service_agent_free(ServiceAgent *a) {
 }
 
 int service_agent_render_metrics(ServiceAgent *a, FILE *f) {
+	nft_sync_render_metrics(a->sync, f);
 	fprintf(f,
-		"# HELP weft_service_syncs_total Service programs of this node (full and partial batches, no-ops).\n"
-		"# TYPE weft_service_syncs_total counter\nweft_service_syncs_total %" PRIu64 "\n"
-		"# TYPE weft_service_full_syncs_total counter\nweft_service_full_syncs_total %" PRIu64 "\n"
-		"# TYPE weft_service_sync_failures_total counter\nweft_service_sync_failures_total %" PRIu64 "\n"
-		"# TYPE weft_service_last_sync_seconds gauge\nweft_service_last_sync_seconds %.6f\n"
-		"# TYPE weft_service_last_full_sync_seconds gauge\nweft_service_last_full_sync_seconds %.6f\n"
-		"# TYPE weft_service_max_sync_seconds gauge\nweft_service_max_sync_seconds %.6f\n"
 		"# HELP weft_service_conntrack_deleted_total Stale UDP conntrack entries deleted.\n"
 		"# TYPE weft_service_conntrack_deleted_total counter\nweft_service_conntrack_deleted_total %" PRIu64
 		"\n"
@@ -1305,8 +1306,7 @@ int service_agent_render_metrics(ServiceAgent *a, FILE *f) {
 		"# HELP weft_service_quarantined Services whose objects nftables refused, not programmed in that "
 		"version.\n"
 		"# TYPE weft_service_quarantined gauge\nweft_service_quarantined %zu\n",
-		a->syncs, a->full_syncs, a->failures, a->last_sync_ms / 1e3, a->last_full_ms / 1e3,
-		a->max_sync_ms / 1e3, a->conntrack_deleted, a->n_units, strv_length(a->quarantined));
+		a->conntrack_deleted, a->n_units, strv_length(a->quarantined));
 	fprintf(f, "# HELP weft_service_rejected_total Service addresses, ports and endpoints refused by the address "
 		   "policy or lost in a conflict (docs/service-address-policy.md), each counted when first seen; "
 		   "reason nftables: Services whose objects the kernel refused (quarantined).\n"
