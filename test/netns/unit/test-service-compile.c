@@ -1000,7 +1000,7 @@ static int bench(size_t n, const char *target) {
 		return 1;
 	len = strlen(buf);
 	r = nft_apply(nft, buf, &err);
-	if (r >= 0) /* as weftd does after each batch (service-agent.c) */
+	if (r >= 0) /* as weftd does after each batch (nft-sync.c) */
 		(void) nft_ctx_drop_cache(nft);
 	t_full = ms_now() - t0;
 	c_full = cpu_ms_now() - c0;
