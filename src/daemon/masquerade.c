@@ -5,7 +5,8 @@
 
 #include "basic/macro.h"
 #include "daemon/masquerade.h"
-#include "shared/nft/nft-table.h"
+#include "shared/nft/nft-batch.h"
+#include "shared/nft/nft-names.h"
 
 #define T NFT_TABLE_INET
 #define FWD NFT_NODE_CHAIN_FORWARD
@@ -13,100 +14,91 @@
 #define FWD_SPEC "{ type filter hook forward priority filter; policy accept; }"
 #define POST_SPEC "{ type nat hook postrouting priority srcnat + 10; policy accept; }"
 
-static void render_delete_chain(FILE *f, const char *chain, const char *spec) {
-	fprintf(f, "add chain " T " %s %s\nflush chain " T " %s\ndelete chain " T " %s\n", chain, spec, chain, chain);
+static void render_delete_chain(NftBatch *b, const char *chain, const char *spec) {
+	nft_batch_add(b, "add chain " T " %s %s", chain, spec);
+	nft_batch_add(b, "flush chain " T " %s", chain);
+	nft_batch_add(b, "delete chain " T " %s", chain);
 }
 
-int masquerade_render(const MasqueradeParams *p, char **ret) {
-	_cleanup_free_ char *buf = NULL;
-	bool v4 = ip_addr_is_set(&p->network.addr), v6 = ip_addr_is_set(&p->network6.addr);
-	char n4[IP_PREFIX_STRLEN], n6[IP_PREFIX_STRLEN];
-	size_t size = 0;
-	FILE *f;
+int masquerade_render(const MasqueradeParams *p, NftBatch *b) {
+	/* per family: the match keyword, the network, multicast (never masqueraded) */
+	const struct {
+		const char *kw, *mcast;
+		const IpPrefix *net;
+	} fam[2] = { { "ip", "224.0.0.0/4", &p->network }, { "ip6", "ff00::/8", &p->network6 } };
+	bool any = false;
 
-	if (!v4 && !v6)
+	for (size_t i = 0; i < ELEMENTSOF(fam); i++)
+		any |= ip_addr_is_set(&fam[i].net->addr);
+	if (!any)
 		return -EINVAL;
-	if (v4)
-		ip_prefix_to_string(&p->network, n4);
-	if (v6)
-		ip_prefix_to_string(&p->network6, n6);
 
-	f = open_memstream(&buf, &size);
-	if (!f)
-		return -ENOMEM;
-	fputs("add table " T "\n", f);
-	fputs("add chain " T " " FWD " " FWD_SPEC "\nflush chain " T " " FWD "\n", f);
-	if (v4)
-		fprintf(f,
-			"add rule " T " " FWD " ip saddr %s accept comment \"weftd: from pods\"\n"
-			"add rule " T " " FWD " ip daddr %s accept comment \"weftd: to pods\"\n",
-			n4, n4);
-	if (v6)
-		fprintf(f,
-			"add rule " T " " FWD " ip6 saddr %s accept comment \"weftd: from pods\"\n"
-			"add rule " T " " FWD " ip6 daddr %s accept comment \"weftd: to pods\"\n",
-			n6, n6);
+	nft_batch_add(b, "add table " T);
+	nft_batch_add(b, "add chain " T " " FWD " " FWD_SPEC);
+	nft_batch_add(b, "flush chain " T " " FWD);
+	for (size_t i = 0; i < ELEMENTSOF(fam); i++) {
+		char n[IP_PREFIX_STRLEN];
 
-	if (p->masquerade) {
-		fputs("add chain " T " " POST " " POST_SPEC "\nflush chain " T " " POST "\n", f);
-		if (v4)
-			fprintf(f,
-				"add rule " T " " POST " ip saddr %s ip daddr %s return\n"
-				"add rule " T " " POST " ip saddr %s ip daddr 224.0.0.0/4 return\n"
-				"add rule " T " " POST " ip saddr %s masquerade fully-random "
-				"comment \"weftd: pods to outside the cluster network\"\n",
-				n4, n4, n4, n4);
-		if (v6)
-			fprintf(f,
-				"add rule " T " " POST " ip6 saddr %s ip6 daddr %s return\n"
-				"add rule " T " " POST " ip6 saddr %s ip6 daddr ff00::/8 return\n"
-				"add rule " T " " POST " ip6 saddr %s masquerade fully-random "
-				"comment \"weftd: pods to outside the cluster network\"\n",
-				n6, n6, n6, n6);
-	} else
-		render_delete_chain(f, POST, POST_SPEC);
+		if (!ip_addr_is_set(&fam[i].net->addr))
+			continue;
+		ip_prefix_to_string(fam[i].net, n);
+		nft_batch_add(b, "add rule " T " " FWD " %s saddr %s accept comment \"weftd: from pods\"", fam[i].kw,
+			      n);
+		nft_batch_add(b, "add rule " T " " FWD " %s daddr %s accept comment \"weftd: to pods\"", fam[i].kw, n);
+	}
+	if (!p->masquerade) {
+		render_delete_chain(b, POST, POST_SPEC);
+		return 0;
+	}
+	nft_batch_add(b, "add chain " T " " POST " " POST_SPEC);
+	nft_batch_add(b, "flush chain " T " " POST);
+	for (size_t i = 0; i < ELEMENTSOF(fam); i++) {
+		const char *kw = fam[i].kw;
+		char n[IP_PREFIX_STRLEN];
 
-	if (fclose(f) != 0 || !buf)
-		return -ENOMEM;
-	*ret = TAKE_PTR(buf);
+		if (!ip_addr_is_set(&fam[i].net->addr))
+			continue;
+		ip_prefix_to_string(fam[i].net, n);
+		nft_batch_add(b, "add rule " T " " POST " %s saddr %s %s daddr %s return", kw, n, kw, n);
+		nft_batch_add(b, "add rule " T " " POST " %s saddr %s %s daddr %s return", kw, n, kw, fam[i].mcast);
+		nft_batch_add(b,
+			      "add rule " T " " POST " %s saddr %s masquerade fully-random "
+			      "comment \"weftd: pods to outside the cluster network\"",
+			      kw, n);
+	}
 	return 0;
 }
 
-int masquerade_render_uninstall(char **ret) {
-	_cleanup_free_ char *buf = NULL;
-	size_t size = 0;
-	FILE *f;
-
-	f = open_memstream(&buf, &size);
-	if (!f)
-		return -ENOMEM;
-	fputs("add table " T "\n", f);
-	render_delete_chain(f, FWD, FWD_SPEC);
-	render_delete_chain(f, POST, POST_SPEC);
-	if (fclose(f) != 0 || !buf)
-		return -ENOMEM;
-	*ret = TAKE_PTR(buf);
-	return 0;
+void masquerade_render_uninstall(NftBatch *b) {
+	nft_batch_add(b, "add table " T);
+	render_delete_chain(b, FWD, FWD_SPEC);
+	render_delete_chain(b, POST, POST_SPEC);
 }
 
-int masquerade_apply(NftCtx *ctx, const MasqueradeParams *p, char **ret_error) {
-	_cleanup_free_ char *batch = NULL;
-	int r;
+static int sync_render(NftSync *s, bool full, NftBatch *b, void *userdata) {
+	return masquerade_render(userdata, b);
+}
 
-	r = masquerade_render(p, &batch);
-	if (r < 0)
-		return r;
-	return nft_apply(ctx, batch, ret_error);
+/* No debounce and no retry of its own (no event loop): weftd applies the chains when the network
+ * config is known and repairs them from its periodic resync (manager_ensure_masquerade()). */
+static const NftSyncOps masquerade_sync_ops = {
+	.name = "Masquerade",
+	.render = sync_render,
+};
+
+int masquerade_sync_new(const MasqueradeParams *p, NftSync **ret) {
+	return nft_sync_new(NULL, &masquerade_sync_ops, (void *) p, ret);
 }
 
 int masquerade_uninstall(NftCtx *ctx, char **ret_error) {
-	_cleanup_free_ char *batch = NULL;
+	_cleanup_(nft_batch_done) NftBatch b = {};
 	int r;
 
-	r = masquerade_render_uninstall(&batch);
+	r = nft_batch_begin(&b);
 	if (r < 0)
 		return r;
-	return nft_apply(ctx, batch, ret_error);
+	masquerade_render_uninstall(&b);
+	return nft_batch_apply(ctx, &b, ret_error);
 }
 
 /* Number of rules in one of our chains, -ENOENT if the chain is missing. */

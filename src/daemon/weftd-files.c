@@ -76,13 +76,15 @@ int manager_ensure_files(Manager *m, bool force) {
 }
 
 int manager_apply_masquerade(Manager *m) {
-	_cleanup_free_ char *err = NULL;
-	int r;
+	int r = 0;
 
-	r = masquerade_apply(m->nft, &m->masq, &err);
+	if (!m->masq_sync)
+		r = masquerade_sync_new(&m->masq, &m->masq_sync);
+	if (r >= 0)
+		r = nft_sync_run(m->masq_sync); /* logs nftables' text of a refused batch */
 	if (r < 0) {
 		metrics_error(&m->metrics, METRICS_OP_NFT);
-		return log_error_errno(r, "Failed to install nftables chains: %m%s%s", err ? ": " : "", err ?: "");
+		return log_error_errno(r, "Failed to install nftables chains: %m");
 	}
 	return 0;
 }

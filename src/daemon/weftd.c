@@ -45,6 +45,7 @@ static void manager_done(Manager *m) {
 		m->ds_ops->free(m->ds);
 	network_config_free(m->config);
 	nft_ctx_free(m->nft);
+	nft_sync_free(m->masq_sync);
 	nl_sock_free(m->monitor);
 	nl_sock_free(m->nl);
 	event_loop_free(m->loop);

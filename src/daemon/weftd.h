@@ -124,6 +124,7 @@ typedef struct Manager {
 	Reconciler rec;
 	Metrics metrics;
 	MasqueradeParams masq;
+	NftSync *masq_sync; /* applies masq (masquerade.h), created on first use */
 	StatusServer *status;
 	ObjectsState objects;
 

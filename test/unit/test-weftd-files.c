@@ -175,12 +175,43 @@ static void test_conflist_files(void **state) {
 	rmdir(dir);
 }
 
+/* masquerade_render() as text (caller frees). */
+static int masq_text(const MasqueradeParams *p, char **ret) {
+	NftBatch b;
+	int r = nft_batch_begin(&b);
+
+	if (r >= 0)
+		r = masquerade_render(p, &b);
+	if (r >= 0)
+		r = nft_batch_finish(&b);
+	if (r < 0) {
+		nft_batch_done(&b);
+		return r;
+	}
+	*ret = nft_batch_steal(&b);
+	return 0;
+}
+
+static int masq_uninstall_text(char **ret) {
+	NftBatch b;
+	int r = nft_batch_begin(&b);
+
+	if (r < 0)
+		return r;
+	masquerade_render_uninstall(&b);
+	r = nft_batch_finish(&b);
+	if (r < 0) {
+		nft_batch_done(&b);
+		return r;
+	}
+	*ret = nft_batch_steal(&b);
+	return 0;
+}
+
 static void test_masquerade_render(void **state) {
 	_cleanup_free_ char *on = NULL, *off = NULL, *ds = NULL, *un = NULL;
 
-	assert_int_equal(masquerade_render(&(MasqueradeParams) { .network = P("10.244.0.0/16"), .masquerade = true },
-					   &on),
-			 0);
+	assert_int_equal(masq_text(&(MasqueradeParams) { .network = P("10.244.0.0/16"), .masquerade = true }, &on), 0);
 	assert_non_null(strstr(on, "add table inet weft\n"));
 	assert_non_null(strstr(on, "flush chain inet weft node-forward\n"));
 	assert_non_null(strstr(on, "add rule inet weft node-forward ip saddr 10.244.0.0/16 accept"));
@@ -192,20 +223,20 @@ static void test_masquerade_render(void **state) {
 	assert_null(strstr(on, "ip6"));
 	assert_null(strstr(on, "delete"));
 
-	assert_int_equal(masquerade_render(&(MasqueradeParams) { .network = P("10.244.0.0/16") }, &off), 0);
+	assert_int_equal(masq_text(&(MasqueradeParams) { .network = P("10.244.0.0/16") }, &off), 0);
 	assert_null(strstr(off, "masquerade"));
 	assert_non_null(strstr(off, "delete chain inet weft node-postrouting\n"));
 
-	assert_int_equal(masquerade_render(&(MasqueradeParams) { .network = P("10.244.0.0/16"),
-								 .network6 = P("fd00::/48"),
-								 .masquerade = true },
-					   &ds),
+	assert_int_equal(masq_text(&(MasqueradeParams) { .network = P("10.244.0.0/16"),
+							 .network6 = P("fd00::/48"),
+							 .masquerade = true },
+				   &ds),
 			 0);
 	assert_non_null(strstr(ds, "ip6 saddr fd00::/48 ip6 daddr fd00::/48 return"));
 	assert_non_null(strstr(ds, "ip6 saddr fd00::/48 masquerade"));
 
-	assert_int_equal(masquerade_render(&(MasqueradeParams) {}, &un), -EINVAL);
-	assert_int_equal(masquerade_render_uninstall(&un), 0);
+	assert_int_equal(masq_text(&(MasqueradeParams) {}, &un), -EINVAL);
+	assert_int_equal(masq_uninstall_text(&un), 0);
 	assert_non_null(strstr(un, "delete chain inet weft node-forward\n"));
 	assert_non_null(strstr(un, "delete chain inet weft node-postrouting\n"));
 	assert_null(strstr(un, "br-"));

@@ -16,6 +16,7 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
+#include "daemon/nft-sync.h"
 #include "daemon/policy/policy-agent.h"
 #include "daemon/policy/policy-compile.h"
 #include "daemon/policy/policy-drops.h"
@@ -24,23 +25,19 @@
 #include "shared/nft/nft.h"
 #include "shared/nl/nfnl.h"
 
-#define RETRY_USEC (1000 * 1000)
 #define RAW_DUMP_BUF (64 * 1024) /* a dump message is at most 32 KiB */
 
 struct PolicyAgent {
 	ObjectCache *cache;
 	EventLoop *loop;
-	EventSource *timer;
-	NftCtx *nft;
+	NftSync *sync; /* the nft context, debounce, retry and sync metrics (nft-sync.h) */
 	const char *node;
 	bool log_drops;
 	PolicyDrops *drops; /* log_drops and nfnetlink_log bound: the log rules go to its group */
-	bool scheduled;
-	bool programmed_once; /* else: list the kernel's np-* objects as stale first */
 	bool bridge_nf_set;
 	PolicyRuleset *cur;
-	uint64_t syncs, failures, noops;
-	double last_sync_ms, max_sync_ms;
+	PolicyRuleset *next; /* rendered by the running pass, cur once applied */
+	size_t n_pods, n_policies;
 	size_t last_objects, last_rules, last_elements;
 };
 
@@ -66,13 +63,6 @@ static int collect(const KubeObject *o, void *userdata) {
 	}
 	c->v[c->n++] = o;
 	return 0;
-}
-
-static double now_ms(void) {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
 }
 
 static int strv_move_all(char ***to, char **from) {
@@ -116,17 +106,21 @@ static int list_all_stale(NftCtx *nft, char ***ret_chains, char ***ret_sets) {
 
 int policy_uninstall(NftCtx *nft, size_t *ret_n, char **ret_error) {
 	_cleanup_strv_free_ char **chains = NULL, **sets = NULL;
-	_cleanup_free_ char *batch = NULL;
+	_cleanup_(nft_batch_done) NftBatch b = {};
 	int r;
 
 	r = list_all_stale(nft, &chains, &sets);
 	if (r < 0)
 		return r;
 	*ret_n = strv_length(chains) + strv_length(sets);
-	r = policy_ruleset_render_diff(NULL, NULL, chains, sets, &batch);
+	r = nft_batch_begin(&b);
+	if (r >= 0)
+		r = policy_ruleset_render_diff(NULL, NULL, chains, sets, &b);
+	if (r >= 0)
+		r = nft_batch_finish(&b);
 	if (r < 0)
 		return r;
-	return batch[0] ? nft_apply(nft, batch, ret_error) : 0;
+	return b.len > 0 ? nft_apply(nft, b.buf, ret_error) : 0;
 }
 
 static void set_bridge_nf(PolicyAgent *a) {
@@ -144,14 +138,15 @@ static void set_bridge_nf(PolicyAgent *a) {
 	a->bridge_nf_set = true; /* warn once */
 }
 
-static int agent_sync(PolicyAgent *a) {
+/* NftSyncOps.render: compiles the cluster and renders the difference to what is programmed (a full
+ * pass: to what the kernel holds, its np-* objects listed as stale). */
+static int sync_render(NftSync *s, bool full, NftBatch *b, void *userdata) {
+	PolicyAgent *a = userdata;
 	Collect pods = {}, nss = {}, pols = {};
-	_cleanup_(policy_ruleset_freep) PolicyRuleset *next = NULL;
 	_cleanup_strv_free_ char **stale_chains = NULL, **stale_sets = NULL;
-	_cleanup_free_ char *batch = NULL, *err = NULL;
-	double t0 = now_ms();
 	int r;
 
+	a->next = policy_ruleset_free(a->next);
 	object_cache_foreach(a->cache, KUBE_KIND_POD, collect, &pods);
 	object_cache_foreach(a->cache, KUBE_KIND_NAMESPACE, collect, &nss);
 	object_cache_foreach(a->cache, KUBE_KIND_NETWORK_POLICY, collect, &pols);
@@ -159,6 +154,8 @@ static int agent_sync(PolicyAgent *a) {
 		r = -ENOMEM;
 		goto out;
 	}
+	a->n_pods = pods.n;
+	a->n_policies = pols.n;
 	r = policy_compile(&(PolicyInput) { .node = a->node,
 					    .pods = (const KubePod *const *) pods.v,
 					    .n_pods = pods.n,
@@ -169,67 +166,60 @@ static int agent_sync(PolicyAgent *a) {
 					    .log_drops = a->log_drops,
 					    .log_nflog = a->drops != NULL,
 					    .log_group = POLICY_DROPS_NFLOG_GROUP },
-			   &next);
+			   &a->next);
 	if (r < 0)
 		goto out;
-	if (!a->programmed_once) {
-		r = list_all_stale(a->nft, &stale_chains, &stale_sets);
+	if (full) {
+		r = list_all_stale(nft_sync_ctx(s), &stale_chains, &stale_sets);
 		if (r < 0)
 			goto out;
 	}
-	r = policy_ruleset_render_diff(a->programmed_once ? a->cur : NULL, next, stale_chains, stale_sets, &batch);
+	r = policy_ruleset_render_diff(full ? NULL : a->cur, a->next, stale_chains, stale_sets, b);
 	if (r < 0)
 		goto out;
-	if (next->n > 0)
+	if (a->next->n > 0)
 		set_bridge_nf(a);
-	if (batch[0]) {
-		r = nft_apply(a->nft, batch, &err);
-		if (r < 0) {
-			log_error_errno(r, "Policy: nftables refused the batch: %s", err ?: "");
-			log_debug("Policy batch:\n%s", batch);
-			goto out;
-		}
-		(void) nft_ctx_drop_cache(a->nft); /* nft.h: the batch's objects, held until the next one */
-	} else
-		a->noops++;
-	policy_ruleset_free(a->cur);
-	a->cur = TAKE_PTR(next);
-	a->programmed_once = true;
-	a->syncs++;
-	a->last_sync_ms = now_ms() - t0;
-	if (a->last_sync_ms > a->max_sync_ms)
-		a->max_sync_ms = a->last_sync_ms;
-	a->last_objects = a->cur->n;
-	policy_ruleset_size(a->cur, &a->last_rules, &a->last_elements);
-	log_debug("Policy: programmed %zu pods, %zu policies: %zu objects, %zu rules, %zu elements in %.2f ms "
-		  "(batch %zu bytes)",
-		  pods.n, pols.n, a->cur->n, a->last_rules, a->last_elements, a->last_sync_ms, strlen(batch));
 out:
 	free(pods.v);
 	free(nss.v);
 	free(pols.v);
-	if (r < 0) {
-		a->failures++;
-		a->programmed_once = false; /* next time: from what the kernel holds */
-		(void) event_source_arm_once(a->timer, RETRY_USEC);
-		a->scheduled = true;
-	}
 	return r;
 }
 
-static int on_timer(EventSource *s, void *userdata) {
+/* NftSyncOps.applied: what was rendered is programmed now. */
+static void sync_applied(NftSync *s, bool full, const NftBatch *b, void *userdata) {
 	PolicyAgent *a = userdata;
+	NftSyncStats st;
 
-	a->scheduled = false;
-	(void) agent_sync(a);
-	return 0;
+	policy_ruleset_free(a->cur);
+	a->cur = TAKE_PTR(a->next);
+	a->last_objects = a->cur->n;
+	policy_ruleset_size(a->cur, &a->last_rules, &a->last_elements);
+	nft_sync_stats(s, &st);
+	log_debug("Policy: programmed %zu pods, %zu policies: %zu objects, %zu rules, %zu elements in %.2f ms",
+		  a->n_pods, a->n_policies, a->cur->n, a->last_rules, a->last_elements, st.last_ms);
 }
 
+static bool sync_ready(void *userdata) {
+	PolicyAgent *a = userdata;
+
+	return object_cache_all_synced(a->cache);
+}
+
+static const NftSyncOps policy_sync_ops = {
+	.name = "Policy",
+	.metrics_prefix = "weft_policy",
+	.syncs_help = "NetworkPolicy programs of this node (batches, or no-ops).",
+	.debounce_usec = POLICY_AGENT_DEBOUNCE_USEC,
+	.retry_usec = POLICY_AGENT_RETRY_USEC,
+	.retry_max_usec = POLICY_AGENT_RETRY_MAX_USEC,
+	.ready = sync_ready,
+	.render = sync_render,
+	.applied = sync_applied,
+};
+
 static void schedule(PolicyAgent *a) {
-	if (a->scheduled || !object_cache_all_synced(a->cache))
-		return;
-	if (event_source_arm_once(a->timer, POLICY_AGENT_DEBOUNCE_USEC) >= 0)
-		a->scheduled = true;
+	nft_sync_schedule(a->sync);
 }
 
 static bool relevant(const KubeObject *o) {
@@ -295,9 +285,7 @@ int policy_agent_new(ObjectCache *cache, EventLoop *loop, const char *node, bool
 	if (!a)
 		return -ENOMEM;
 	*a = (PolicyAgent) { .cache = cache, .loop = loop, .node = node, .log_drops = log_drops };
-	r = nft_ctx_open(&a->nft);
-	if (r >= 0)
-		r = event_loop_add_timer(loop, on_timer, a, &a->timer);
+	r = nft_sync_new(loop, &policy_sync_ops, a, &a->sync);
 	if (r < 0) {
 		policy_agent_free(a);
 		return r;
@@ -326,10 +314,10 @@ int policy_agent_new(ObjectCache *cache, EventLoop *loop, const char *node, bool
 PolicyAgent *policy_agent_free(PolicyAgent *a) {
 	if (!a)
 		return NULL;
-	event_source_free(a->timer);
+	nft_sync_free(a->sync);
 	policy_drops_free(a->drops);
-	nft_ctx_free(a->nft);
 	policy_ruleset_free(a->cur);
+	policy_ruleset_free(a->next);
 	free(a);
 	return NULL;
 }
@@ -546,7 +534,7 @@ static void render_counters(PolicyAgent *a, FILE *f) {
 			r = policy_counters_dump(on_counter, &cr);
 		else {
 			log_debug_errno(r, "Policy: counter dump failed, listing with libnftables: %m");
-			r = list_counters_nft(a->nft, &cr);
+			r = list_counters_nft(nft_sync_ctx(a->sync), &cr);
 		}
 	}
 	if (fclose(TAKE_PTR(cr.fa)) != 0 || fclose(TAKE_PTR(cr.fd)) != 0 || cr.oom)
@@ -665,16 +653,7 @@ int policy_agent_explain(PolicyAgent *a, const char *query, int *ret_status, cha
 }
 
 int policy_agent_render_metrics(PolicyAgent *a, FILE *f) {
-	fprintf(f,
-		"# HELP weft_policy_syncs_total NetworkPolicy programs of this node (batches, or no-ops).\n"
-		"# TYPE weft_policy_syncs_total counter\nweft_policy_syncs_total %" PRIu64 "\n",
-		a->syncs);
-	fprintf(f, "# TYPE weft_policy_sync_failures_total counter\nweft_policy_sync_failures_total %" PRIu64 "\n",
-		a->failures);
-	fprintf(f, "# TYPE weft_policy_last_sync_seconds gauge\nweft_policy_last_sync_seconds %.6f\n",
-		a->last_sync_ms / 1e3);
-	fprintf(f, "# TYPE weft_policy_max_sync_seconds gauge\nweft_policy_max_sync_seconds %.6f\n",
-		a->max_sync_ms / 1e3);
+	nft_sync_render_metrics(a->sync, f);
 	fprintf(f,
 		"# HELP weft_policy_nft_objects Sets, maps and chains; rules; elements weft holds for policies.\n"
 		"# TYPE weft_policy_nft_objects gauge\n"

@@ -8,7 +8,8 @@
  * (which also removes np-* objects a previous run left behind); after that every change of a pod,
  * namespace or policy schedules a recompile POLICY_AGENT_DEBOUNCE_USEC later, and the difference
  * against what is programmed goes in as one batch. A failed batch is retried from scratch (the
- * kernel's np-* objects listed as stale) after a second.
+ * kernel's np-* objects listed as stale) after a second, then with a backoff up to 16 s. The
+ * debounce, retry and sync metrics are the shared runner's (nft-sync.h).
  *
  * Same-node traffic: pods of one node talk across the node's bridge at layer 2, which the inet
  * forward hook does not see. With any policy programmed, the agent sets
@@ -26,6 +27,9 @@
 #include "shared/nft/nft.h"
 
 #define POLICY_AGENT_DEBOUNCE_USEC 2000
+/* a failed program is retried (full) after 1 s, doubled per failure up to 16 s (nft-sync.h) */
+#define POLICY_AGENT_RETRY_USEC (1000 * 1000)
+#define POLICY_AGENT_RETRY_MAX_USEC (16 * 1000 * 1000)
 
 typedef struct PolicyAgent PolicyAgent;
 

@@ -10,7 +10,7 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "daemon/policy/policy-compile.h"
-#include "shared/nft/nft-table.h"
+#include "shared/nft/nft-names.h"
 
 #define T NFT_TABLE_INET
 #define new0(t, n) ((t *) calloc((n), sizeof(t)))
@@ -306,49 +306,42 @@ static void key_comment(const char *key, char buf[static NFT_COMMENT_MAX + 1]) {
 }
 
 /* "*" for a selector that matches every pod (podSelector absent or {}), else its requirements. */
-static void put_selector(FILE *f, const LabelSelector *s) {
+static void put_selector(NftBatch *f, const LabelSelector *s) {
 	if (!s || label_selector_is_everything(s)) {
-		fputc('*', f);
+		nft_batch_put(f, "*");
 		return;
 	}
 	for (size_t i = 0; i < s->n; i++) {
 		const LabelRequirement *q = &s->reqs[i];
 
 		if (i > 0)
-			fputc(',', f);
+			nft_batch_put(f, ",");
 		if (q->op == LABEL_OP_EXISTS)
-			fputs(q->key, f);
+			nft_batch_put(f, "%s", q->key);
 		else if (q->op == LABEL_OP_DOES_NOT_EXIST)
-			fprintf(f, "!%s", q->key);
+			nft_batch_put(f, "!%s", q->key);
 		else {
-			fprintf(f, "%s %s (", q->key, q->op == LABEL_OP_IN ? "in" : "notin");
+			nft_batch_put(f, "%s %s (", q->key, q->op == LABEL_OP_IN ? "in" : "notin");
 			for (size_t k = 0; k < q->n_values; k++)
-				fprintf(f, "%s%s", k ? "," : "", q->values[k]);
-			fputc(')', f);
+				nft_batch_put(f, "%s%s", k ? "," : "", q->values[k]);
+			nft_batch_put(f, ")");
 		}
 	}
 }
 
 /* Joins the (sorted, unique) items with sep after head; NULL on ENOMEM. */
 static char *join_key(const char *head, StrVec *parts, const char *sep) {
-	char *buf = NULL;
-	size_t size = 0;
-	FILE *f;
+	NftBatch f;
 
 	if (parts->oom)
 		return NULL;
 	sv_sort_unique(parts);
-	f = open_memstream(&buf, &size);
-	if (!f)
+	if (nft_batch_begin(&f) < 0)
 		return NULL;
-	fputs(head, f);
+	nft_batch_put(&f, "%s", head);
 	for (size_t i = 0; i < parts->n; i++)
-		fprintf(f, "%s%s", i ? sep : "", parts->v[i]);
-	if (fclose(f) != 0) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
+		nft_batch_put(&f, "%s%s", i ? sep : "", parts->v[i]);
+	return nft_batch_steal(&f);
 }
 
 /* What a rule's peer set for `family` holds: "peers4: P; P; ..." with P one of
@@ -363,13 +356,11 @@ static char *peers_key(const KubeNetworkPolicy *pol, const KubePolicyRule *rule,
 	for (size_t k = 0; k < rule->n_peers; k++) {
 		const KubePolicyPeer *peer = &rule->peers[k];
 		_cleanup_free_ char *buf = NULL;
-		size_t size = 0;
-		FILE *f;
+		NftBatch part, *f = &part;
 
 		if (peer->has_ip_block && peer->cidr.addr.family != family)
 			continue; /* adds nothing to this family's set */
-		f = open_memstream(&buf, &size);
-		if (!f) {
+		if (nft_batch_begin(f) < 0) {
 			parts.oom = true;
 			break;
 		}
@@ -377,25 +368,26 @@ static char *peers_key(const KubeNetworkPolicy *pol, const KubePolicyRule *rule,
 			StrVec ex = {};
 			char a[IP_PREFIX_STRLEN];
 
-			fprintf(f, "block %s", ip_prefix_to_string(&peer->cidr, a));
+			nft_batch_put(f, "block %s", ip_prefix_to_string(&peer->cidr, a));
 			for (size_t e = 0; e < peer->n_except; e++)
 				if (peer->except[e].addr.family == family)
 					sv_add(&ex, "%s", ip_prefix_to_string(&peer->except[e], a));
 			sv_sort_unique(&ex);
 			for (size_t e = 0; e < ex.n; e++)
-				fprintf(f, "%s%s", e ? "," : " except ", ex.v[e]);
+				nft_batch_put(f, "%s%s", e ? "," : " except ", ex.v[e]);
 			parts.oom |= ex.oom;
 			sv_done(&ex);
 		} else {
 			if (peer->namespace_selector) {
-				fputs("pods nss=", f);
+				nft_batch_put(f, "%s", "pods nss=");
 				put_selector(f, peer->namespace_selector);
 			} else
-				fprintf(f, "pods ns=%s", pol->meta.namespace);
-			fputs(" sel=", f);
+				nft_batch_put(f, "pods ns=%s", pol->meta.namespace);
+			nft_batch_put(f, "%s", " sel=");
 			put_selector(f, peer->pod_selector);
 		}
-		if (fclose(f) != 0 || !buf) {
+		buf = nft_batch_steal(f);
+		if (!buf) {
 			parts.oom = true;
 			break;
 		}
@@ -667,25 +659,24 @@ static const char *const fam_type[2] = { "ipv4_addr", "ipv6_addr" };
 static char *named_key(const KubeNetworkPolicy *pol, const KubePolicyRule *rule, bool ingress, int family) {
 	_cleanup_free_ char *head = NULL;
 	StrVec parts = {};
-	size_t size = 0;
+	NftBatch hb, *f = &hb;
 	char *key;
-	FILE *f;
 
 	for (size_t i = 0; i < rule->n_ports; i++)
 		if (rule->ports[i].port.name)
 			sv_add(&parts, "%s/%s", proto_nft(rule->ports[i].protocol), rule->ports[i].port.name);
-	f = open_memstream(&head, &size);
-	if (!f) {
+	if (nft_batch_begin(f) < 0) {
 		sv_done(&parts);
 		return NULL;
 	}
-	fprintf(f, "named%c %s", family == AF_INET6 ? '6' : '4', ingress ? "in" : "out");
+	nft_batch_put(f, "named%c %s", family == AF_INET6 ? '6' : '4', ingress ? "in" : "out");
 	if (ingress) {
-		fprintf(f, " ns=%s sel=", pol->meta.namespace);
+		nft_batch_put(f, " ns=%s sel=", pol->meta.namespace);
 		put_selector(f, pol->pod_selector);
 	}
-	fputs(": ", f);
-	if (fclose(f) != 0 || !head) {
+	nft_batch_put(f, "%s", ": ");
+	head = nft_batch_steal(f);
+	if (!head) {
 		sv_done(&parts);
 		return NULL;
 	}
@@ -1088,11 +1079,11 @@ static const char *kind_kw(PolicyObjectKind k) {
 }
 
 /* The key of a set/map element: up to " comment " or " : ". */
-static void put_key(FILE *f, const char *item) {
+static void put_key(NftBatch *b, const char *item) {
 	const char *c = strstr(item, " comment \""), *m = strstr(item, " : ");
 	const char *end = c && (!m || c < m) ? c : m;
 
-	fprintf(f, "%.*s", end ? (int) (end - item) : (int) strlen(item), item);
+	nft_batch_put(b, "%.*s", end ? (int) (end - item) : (int) strlen(item), item);
 }
 
 static bool has_item(const PolicyObject *o, const char *item) {
@@ -1125,7 +1116,7 @@ static bool is_counter_name(const char *s) {
 }
 
 /* Counters: added when new (a stale one keeps its value: `add` of an existing counter is a no-op). */
-static bool emit_counters(FILE *f, const PolicyRuleset *old, const PolicyRuleset *new) {
+static bool emit_counters(NftBatch *b, const PolicyRuleset *old, const PolicyRuleset *new) {
 	bool any = false;
 
 	for (size_t i = 0; new &&i < new->n; i++) {
@@ -1133,7 +1124,7 @@ static bool emit_counters(FILE *f, const PolicyRuleset *old, const PolicyRuleset
 
 		if (n->kind != POLICY_OBJ_COUNTER || policy_ruleset_find(old, n->name))
 			continue;
-		fprintf(f, "add counter " T " %s %s\n", n->name, n->decl);
+		nft_batch_put(b, "add counter " T " %s %s\n", n->name, n->decl);
 		any = true;
 	}
 	return any;
@@ -1141,7 +1132,7 @@ static bool emit_counters(FILE *f, const PolicyRuleset *old, const PolicyRuleset
 
 /* Sets or maps: new ones whole, known ones by element. Deletes before adds: a map key whose
  * verdict changes is deleted and added again. */
-static bool emit_elements(FILE *f, const PolicyRuleset *old, const PolicyRuleset *new, PolicyObjectKind kind,
+static bool emit_elements(NftBatch *b, const PolicyRuleset *old, const PolicyRuleset *new, PolicyObjectKind kind,
 			  char *const *stale_sets) {
 	bool any = false;
 
@@ -1152,9 +1143,9 @@ static bool emit_elements(FILE *f, const PolicyRuleset *old, const PolicyRuleset
 		if (n->kind != kind)
 			continue;
 		if (!o) {
-			fprintf(f, "add %s " T " %s %s\n", kind_kw(n->kind), n->name, n->decl);
+			nft_batch_put(b, "add %s " T " %s %s\n", kind_kw(n->kind), n->name, n->decl);
 			if (stale)
-				fprintf(f, "flush %s " T " %s\n", kind_kw(n->kind), n->name);
+				nft_batch_put(b, "flush %s " T " %s\n", kind_kw(n->kind), n->name);
 			any = true;
 		} else if (!same_items(o, n)) {
 			bool first = true;
@@ -1163,14 +1154,14 @@ static bool emit_elements(FILE *f, const PolicyRuleset *old, const PolicyRuleset
 				if (has_item(n, o->items[k]))
 					continue;
 				if (first)
-					fprintf(f, "delete element " T " %s { ", n->name);
+					nft_batch_put(b, "delete element " T " %s { ", n->name);
 				else
-					fputs(", ", f);
-				put_key(f, o->items[k]);
+					nft_batch_put(b, ", ");
+				put_key(b, o->items[k]);
 				first = false;
 			}
 			if (!first)
-				fputs(" }\n", f);
+				nft_batch_put(b, " }\n");
 		} else
 			continue;
 		if (n->n_items > 0) {
@@ -1180,13 +1171,13 @@ static bool emit_elements(FILE *f, const PolicyRuleset *old, const PolicyRuleset
 				if (o && has_item(o, n->items[k]))
 					continue;
 				if (first)
-					fprintf(f, "add element " T " %s { %s", n->name, n->items[k]);
+					nft_batch_put(b, "add element " T " %s { %s", n->name, n->items[k]);
 				else
-					fprintf(f, ", %s", n->items[k]);
+					nft_batch_put(b, ", %s", n->items[k]);
 				first = false;
 			}
 			if (!first) {
-				fputs(" }\n", f);
+				nft_batch_put(b, " }\n");
 				any = true;
 			}
 		}
@@ -1196,19 +1187,19 @@ static bool emit_elements(FILE *f, const PolicyRuleset *old, const PolicyRuleset
 }
 
 int policy_ruleset_render_diff(const PolicyRuleset *old, const PolicyRuleset *new, char *const *stale_chains,
-			       char *const *stale_sets, char **ret) {
-	_cleanup_free_ char *buf = NULL;
-	size_t size = 0;
+			       char *const *stale_sets, NftBatch *out) {
+	_cleanup_(nft_batch_done) NftBatch body = {};
+	NftBatch *b = &body;
 	bool any = false;
-	FILE *f;
+	int r;
 
-	f = open_memstream(&buf, &size);
-	if (!f)
-		return -ENOMEM;
+	r = nft_batch_begin(b);
+	if (r < 0)
+		return r;
 
 	/* 1. Stale chains of a previous run: emptied first, so nothing refers to what goes. */
 	for (char *const *s = stale_chains; s && *s; s++) {
-		fprintf(f, "flush chain " T " %s\n", *s);
+		nft_batch_put(b, "flush chain " T " %s\n", *s);
 		any = true;
 	}
 	/* 2. Chains that change or vanish are emptied first, for the same reason. */
@@ -1216,13 +1207,13 @@ int policy_ruleset_render_diff(const PolicyRuleset *old, const PolicyRuleset *ne
 		const PolicyObject *o = &old->objs[i], *n = policy_ruleset_find(new, o->name);
 
 		if (o->kind == POLICY_OBJ_CHAIN && (!n || !same_items(o, n) || !streq(o->decl, n->decl))) {
-			fprintf(f, "flush chain " T " %s\n", o->name);
+			nft_batch_put(b, "flush chain " T " %s\n", o->name);
 			any = true;
 		}
 	}
 	/* 3. Counters and sets (rules refer to them). */
-	any |= emit_counters(f, old, new);
-	any |= emit_elements(f, old, new, POLICY_OBJ_SET, stale_sets);
+	any |= emit_counters(b, old, new);
+	any |= emit_elements(b, old, new, POLICY_OBJ_SET, stale_sets);
 	/* 4. Chains: declared (all of them first, since jumps refer to each other), then filled. */
 	for (size_t i = 0; new &&i < new->n; i++) {
 		const PolicyObject *n = &new->objs[i], *o = policy_ruleset_find(old, n->name);
@@ -1230,20 +1221,20 @@ int policy_ruleset_render_diff(const PolicyRuleset *old, const PolicyRuleset *ne
 		if (n->kind != POLICY_OBJ_CHAIN || (o && same_items(o, n) && streq(o->decl, n->decl)))
 			continue;
 		if (!o && !in_strv(stale_chains, n->name) && !strstr(n->decl, "hook"))
-			fprintf(f, "add chain " T " %s %s\n", n->name, n->decl);
+			nft_batch_put(b, "add chain " T " %s %s\n", n->name, n->decl);
 		else if (!o && strstr(n->decl, "hook"))
-			fprintf(f, "add chain " T " %s %s\nflush chain " T " %s\n", n->name, n->decl, n->name);
+			nft_batch_put(b, "add chain " T " %s %s\nflush chain " T " %s\n", n->name, n->decl, n->name);
 		any = true;
 	}
 	/* 5. Verdict maps: their elements jump to the chains just declared. */
-	any |= emit_elements(f, old, new, POLICY_OBJ_MAP, stale_sets);
+	any |= emit_elements(b, old, new, POLICY_OBJ_MAP, stale_sets);
 	for (size_t i = 0; new &&i < new->n; i++) {
 		const PolicyObject *n = &new->objs[i], *o = policy_ruleset_find(old, n->name);
 
 		if (n->kind != POLICY_OBJ_CHAIN || (o && same_items(o, n) && streq(o->decl, n->decl)))
 			continue;
 		for (size_t k = 0; k < n->n_items; k++)
-			fprintf(f, "add rule " T " %s %s\n", n->name, n->items[k]);
+			nft_batch_put(b, "add rule " T " %s %s\n", n->name, n->items[k]);
 	}
 	/* 6. What vanished: verdict maps first (their elements jump to chains), then the chains (now
 	 * empty and unreferenced), then the sets and counters their rules used. */
@@ -1255,7 +1246,7 @@ int policy_ruleset_render_diff(const PolicyRuleset *old, const PolicyRuleset *ne
 
 			if (o->kind != pass || policy_ruleset_find(new, o->name))
 				continue;
-			fprintf(f, "delete %s " T " %s\n", kind_kw(o->kind), o->name);
+			nft_batch_put(b, "delete %s " T " %s\n", kind_kw(o->kind), o->name);
 			any = true;
 		}
 		for (char *const *s = pass == POLICY_OBJ_CHAIN ? stale_chains : stale_sets; s && *s; s++) {
@@ -1266,33 +1257,26 @@ int policy_ruleset_render_diff(const PolicyRuleset *old, const PolicyRuleset *ne
 
 			if (k != pass || policy_ruleset_find(new, *s) || policy_ruleset_find(old, *s))
 				continue;
-			fprintf(f, "delete %s " T " %s\n", kind_kw(k), *s);
+			nft_batch_put(b, "delete %s " T " %s\n", kind_kw(k), *s);
 			any = true;
 		}
 		if (pass == POLICY_OBJ_COUNTER)
 			break;
 	}
-	if (fclose(f) != 0 || !buf)
-		return -ENOMEM;
-	if (!any)
-		buf[0] = 0;
-	else if (size > 0) {
-		/* the table first: a fresh node has none */
-		char *full;
-
-		if (asprintf(&full, "add table " T "\n%s", buf) < 0)
-			return -ENOMEM;
-		free(buf);
-		buf = full;
+	r = nft_batch_finish(b);
+	if (r < 0)
+		return r;
+	if (any && body.len > 0) {
+		nft_batch_add(out, "add table " T); /* the table first: a fresh node has none */
+		nft_batch_append(out, body.buf, body.len);
 	}
-	*ret = TAKE_PTR(buf);
 	return 0;
 }
 
-int policy_render_uninstall(const PolicyRuleset *cur, char **ret) {
+int policy_render_uninstall(const PolicyRuleset *cur, NftBatch *b) {
 	_cleanup_(policy_ruleset_freep) PolicyRuleset *empty = new0(PolicyRuleset, 1);
 
 	if (!empty)
 		return -ENOMEM;
-	return policy_ruleset_render_diff(cur, empty, NULL, NULL, ret);
+	return policy_ruleset_render_diff(cur, empty, NULL, NULL, b);
 }

@@ -43,17 +43,9 @@
 #include <stdint.h>
 
 #include "shared/kube/kube-objects.h"
+#include "shared/nft/nft-batch.h"
+#include "shared/nft/nft-names.h" /* the np-* names */
 #include "shared/nft/nft.h"
-
-#define POLICY_CHAIN_INGRESS "np-ingress"
-#define POLICY_CHAIN_EGRESS "np-egress"
-#define POLICY_MAP_INGRESS4 "np-ingress4"
-#define POLICY_MAP_INGRESS6 "np-ingress6"
-#define POLICY_MAP_EGRESS4 "np-egress4"
-#define POLICY_MAP_EGRESS6 "np-egress6"
-#define POLICY_PREFIX "np-"
-#define POLICY_COUNTER_PREFIX "np-c-"       /* + <policy tag>-{in,out}<rule> */
-#define POLICY_DENY_COUNTER_PREFIX "np-cc-" /* + <class hash>-{in,out} */
 
 /* What the compiler reads: every Pod, Namespace and NetworkPolicy of the cluster (borrowed). */
 typedef struct PolicyInput {
@@ -123,10 +115,9 @@ size_t policy_ruleset_size(const PolicyRuleset *r, size_t *ret_rules, size_t *re
  * np-* chains, sets and maps found in the kernel that `old` does not know (start-up after a
  * restart; stale_sets also carries np-* maps and counters, told apart by name): they are flushed,
  * then deleted unless `new` has them. Counters are added before the rules that name them and
- * deleted after. *ret is "" when nothing
- * changes. 0 or -ENOMEM.
+ * deleted after. Appended to b: nothing when nothing changes. 0 or -ENOMEM.
  */
 int policy_ruleset_render_diff(const PolicyRuleset *old, const PolicyRuleset *new, char *const *stale_chains,
-			       char *const *stale_sets, char **ret);
+			       char *const *stale_sets, NftBatch *b);
 /* Deletes every np-* object of the table (uninstall). */
-int policy_render_uninstall(const PolicyRuleset *cur, char **ret);
+int policy_render_uninstall(const PolicyRuleset *cur, NftBatch *b);

@@ -14,7 +14,9 @@
  * refused version, logged once, counted (weft_service_quarantined,
  * weft_service_rejected_total{reason="nftables"}), retried when they change and every 30 s. The rest
  * is applied. Only a failure that no Service explains (out of memory, the fixed objects refused) is
- * retried as a full sync after a second. docs/service-datapath.md.
+ * retried as a full sync after a second, then with a backoff up to 16 s. The debounce, retry, full
+ * versus partial passes and sync metrics are the shared runner's (nft-sync.h).
+ * docs/service-datapath.md.
  */
 
 #include <stdio.h>
@@ -25,6 +27,9 @@
 #include "shared/nft/nft.h"
 
 #define SERVICE_AGENT_DEBOUNCE_USEC 2000
+/* a failed program is retried (full) after 1 s, doubled per failure up to 16 s (nft-sync.h) */
+#define SERVICE_AGENT_RETRY_USEC (1000 * 1000)
+#define SERVICE_AGENT_RETRY_MAX_USEC (16 * 1000 * 1000)
 
 typedef struct ServiceAgent ServiceAgent;
 

@@ -8,7 +8,7 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "daemon/service/service-compile.h"
-#include "shared/nft/nft-table.h"
+#include "shared/nft/nft-names.h"
 
 #define T NFT_TABLE_INET
 
@@ -315,7 +315,7 @@ static bool is_shared_set(const char *map) {
 	return startswith(map, "svc-hairpin") || startswith(map, "svc-cluster-ips") || startswith(map, "svc-fw-");
 }
 
-int svc_refs_update(SvcRefs *r, const ServiceUnit *old, const ServiceUnit *new, FILE *f) {
+int svc_refs_update(SvcRefs *r, const ServiceUnit *old, const ServiceUnit *new, NftBatch *b) {
 	/* additions first: an element both units hold never drops to 0 on the way */
 	for (size_t i = 0; new &&i < new->n_elems; i++) {
 		const SvcElem *e = &new->elems[i];
@@ -329,8 +329,8 @@ int svc_refs_update(SvcRefs *r, const ServiceUnit *old, const ServiceUnit *new, 
 			return -ENOMEM;
 		if (x->count == 0)
 			x->elem = (SvcElem) { .map = e->map, .key = strchr(x->key, '\n') + 1, .value = (char *) "" };
-		if (x->count++ == 0 && f)
-			fprintf(f, "add element " T " %s { %s }\n", e->map, e->key);
+		if (x->count++ == 0 && b)
+			nft_batch_put(b, "add element " T " %s { %s }\n", e->map, e->key);
 	}
 	for (size_t i = 0; old && i < old->n_elems; i++) {
 		const SvcElem *e = &old->elems[i];
@@ -346,8 +346,8 @@ int svc_refs_update(SvcRefs *r, const ServiceUnit *old, const ServiceUnit *new, 
 		if (!x || x->count == 0)
 			continue;
 		if (--x->count == 0) {
-			if (f)
-				fprintf(f, "delete element " T " %s { %s }\n", e->map, e->key);
+			if (b)
+				nft_batch_put(b, "delete element " T " %s { %s }\n", e->map, e->key);
 			free(x->key);
 			x->key = REF_TOMB;
 			r->n--;
@@ -356,7 +356,7 @@ int svc_refs_update(SvcRefs *r, const ServiceUnit *old, const ServiceUnit *new, 
 	return 0;
 }
 
-void svc_refs_render_held(SvcRefs *r, const ServiceUnit *u, FILE *f) {
+void svc_refs_render_held(SvcRefs *r, const ServiceUnit *u, NftBatch *b) {
 	for (size_t i = 0; u && i < u->n_elems; i++) {
 		const SvcElem *e = &u->elems[i];
 		_cleanup_free_ char *k = NULL;
@@ -367,7 +367,7 @@ void svc_refs_render_held(SvcRefs *r, const ServiceUnit *u, FILE *f) {
 		k = strdup_printf("%s\n%s", e->map, e->key);
 		x = k ? refs_find(r, k, false) : NULL;
 		if (x && x->count > 0)
-			fprintf(f, "add element " T " %s { %s }\n", e->map, e->key);
+			nft_batch_put(b, "add element " T " %s { %s }\n", e->map, e->key);
 	}
 }
 
@@ -494,34 +494,28 @@ static const char *addr_ident(const IpAddr *a, char buf[static IP_ADDR_STRLEN]) 
  */
 static char *numgen_rule(const char *base, const Ep *v, const size_t *idx, size_t k, const char *comment,
 			 uint32_t affinity) {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	NftBatch nb;
 
-	if (!f)
+	if (nft_batch_begin(&nb) < 0)
 		return NULL;
 	/* sessionAffinity: a client seen within the timeout goes back to its endpoint */
 	for (size_t i = 0; affinity > 0 && i < k; i++) {
 		char a[IP_ADDR_STRLEN];
 
 		addr_ident(&v[idx[i]].addr, a);
-		fprintf(f, "%s saddr @%s/ep/%s/%u/aff%u goto %s/ep/%s/%u comment \"%s affinity\"\n",
-			v[idx[i]].addr.family == AF_INET ? "ip" : "ip6", base, a, v[idx[i]].port, affinity, base, a,
-			v[idx[i]].port, comment);
+		nft_batch_put(&nb, "%s saddr @%s/ep/%s/%u/aff%u goto %s/ep/%s/%u comment \"%s affinity\"\n",
+			      v[idx[i]].addr.family == AF_INET ? "ip" : "ip6", base, a, v[idx[i]].port, affinity, base,
+			      a, v[idx[i]].port, comment);
 	}
 	for (size_t i = 0; i < k; i++) {
 		char a[IP_ADDR_STRLEN];
 
 		if (i + 1 < k)
-			fprintf(f, "numgen random mod %zu == 0 ", k - i);
-		fprintf(f, "goto %s/ep/%s/%u comment \"%s\"\n", base, addr_ident(&v[idx[i]].addr, a), v[idx[i]].port,
-			comment);
+			nft_batch_put(&nb, "numgen random mod %zu == 0 ", k - i);
+		nft_batch_put(&nb, "goto %s/ep/%s/%u comment \"%s\"\n", base, addr_ident(&v[idx[i]].addr, a),
+			      v[idx[i]].port, comment);
 	}
-	if (fclose(f) != 0) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
+	return nft_batch_steal(&nb);
 }
 
 /*
@@ -760,15 +754,13 @@ static void port_internal(Builder *b, const PortPlan *p) {
 /* the rules of <base>/ext, where external traffic enters: masquerade and every endpoint (Cluster),
  * or kube-proxy's short-circuit and the local endpoints (Local) */
 static char *external_rules(const PortPlan *p, const char *comment) {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	NftBatch nb;
 
-	if (!f)
+	if (nft_batch_begin(&nb) < 0)
 		return NULL;
 	if (!p->etp_local)
-		fprintf(f, "meta mark set meta mark or " SVC_MASQ_MARK " goto %s comment \"%s\"\n", p->all_chain,
-			comment);
+		nft_batch_put(&nb, "meta mark set meta mark or " SVC_MASQ_MARK " goto %s comment \"%s\"\n",
+			      p->all_chain, comment);
 	else {
 		/* kube-proxy's short-circuit: pods and the node itself reach every endpoint (the
 		 * node masqueraded, else the reply would not come back through this node) */
@@ -776,23 +768,19 @@ static char *external_rules(const PortPlan *p, const char *comment) {
 			if (p->in->pod_networks[i].addr.family == p->family) {
 				char pfx[IP_PREFIX_STRLEN];
 
-				fprintf(f, "%s saddr %s goto %s comment \"%s from pods\"\n", p->ipkw,
-					ip_prefix_to_string(&p->in->pod_networks[i], pfx), p->all_chain, comment);
+				nft_batch_put(&nb, "%s saddr %s goto %s comment \"%s from pods\"\n", p->ipkw,
+					      ip_prefix_to_string(&p->in->pod_networks[i], pfx), p->all_chain, comment);
 			}
-		fprintf(f,
-			"fib saddr type local meta mark set meta mark or " SVC_MASQ_MARK
-			" goto %s comment \"%s from this node\"\n",
-			p->all_chain, comment);
+		nft_batch_put(&nb,
+			      "fib saddr type local meta mark set meta mark or " SVC_MASQ_MARK
+			      " goto %s comment \"%s from this node\"\n",
+			      p->all_chain, comment);
 		if (p->n_loc > 0)
-			fprintf(f, "goto %s/local comment \"%s local endpoints\"\n", p->base, comment);
+			nft_batch_put(&nb, "goto %s/local comment \"%s local endpoints\"\n", p->base, comment);
 		else /* the client's source is kept, so only a local endpoint can answer it */
-			fprintf(f, "drop comment \"%s no local endpoint\"\n", comment);
+			nft_batch_put(&nb, "drop comment \"%s no local endpoint\"\n", comment);
 	}
-	if (fclose(f) != 0) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
+	return nft_batch_steal(&nb);
 }
 
 /* external traffic's chains: <base>/ext, and the choice over every endpoint or the local ones
@@ -1034,91 +1022,96 @@ static const char *const svc_maps[][2] = {
 	{ "svc-noep-nodeports6", "inet_proto . inet_service : verdict" },
 };
 
-void service_render_base(FILE *f, const IpPrefix *ranges, size_t n_ranges) {
-	fputs("add table " T "\n", f);
+void service_render_base(NftBatch *b, const IpPrefix *ranges, size_t n_ranges) {
+	nft_batch_put(b, "add table " T "\n");
 	for (size_t i = 0; i < ELEMENTSOF(svc_maps); i++)
-		fprintf(f, "add map " T " %s { type %s; }\n", svc_maps[i][0], svc_maps[i][1]);
+		nft_batch_put(b, "add map " T " %s { type %s; }\n", svc_maps[i][0], svc_maps[i][1]);
 	for (size_t p = 0; p < ELEMENTSOF(eps_protos); p++)
 		for (uint32_t i = 0; i < SVC_EPS_BUCKETS; i++)
-			fprintf(f,
-				"add map " T " %s { typeof numgen random mod 1 : ip daddr . %s dport; }\n"
-				"add map " T " %s { typeof numgen random mod 1 : ip6 daddr . %s dport; }\n",
-				eps_map(AF_INET, eps_protos[p], i), eps_protos[p], eps_map(AF_INET6, eps_protos[p], i),
-				eps_protos[p]);
-	fputs("add set " T " " SVC_HAIRPIN4 " { type ipv4_addr . ipv4_addr; }\n"
-	      "add set " T " " SVC_HAIRPIN6 " { type ipv6_addr . ipv6_addr; }\n"
-	      "add set " T " " SVC_CLUSTER_IPS4 " { type ipv4_addr; }\n"
-	      "add set " T " " SVC_CLUSTER_IPS6 " { type ipv6_addr; }\n"
-	      "add set " T " " SVC_FW_IPS4 " { type ipv4_addr . inet_proto . inet_service; }\n"
-	      "add set " T " " SVC_FW_IPS6 " { type ipv6_addr . inet_proto . inet_service; }\n"
-	      "add set " T " " SVC_FW_ALLOW4
-	      " { type ipv4_addr . inet_proto . inet_service . ipv4_addr; flags interval; }\n"
-	      "add set " T " " SVC_FW_ALLOW6
-	      " { type ipv6_addr . inet_proto . inet_service . ipv6_addr; flags interval; }\n",
-	      f);
-	fputs("add chain " T " svc-reject\nflush chain " T " svc-reject\n"
-	      "add rule " T " svc-reject meta l4proto tcp reject with tcp reset comment \"Service without endpoints\"\n"
-	      "add rule " T " svc-reject reject comment \"Service without endpoints\"\n"
-	      "add chain " T " svc-services\nflush chain " T " svc-services\n"
-	      "add rule " T " svc-services ip daddr . meta l4proto . th dport vmap @svc-ips4\n"
-	      "add rule " T " svc-services ip6 daddr . meta l4proto . th dport vmap @svc-ips6\n"
-	      /* NodePorts on every local address but loopback (kube-proxy's default) */
-	      "add rule " T " svc-services fib daddr type local ip daddr != 127.0.0.0/8 "
-	      "meta l4proto . th dport vmap @svc-nodeports4\n"
-	      "add rule " T " svc-services fib daddr type local ip6 daddr != ::1 "
-	      "meta l4proto . th dport vmap @svc-nodeports6\n"
-	      "add chain " T " svc-endpoints-check\nflush chain " T " svc-endpoints-check\n"
-	      "add rule " T " svc-endpoints-check ip daddr . meta l4proto . th dport vmap @svc-noep4\n"
-	      "add rule " T " svc-endpoints-check ip6 daddr . meta l4proto . th dport vmap @svc-noep6\n"
-	      "add rule " T " svc-endpoints-check fib daddr type local ip daddr != 127.0.0.0/8 "
-	      "meta l4proto . th dport vmap @svc-noep-nodeports4\n"
-	      "add rule " T " svc-endpoints-check fib daddr type local ip6 daddr != ::1 "
-	      "meta l4proto . th dport vmap @svc-noep-nodeports6\n"
-	      /* dstnat + 10: after the portmap plugin's hostPort DNAT (dstnat), which then wins */
-	      "add chain " T " svc-prerouting { type nat hook prerouting priority dstnat + 10; policy accept; }\n"
-	      "flush chain " T " svc-prerouting\n"
-	      "add rule " T " svc-prerouting jump svc-services\n"
-	      "add chain " T " svc-output { type nat hook output priority -90; policy accept; }\n"
-	      "flush chain " T " svc-output\n"
-	      /* weftd's own datastore and API server connections (SVC_SELF_MARK) */
-	      "add rule " T " svc-output meta mark & " SVC_SELF_MARK
-	      " != 0 meta nfproto ipv4 ip daddr != @" SVC_CLUSTER_IPS4 " return comment \"weftd's own connections\"\n"
-	      "add rule " T " svc-output meta mark & " SVC_SELF_MARK
-	      " != 0 meta nfproto ipv6 ip6 daddr != @" SVC_CLUSTER_IPS6 " return comment \"weftd's own connections\"\n"
-	      "add rule " T " svc-output jump svc-services\n"
-	      /* loadBalancerSourceRanges: before the DNAT, while the LB IP is the destination */
-	      "add chain " T " svc-firewall-check\nflush chain " T " svc-firewall-check\n"
-	      "add rule " T " svc-firewall-check ip daddr . meta l4proto . th dport . ip saddr @" SVC_FW_ALLOW4
-	      " return\n"
-	      "add rule " T " svc-firewall-check ip6 daddr . meta l4proto . th dport . ip6 saddr @" SVC_FW_ALLOW6
-	      " return\n"
-	      "add rule " T " svc-firewall-check ip daddr . meta l4proto . th dport @" SVC_FW_IPS4
-	      " drop comment \"not in loadBalancerSourceRanges\"\n"
-	      "add rule " T " svc-firewall-check ip6 daddr . meta l4proto . th dport @" SVC_FW_IPS6
-	      " drop comment \"not in loadBalancerSourceRanges\"\n"
-	      "add chain " T " svc-fw-prerouting { type filter hook prerouting priority -110; policy accept; }\n"
-	      "flush chain " T " svc-fw-prerouting\n"
-	      "add rule " T " svc-fw-prerouting ct state new jump svc-firewall-check\n"
-	      "add chain " T " svc-fw-output { type filter hook output priority -110; policy accept; }\n"
-	      "flush chain " T " svc-fw-output\n"
-	      "add rule " T " svc-fw-output ct state new jump svc-firewall-check\n"
-	      /* srcnat - 5: between pm-postrouting (srcnat - 10) and br-postrouting (srcnat) */
-	      "add chain " T " svc-postrouting { type nat hook postrouting priority srcnat - 5; policy accept; }\n"
-	      "flush chain " T " svc-postrouting\n"
-	      "add rule " T " svc-postrouting ct status dnat ip saddr . ip daddr @" SVC_HAIRPIN4
-	      " masquerade fully-random comment \"Service hairpin\"\n"
-	      "add rule " T " svc-postrouting ct status dnat ip6 saddr . ip6 daddr @" SVC_HAIRPIN6
-	      " masquerade fully-random comment \"Service hairpin\"\n"
-	      "add rule " T " svc-postrouting meta mark & " SVC_MASQ_MARK " == 0 return\n"
-	      "add rule " T " svc-postrouting meta mark set meta mark xor " SVC_MASQ_MARK
-	      " masquerade fully-random comment \"Service hairpin and external traffic\"\n",
-	      f);
+			nft_batch_put(b,
+				      "add map " T " %s { typeof numgen random mod 1 : ip daddr . %s dport; }\n"
+				      "add map " T " %s { typeof numgen random mod 1 : ip6 daddr . %s dport; }\n",
+				      eps_map(AF_INET, eps_protos[p], i), eps_protos[p],
+				      eps_map(AF_INET6, eps_protos[p], i), eps_protos[p]);
+	nft_batch_put(b, "add set " T " " SVC_HAIRPIN4 " { type ipv4_addr . ipv4_addr; }\n"
+			 "add set " T " " SVC_HAIRPIN6 " { type ipv6_addr . ipv6_addr; }\n"
+			 "add set " T " " SVC_CLUSTER_IPS4 " { type ipv4_addr; }\n"
+			 "add set " T " " SVC_CLUSTER_IPS6 " { type ipv6_addr; }\n"
+			 "add set " T " " SVC_FW_IPS4 " { type ipv4_addr . inet_proto . inet_service; }\n"
+			 "add set " T " " SVC_FW_IPS6 " { type ipv6_addr . inet_proto . inet_service; }\n"
+			 "add set " T " " SVC_FW_ALLOW4
+			 " { type ipv4_addr . inet_proto . inet_service . ipv4_addr; flags interval; }\n"
+			 "add set " T " " SVC_FW_ALLOW6
+			 " { type ipv6_addr . inet_proto . inet_service . ipv6_addr; flags interval; }\n");
+	nft_batch_put(b,
+		      "add chain " T " svc-reject\nflush chain " T " svc-reject\n"
+		      "add rule " T
+		      " svc-reject meta l4proto tcp reject with tcp reset comment \"Service without endpoints\"\n"
+		      "add rule " T " svc-reject reject comment \"Service without endpoints\"\n"
+		      "add chain " T " svc-services\nflush chain " T " svc-services\n"
+		      "add rule " T " svc-services ip daddr . meta l4proto . th dport vmap @svc-ips4\n"
+		      "add rule " T " svc-services ip6 daddr . meta l4proto . th dport vmap @svc-ips6\n"
+		      /* NodePorts on every local address but loopback (kube-proxy's default) */
+		      "add rule " T " svc-services fib daddr type local ip daddr != 127.0.0.0/8 "
+		      "meta l4proto . th dport vmap @svc-nodeports4\n"
+		      "add rule " T " svc-services fib daddr type local ip6 daddr != ::1 "
+		      "meta l4proto . th dport vmap @svc-nodeports6\n"
+		      "add chain " T " svc-endpoints-check\nflush chain " T " svc-endpoints-check\n"
+		      "add rule " T " svc-endpoints-check ip daddr . meta l4proto . th dport vmap @svc-noep4\n"
+		      "add rule " T " svc-endpoints-check ip6 daddr . meta l4proto . th dport vmap @svc-noep6\n"
+		      "add rule " T " svc-endpoints-check fib daddr type local ip daddr != 127.0.0.0/8 "
+		      "meta l4proto . th dport vmap @svc-noep-nodeports4\n"
+		      "add rule " T " svc-endpoints-check fib daddr type local ip6 daddr != ::1 "
+		      "meta l4proto . th dport vmap @svc-noep-nodeports6\n"
+		      /* dstnat + 10: after the portmap plugin's hostPort DNAT (dstnat), which then wins */
+		      "add chain " T
+		      " svc-prerouting { type nat hook prerouting priority dstnat + 10; policy accept; }\n"
+		      "flush chain " T " svc-prerouting\n"
+		      "add rule " T " svc-prerouting jump svc-services\n"
+		      "add chain " T " svc-output { type nat hook output priority -90; policy accept; }\n"
+		      "flush chain " T " svc-output\n"
+		      /* weftd's own datastore and API server connections (SVC_SELF_MARK) */
+		      "add rule " T " svc-output meta mark & " SVC_SELF_MARK
+		      " != 0 meta nfproto ipv4 ip daddr != @" SVC_CLUSTER_IPS4
+		      " return comment \"weftd's own connections\"\n"
+		      "add rule " T " svc-output meta mark & " SVC_SELF_MARK
+		      " != 0 meta nfproto ipv6 ip6 daddr != @" SVC_CLUSTER_IPS6
+		      " return comment \"weftd's own connections\"\n"
+		      "add rule " T " svc-output jump svc-services\n"
+		      /* loadBalancerSourceRanges: before the DNAT, while the LB IP is the destination */
+		      "add chain " T " svc-firewall-check\nflush chain " T " svc-firewall-check\n"
+		      "add rule " T " svc-firewall-check ip daddr . meta l4proto . th dport . ip saddr @" SVC_FW_ALLOW4
+		      " return\n"
+		      "add rule " T
+		      " svc-firewall-check ip6 daddr . meta l4proto . th dport . ip6 saddr @" SVC_FW_ALLOW6 " return\n"
+		      "add rule " T " svc-firewall-check ip daddr . meta l4proto . th dport @" SVC_FW_IPS4
+		      " drop comment \"not in loadBalancerSourceRanges\"\n"
+		      "add rule " T " svc-firewall-check ip6 daddr . meta l4proto . th dport @" SVC_FW_IPS6
+		      " drop comment \"not in loadBalancerSourceRanges\"\n"
+		      "add chain " T
+		      " svc-fw-prerouting { type filter hook prerouting priority -110; policy accept; }\n"
+		      "flush chain " T " svc-fw-prerouting\n"
+		      "add rule " T " svc-fw-prerouting ct state new jump svc-firewall-check\n"
+		      "add chain " T " svc-fw-output { type filter hook output priority -110; policy accept; }\n"
+		      "flush chain " T " svc-fw-output\n"
+		      "add rule " T " svc-fw-output ct state new jump svc-firewall-check\n"
+		      /* srcnat - 5: between pm-postrouting (srcnat - 10) and br-postrouting (srcnat) */
+		      "add chain " T
+		      " svc-postrouting { type nat hook postrouting priority srcnat - 5; policy accept; }\n"
+		      "flush chain " T " svc-postrouting\n"
+		      "add rule " T " svc-postrouting ct status dnat ip saddr . ip daddr @" SVC_HAIRPIN4
+		      " masquerade fully-random comment \"Service hairpin\"\n"
+		      "add rule " T " svc-postrouting ct status dnat ip6 saddr . ip6 daddr @" SVC_HAIRPIN6
+		      " masquerade fully-random comment \"Service hairpin\"\n"
+		      "add rule " T " svc-postrouting meta mark & " SVC_MASQ_MARK " == 0 return\n"
+		      "add rule " T " svc-postrouting meta mark set meta mark xor " SVC_MASQ_MARK
+		      " masquerade fully-random comment \"Service hairpin and external traffic\"\n");
 	/*
 	 * The Service range (kube-proxy's nftables cluster-ips-check): what is still addressed to it
 	 * after the DNAT had no Service entry. Every packet, not only ct state new: a leak of a
 	 * reply-less stream is still a leak.
 	 */
-	fputs("add chain " T " svc-cluster-ips-check\nflush chain " T " svc-cluster-ips-check\n", f);
+	nft_batch_put(b, "add chain " T " svc-cluster-ips-check\nflush chain " T " svc-cluster-ips-check\n");
 	for (size_t i = 0; i < n_ranges; i++) {
 		bool v4 = ranges[i].addr.family == AF_INET;
 		char p[IP_PREFIX_STRLEN];
@@ -1127,45 +1120,46 @@ void service_render_base(FILE *f, const IpPrefix *ranges, size_t n_ranges) {
 			continue;
 		ip_prefix_to_string(&ranges[i], p);
 		/* only inside the range: whatever else the set might hold is no business of this chain */
-		fprintf(f,
-			"add rule " T " svc-cluster-ips-check %s daddr %s %s daddr @%s meta l4proto tcp reject with "
-			"tcp reset comment \"ClusterIP: port not defined\"\n"
-			"add rule " T
-			" svc-cluster-ips-check %s daddr %s %s daddr @%s reject comment \"ClusterIP: port not defined\"\n"
-			"add rule " T
-			" svc-cluster-ips-check %s daddr %s drop comment \"no Service holds this address\"\n",
-			v4 ? "ip" : "ip6", p, v4 ? "ip" : "ip6", v4 ? SVC_CLUSTER_IPS4 : SVC_CLUSTER_IPS6,
-			v4 ? "ip" : "ip6", p, v4 ? "ip" : "ip6", v4 ? SVC_CLUSTER_IPS4 : SVC_CLUSTER_IPS6,
-			v4 ? "ip" : "ip6", p);
+		nft_batch_put(b,
+			      "add rule " T
+			      " svc-cluster-ips-check %s daddr %s %s daddr @%s meta l4proto tcp reject with "
+			      "tcp reset comment \"ClusterIP: port not defined\"\n"
+			      "add rule " T
+			      " svc-cluster-ips-check %s daddr %s %s daddr @%s reject comment \"ClusterIP: port not defined\"\n"
+			      "add rule " T
+			      " svc-cluster-ips-check %s daddr %s drop comment \"no Service holds this address\"\n",
+			      v4 ? "ip" : "ip6", p, v4 ? "ip" : "ip6", v4 ? SVC_CLUSTER_IPS4 : SVC_CLUSTER_IPS6,
+			      v4 ? "ip" : "ip6", p, v4 ? "ip" : "ip6", v4 ? SVC_CLUSTER_IPS4 : SVC_CLUSTER_IPS6,
+			      v4 ? "ip" : "ip6", p);
 	}
 	/* filter - 5: the no-endpoint reject comes before any filter chain of policy or plugins */
 	static const char *const hooks[] = { "input", "forward", "output" };
 	for (size_t i = 0; i < ELEMENTSOF(hooks); i++) {
-		fprintf(f,
-			"add chain " T " svc-filter-%s { type filter hook %s priority filter - 5; policy accept; }\n"
-			"flush chain " T " svc-filter-%s\n"
-			"add rule " T " svc-filter-%s ct state new jump svc-endpoints-check\n",
-			hooks[i], hooks[i], hooks[i], hooks[i]);
+		nft_batch_put(b,
+			      "add chain " T
+			      " svc-filter-%s { type filter hook %s priority filter - 5; policy accept; }\n"
+			      "flush chain " T " svc-filter-%s\n"
+			      "add rule " T " svc-filter-%s ct state new jump svc-endpoints-check\n",
+			      hooks[i], hooks[i], hooks[i], hooks[i]);
 		if (i > 0) /* forwarded pod traffic and node-local clients */
-			fprintf(f, "add rule " T " svc-filter-%s jump svc-cluster-ips-check\n", hooks[i]);
+			nft_batch_put(b, "add rule " T " svc-filter-%s jump svc-cluster-ips-check\n", hooks[i]);
 	}
 }
 
-void service_render_flush_maps(FILE *f) {
+void service_render_flush_maps(NftBatch *b) {
 	for (size_t i = 0; i < ELEMENTSOF(svc_maps); i++)
-		fprintf(f, "flush map " T " %s\n", svc_maps[i][0]);
+		nft_batch_put(b, "flush map " T " %s\n", svc_maps[i][0]);
 	for (size_t p = 0; p < ELEMENTSOF(eps_protos); p++)
 		for (uint32_t i = 0; i < SVC_EPS_BUCKETS; i++)
-			fprintf(f, "flush map " T " %s\nflush map " T " %s\n", eps_map(AF_INET, eps_protos[p], i),
-				eps_map(AF_INET6, eps_protos[p], i));
-	fputs("flush set " T " " SVC_HAIRPIN4 "\nflush set " T " " SVC_HAIRPIN6 "\n"
-	      "flush set " T " " SVC_CLUSTER_IPS4 "\nflush set " T " " SVC_CLUSTER_IPS6 "\n"
-	      "flush set " T " " SVC_FW_IPS4 "\nflush set " T " " SVC_FW_IPS6 "\n"
-	      "flush set " T " " SVC_FW_ALLOW4 "\nflush set " T " " SVC_FW_ALLOW6 "\n",
-	      f);
+			nft_batch_put(b, "flush map " T " %s\nflush map " T " %s\n", eps_map(AF_INET, eps_protos[p], i),
+				      eps_map(AF_INET6, eps_protos[p], i));
+	nft_batch_put(b, "flush set " T " " SVC_HAIRPIN4 "\nflush set " T " " SVC_HAIRPIN6 "\n"
+			 "flush set " T " " SVC_CLUSTER_IPS4 "\nflush set " T " " SVC_CLUSTER_IPS6 "\n"
+			 "flush set " T " " SVC_FW_IPS4 "\nflush set " T " " SVC_FW_IPS6 "\n"
+			 "flush set " T " " SVC_FW_ALLOW4 "\nflush set " T " " SVC_FW_ALLOW6 "\n");
 }
 
-static void render_rules(FILE *f, const SvcChain *c) {
+static void render_rules(NftBatch *b, const SvcChain *c) {
 	const char *p = c->rules ?: "";
 
 	while (*p) {
@@ -1173,39 +1167,40 @@ static void render_rules(FILE *f, const SvcChain *c) {
 		size_t len = nl ? (size_t) (nl - p) : strlen(p);
 
 		if (len > 0)
-			fprintf(f, "add rule " T " %s %.*s\n", c->name, (int) len, p);
+			nft_batch_put(b, "add rule " T " %s %.*s\n", c->name, (int) len, p);
 		p += len + (nl ? 1 : 0);
 	}
 }
 
 /* elements: render element adds (else the caller does, all at once); flush: with full, flush every
  * chain of new before its rules (else the caller flushed what the kernel held) */
-static void unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit *new, bool full, bool elements, bool flush) {
+static void unit_diff(NftBatch *b, const ServiceUnit *old, const ServiceUnit *new, bool full, bool elements,
+		      bool flush) {
 	/* 1. elements gone or changed */
 	for (size_t i = 0; old && i < old->n_elems; i++) {
 		const SvcElem *e = &old->elems[i], *n = unit_elem(new, e);
 
 		if (!is_shared_set(e->map) && (!n || !streq(n->value, e->value)))
-			fprintf(f, "delete element " T " %s { %s }\n", e->map, e->key);
+			nft_batch_put(b, "delete element " T " %s { %s }\n", e->map, e->key);
 	}
 	/* 2. sets new (affinity), then chains new or changed: declared first, since rules may jump
 	 * between them and name the sets */
 	for (size_t i = 0; new &&i < new->n_sets; i++)
 		if (full || !service_unit_set(old, new->sets[i].name))
-			fprintf(f, "add set " T " %s %s\n", new->sets[i].name, new->sets[i].decl);
+			nft_batch_put(b, "add set " T " %s %s\n", new->sets[i].name, new->sets[i].decl);
 	for (size_t i = 0; new &&i < new->n_chains; i++) {
 		const SvcChain *c = &new->chains[i], *o = service_unit_chain(old, c->name);
 
 		if (!o || full)
-			fprintf(f, "add chain " T " %s\n", c->name);
+			nft_batch_put(b, "add chain " T " %s\n", c->name);
 		if ((o && !streq_ptr(o->rules, c->rules)) || (full && flush))
-			fprintf(f, "flush chain " T " %s\n", c->name);
+			nft_batch_put(b, "flush chain " T " %s\n", c->name);
 	}
 	for (size_t i = 0; new &&i < new->n_chains; i++) {
 		const SvcChain *c = &new->chains[i], *o = service_unit_chain(old, c->name);
 
 		if (!o || full || !streq_ptr(o->rules, c->rules))
-			render_rules(f, c);
+			render_rules(b, c);
 	}
 	/* 3. elements new or changed (the chains they jump to exist now; an element of an endpoint
 	 * map is checked against each rule bound to the map, a rule binding it walks all of its
@@ -1216,23 +1211,23 @@ static void unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit *new, b
 		if (is_shared_set(e->map))
 			continue;
 		if (!o || !streq(o->value, e->value) || full)
-			fprintf(f, "add element " T " %s { %s : %s }\n", e->map, e->key, e->value);
+			nft_batch_put(b, "add element " T " %s { %s : %s }\n", e->map, e->key, e->value);
 	}
 	/* 4. chains gone: emptied first (they may jump to each other), then deleted */
 	for (size_t i = 0; old && i < old->n_chains; i++)
 		if (!service_unit_chain(new, old->chains[i].name))
-			fprintf(f, "flush chain " T " %s\n", old->chains[i].name);
+			nft_batch_put(b, "flush chain " T " %s\n", old->chains[i].name);
 	for (size_t i = 0; old && i < old->n_chains; i++)
 		if (!service_unit_chain(new, old->chains[i].name))
-			fprintf(f, "delete chain " T " %s\n", old->chains[i].name);
+			nft_batch_put(b, "delete chain " T " %s\n", old->chains[i].name);
 	/* 5. sets gone: no rule names them any more */
 	for (size_t i = 0; old && i < old->n_sets; i++)
 		if (!service_unit_set(new, old->sets[i].name))
-			fprintf(f, "delete set " T " %s\n", old->sets[i].name);
+			nft_batch_put(b, "delete set " T " %s\n", old->sets[i].name);
 }
 
-void service_render_unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit *new, bool full) {
-	unit_diff(f, old, new, full, true, true);
+void service_render_unit_diff(NftBatch *b, const ServiceUnit *old, const ServiceUnit *new, bool full) {
+	unit_diff(b, old, new, full, true, true);
 }
 
 static int elem_ptr_cmp(const void *a, const void *b) {
@@ -1240,23 +1235,23 @@ static int elem_ptr_cmp(const void *a, const void *b) {
 }
 
 /* "add element" of one set or map, its elements in one command */
-static void render_elements(FILE *f, const char *map, const SvcElem *const *v, size_t n) {
-	fprintf(f, "add element " T " %s { ", map);
+static void render_elements(NftBatch *b, const char *map, const SvcElem *const *v, size_t n) {
+	nft_batch_put(b, "add element " T " %s { ", map);
 	for (size_t i = 0; i < n; i++)
 		if (v[i]->value[0])
-			fprintf(f, "%s%s : %s", i ? ", " : "", v[i]->key, v[i]->value);
+			nft_batch_put(b, "%s%s : %s", i ? ", " : "", v[i]->key, v[i]->value);
 		else
-			fprintf(f, "%s%s", i ? ", " : "", v[i]->key);
-	fputs(" }\n", f);
+			nft_batch_put(b, "%s%s", i ? ", " : "", v[i]->key);
+	nft_batch_put(b, " }\n");
 }
 
-int service_render_full(FILE *f, ServiceUnit *const *units, size_t n, SvcRefs *refs) {
+int service_render_full(NftBatch *b, ServiceUnit *const *units, size_t n, SvcRefs *refs) {
 	_cleanup_free_ const SvcElem **v = NULL;
 	size_t n_v = 0, total;
 	int r;
 
 	for (size_t i = 0; i < n; i++)
-		unit_diff(f, NULL, units[i], true, false, false);
+		unit_diff(b, NULL, units[i], true, false, false);
 	/* elements: one command per map, the shared sets' from the counts */
 	for (size_t i = 0; i < n; i++) {
 		r = svc_refs_update(refs, NULL, units[i], NULL);
@@ -1280,7 +1275,7 @@ int service_render_full(FILE *f, ServiceUnit *const *units, size_t n, SvcRefs *r
 	for (size_t i = 0, j; i < n_v; i = j) {
 		for (j = i + 1; j < n_v && streq(v[j]->map, v[i]->map); j++)
 			;
-		render_elements(f, v[i]->map, v + i, j - i);
+		render_elements(b, v[i]->map, v + i, j - i);
 	}
 	return 0;
 }

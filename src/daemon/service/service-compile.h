@@ -73,8 +73,9 @@
 #include "daemon/service/service-admission.h"
 #include "shared/ip/ip-addr.h"
 #include "shared/kube/kube-objects.h"
+#include "shared/nft/nft-batch.h"
+#include "shared/nft/nft-names.h" /* the svc-* names */
 
-#define SVC_PREFIX "svc-"
 #define SVC_MASQ_MARK "0x4000"
 /*
  * weftd's own sockets (etcd, the API server: http-multi.c sets SO_MARK): svc-output does not DNAT
@@ -88,14 +89,6 @@
 #define SVC_SLOT_BITS 14 /* endpoints one choosing chain can map: 16384 */
 #define SVC_SLOTS (1u << (32 - SVC_SLOT_BITS))
 #define SVC_EPS_BUCKETS 128 /* endpoint maps per family and protocol */
-#define SVC_HAIRPIN4 "svc-hairpin4"
-#define SVC_HAIRPIN6 "svc-hairpin6"
-#define SVC_CLUSTER_IPS4 "svc-cluster-ips4"
-#define SVC_CLUSTER_IPS6 "svc-cluster-ips6"
-#define SVC_FW_IPS4 "svc-fw-ips4"
-#define SVC_FW_IPS6 "svc-fw-ips6"
-#define SVC_FW_ALLOW4 "svc-fw-allow4"
-#define SVC_FW_ALLOW6 "svc-fw-allow6"
 
 typedef struct SvcChain {
 	char *name;
@@ -161,37 +154,37 @@ const SvcSet *service_unit_set(const ServiceUnit *u, const char *name);
 
 /*
  * Elements of the shared sets (svc-hairpin4/6), counted over every unit. svc_refs_update() counts
- * old -> new of one Service and renders the elements that appear (0 -> 1) or vanish (1 -> 0) into f
+ * old -> new of one Service and renders the elements that appear (0 -> 1) or vanish (1 -> 0) into b
  * (NULL: count only). -ENOMEM leaves the counts unknown: reset and render all (a full sync).
  */
 typedef struct SvcRefs SvcRefs;
 int svc_refs_new(SvcRefs **ret);
 SvcRefs *svc_refs_free(SvcRefs *r);
 void svc_refs_reset(SvcRefs *r);
-int svc_refs_update(SvcRefs *r, const ServiceUnit *old, const ServiceUnit *new, FILE *f);
+int svc_refs_update(SvcRefs *r, const ServiceUnit *old, const ServiceUnit *new, NftBatch *b);
 size_t svc_refs_size(const SvcRefs *r);
 /* "add element" (idempotent) of u's shared elements that other units still hold: after a batch with
  * u's diff was refused and u's counts were undone, an element only u's part of the batch added. */
-void svc_refs_render_held(SvcRefs *r, const ServiceUnit *u, FILE *f);
+void svc_refs_render_held(SvcRefs *r, const ServiceUnit *u, NftBatch *b);
 
 /* The fixed objects (idempotent: add, flush, rules). ranges: --service-cluster-ip-range (at most one
  * per family; none: no svc-cluster-ips-check rule for that family). */
-void service_render_base(FILE *f, const IpPrefix *ranges, size_t n_ranges);
+void service_render_base(NftBatch *b, const IpPrefix *ranges, size_t n_ranges);
 /* The fixed maps' and sets' elements removed (start-up full sync: the units then add theirs again). */
-void service_render_flush_maps(FILE *f);
+void service_render_flush_maps(NftBatch *b);
 /*
  * Every unit anew (a full sync, after service_render_base(), service_render_flush_maps() and a
  * flush of every per-Service chain the kernel holds): all chains and rules, then each map's
  * elements in one command; counts the shared sets' elements in refs (reset it first). 0 or -ENOMEM.
  */
-int service_render_full(FILE *f, ServiceUnit *const *units, size_t n, SvcRefs *refs);
+int service_render_full(NftBatch *b, ServiceUnit *const *units, size_t n, SvcRefs *refs);
 /*
  * old -> new of one Service (either may be NULL): element deletes, chain adds/flushes and rules,
  * element adds, then removed chains flushed and deleted. With
  * `full`, every chain of `new` is flushed before its rules (the kernel may hold it from an earlier
  * run). The shared sets' elements are not rendered here (SvcRefs).
  */
-void service_render_unit_diff(FILE *f, const ServiceUnit *old, const ServiceUnit *new, bool full);
+void service_render_unit_diff(NftBatch *b, const ServiceUnit *old, const ServiceUnit *new, bool full);
 
 #include "daemon/service/service-conntrack.h"
 

@@ -28,8 +28,15 @@ typedef struct NftBatch {
 /* 0 or -ENOMEM. */
 int nft_batch_begin(NftBatch *b);
 void nft_batch_done(NftBatch *b);
+/* One line (the newline is added). */
 void nft_batch_add(NftBatch *b, const char *fmt, ...) _printf_(2, 3);
+/* Part of a line (no newline added): for commands built piece by piece ("{ a, b, c }"). */
+void nft_batch_put(NftBatch *b, const char *fmt, ...) _printf_(2, 3);
+/* Text rendered elsewhere (another batch's finished buf), as is. */
+void nft_batch_append(NftBatch *b, const char *text, size_t len);
 /* Closes the stream; b->buf then holds the text. 0 or -ENOMEM. */
 int nft_batch_finish(NftBatch *b);
+/* The text (caller frees; finished first if need be), NULL on -ENOMEM; the batch is done after. */
+char *nft_batch_steal(NftBatch *b);
 /* Finishes and applies the batch as one transaction; see nft_apply(). */
 int nft_batch_apply(NftCtx *c, NftBatch *b, char **ret_error);

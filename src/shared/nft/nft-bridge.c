@@ -23,7 +23,7 @@
 #include "shared/nft/nft-batch.h"
 #include "shared/nft/nft-elem.h"
 #include "shared/nft/nft-raw.h"
-#include "shared/nft/nft-table.h"
+#include "shared/nft/nft-names.h"
 
 /* ---- table layout ---- */
 

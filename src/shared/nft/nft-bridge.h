@@ -21,7 +21,7 @@
 
 #include "shared/ip/ip-addr.h"
 #include "shared/nft/nft-elem.h"
-#include "shared/nft/nft-table.h"
+#include "shared/nft/nft-names.h"
 #include "shared/nft/nft.h"
 
 /*

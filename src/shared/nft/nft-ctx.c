@@ -37,7 +37,7 @@
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
-#include "shared/nft/nft-table.h"
+#include "shared/nft/nft-names.h"
 #include "shared/nft/nft.h"
 
 typedef struct NftLib {

@@ -24,7 +24,7 @@
 #include <stddef.h>
 
 #include "shared/nft/nft-batch.h"
-#include "shared/nft/nft-table.h"
+#include "shared/nft/nft-names.h"
 #include "shared/nft/nft.h"
 
 /* GC's question to the plugin: is attachment (cid, ifname) still alive? */

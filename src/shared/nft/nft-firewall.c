@@ -15,7 +15,7 @@
 #include "shared/nft/nft-batch.h"
 #include "shared/nft/nft-elem.h"
 #include "shared/nft/nft-firewall.h"
-#include "shared/nft/nft-table.h"
+#include "shared/nft/nft-names.h"
 
 static void fw_prelude(NftBatch *b) {
 	static const char *const T = NFT_TABLE_INET, *const C = NFT_FW_CHAIN_FORWARD;

@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * The firewall plugin's nftables objects (table inet weft, fw-* names, see nft-table.h), the
+ * The firewall plugin's nftables objects (table inet weft, fw-* names, see nft-names.h), the
  * nftables form of the reference's iptables backend:
  *
  *   chain fw-forward (filter forward, priority filter, policy accept)

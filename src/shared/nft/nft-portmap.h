@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * What the portmap plugin needs from nftables (table inet weft, objects "pm-*", see nft-table.h):
+ * What the portmap plugin needs from nftables (table inet weft, objects "pm-*", see nft-names.h):
  *
  *   pm-prerouting, pm-output (nat, dstnat)
  *       dnat ip  to ip  daddr . meta l4proto . th dport map @pm-hostip4        (hostIP mappings)
@@ -34,7 +34,7 @@
 
 #include "shared/ip/ip-addr.h"
 #include "shared/nft/nft-elem.h"
-#include "shared/nft/nft-table.h"
+#include "shared/nft/nft-names.h"
 #include "shared/nft/nft.h"
 
 /* One DNAT: [host_ip]:host_port/proto -> pod:container_port. host_ip AF_UNSPEC = every local

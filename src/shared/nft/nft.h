@@ -4,7 +4,7 @@
 /*
  * libnftables wrapper. weft never execs `nft`: every change is one text batch handed to
  * nft_run_cmd_from_buffer(), which the kernel commits as ONE transaction (all commands or none),
- * so the firewall is never half-updated. Table layout and names: nft/nft-table.h.
+ * so the firewall is never half-updated. Table layout and names: nft/nft-names.h.
  *
  * A context is not thread-safe; one per thread/process. Contexts are cheap (~0.07 ms; see
  * nft-ctx.c for measured costs); a plugin opens one per invocation, weftd keeps one.

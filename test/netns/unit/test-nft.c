@@ -27,7 +27,7 @@
 #include "basic/string-util.h"
 #include "shared/nft/nft-bridge.h"
 #include "shared/nft/nft-portmap.h"
-#include "shared/nft/nft-table.h"
+#include "shared/nft/nft-names.h"
 #include "shared/nft/nft.h"
 #include "shared/nl/nfnl.h"
 

@@ -39,6 +39,23 @@ typedef struct Cluster {
 	size_t n;
 } Cluster;
 
+/* policy_ruleset_render_diff() as text (caller frees). */
+static int render_diff(const PolicyRuleset *old, const PolicyRuleset *new, char *const *stale_chains,
+		       char *const *stale_sets, char **ret) {
+	NftBatch b;
+	int r = nft_batch_begin(&b);
+
+	if (r >= 0)
+		r = policy_ruleset_render_diff(old, new, stale_chains, stale_sets, &b);
+	if (r >= 0)
+		r = nft_batch_finish(&b);
+	if (r < 0) {
+		nft_batch_done(&b);
+		return r;
+	}
+	*ret = nft_batch_steal(&b);
+	return 0;
+}
 static void obj_add(Cluster *c, KubeKind kind, const char *fmt, ...) _printf_(3, 4);
 static void obj_add(Cluster *c, KubeKind kind, const char *fmt, ...) {
 	char buf[8192];
@@ -210,7 +227,7 @@ static void test_no_policy_nothing(void **state) {
 	char *batch;
 
 	assert_int_equal(r->n, 0);
-	assert_int_equal(policy_ruleset_render_diff(NULL, r, NULL, NULL, &batch), 0);
+	assert_int_equal(render_diff(NULL, r, NULL, NULL, &batch), 0);
 	assert_string_equal(batch, "");
 	free(batch);
 	policy_ruleset_free(r);
@@ -489,7 +506,7 @@ static void test_diff(void **state) {
 	a = compile(c, "n1");
 	/* nothing changed: nothing to do */
 	b = compile(c, "n1");
-	assert_int_equal(policy_ruleset_render_diff(a, b, NULL, NULL, &batch), 0);
+	assert_int_equal(render_diff(a, b, NULL, NULL, &batch), 0);
 	assert_string_equal(batch, "");
 	free(batch);
 	policy_ruleset_free(b);
@@ -497,7 +514,7 @@ static void test_diff(void **state) {
 	/* a new b pod elsewhere: one element added, nothing else */
 	pod_add(c, "x", "b2", "n2", "10.0.2.9", "{\"pod\":\"b\"}");
 	b = compile(c, "n1");
-	assert_int_equal(policy_ruleset_render_diff(a, b, NULL, NULL, &batch), 0);
+	assert_int_equal(render_diff(a, b, NULL, NULL, &batch), 0);
 	{
 		char want[256], peers[128];
 
@@ -512,7 +529,7 @@ static void test_diff(void **state) {
 	/* a new pod on this node: one vmap element */
 	pod_add(c, "x", "d", "n1", "10.0.1.10", "{\"pod\":\"d\"}");
 	b = compile(c, "n1");
-	assert_int_equal(policy_ruleset_render_diff(a, b, NULL, NULL, &batch), 0);
+	assert_int_equal(render_diff(a, b, NULL, NULL, &batch), 0);
 	assert_non_null(strstr(batch, "add element inet weft np-ingress4 { 10.0.1.10 comment \"x/d\" : jump np-cls-"));
 	assert_null(strstr(batch, "delete"));
 	assert_null(strstr(batch, "flush"));
@@ -525,7 +542,7 @@ static void test_diff(void **state) {
 	obj_del(c, KUBE_KIND_NETWORK_POLICY, "x", "from-b");
 	b = compile(c, "n1");
 	assert_int_equal(b->n, 0);
-	assert_int_equal(policy_ruleset_render_diff(a, b, NULL, NULL, &batch), 0);
+	assert_int_equal(render_diff(a, b, NULL, NULL, &batch), 0);
 	assert_non_null(strstr(batch, "delete chain inet weft np-ingress\n"));
 	assert_non_null(strstr(batch, "delete map inet weft np-ingress4\n"));
 	free(batch);
@@ -546,7 +563,7 @@ static void test_counter_diff(void **state) {
 	a = compile(c, "n1");
 	policy_add(c, "x", "web", "{\"podSelector\":{},\"ingress\":[{\"ports\":[{\"port\":80}]}]}");
 	b = compile(c, "n1");
-	assert_int_equal(policy_ruleset_render_diff(a, b, NULL, NULL, &batch), 0);
+	assert_int_equal(render_diff(a, b, NULL, NULL, &batch), 0);
 	ctr(obj_of(b, "x/web ingress", "-in"), 0, name);
 	add_ctr = strstr(batch, "add counter inet weft np-c-");
 	add_rule = strstr(batch, name);
@@ -559,7 +576,7 @@ static void test_counter_diff(void **state) {
 	assert_non_null(strstr(batch, "delete counter inet weft np-cc-"));
 	free(batch);
 
-	assert_int_equal(policy_ruleset_render_diff(b, a, NULL, NULL, &batch), 0);
+	assert_int_equal(render_diff(b, a, NULL, NULL, &batch), 0);
 	snprintf(name, sizeof(name), "delete counter inet weft np-c-%s0\n", obj_of(b, "x/web ingress", "-in") + 3);
 	del_ctr = strstr(batch, name);
 	flush = strstr(batch, "flush chain inet weft np-cls-");
@@ -687,7 +704,7 @@ static void test_shared_set_diff(void **state) {
 	obj_del(c, KUBE_KIND_POD, "x", "c");
 	pod_add(c, "x", "c", "n2", "10.0.2.3", "{\"pod\":\"b\"}");
 	b = compile(c, "n1");
-	assert_int_equal(policy_ruleset_render_diff(a, b, NULL, NULL, &batch), 0);
+	assert_int_equal(render_diff(a, b, NULL, NULL, &batch), 0);
 	snprintf(want, sizeof(want), "add table inet weft\nadd element inet weft %s { 10.0.2.3 }\n", s4);
 	assert_string_equal(batch, want);
 	free(batch);
@@ -697,7 +714,7 @@ static void test_shared_set_diff(void **state) {
 	obj_del(c, KUBE_KIND_POD, "x", "c");
 	pod_add(c, "x", "c", "n2", "10.0.2.3", "{\"pod\":\"c\"}");
 	b = compile(c, "n1");
-	assert_int_equal(policy_ruleset_render_diff(a, b, NULL, NULL, &batch), 0);
+	assert_int_equal(render_diff(a, b, NULL, NULL, &batch), 0);
 	snprintf(want, sizeof(want), "add table inet weft\ndelete element inet weft %s { 10.0.2.3 }\n", s4);
 	assert_string_equal(batch, want);
 	free(batch);
@@ -709,7 +726,7 @@ static void test_shared_set_diff(void **state) {
 	obj_del(c, KUBE_KIND_NETWORK_POLICY, "x", "p2");
 	b = compile(c, "n1");
 	assert_items(b, s4, "10.0.1.2");
-	assert_int_equal(policy_ruleset_render_diff(a, b, NULL, NULL, &batch), 0);
+	assert_int_equal(render_diff(a, b, NULL, NULL, &batch), 0);
 	snprintf(want, sizeof(want), "delete chain inet weft %s\n", ch2);
 	assert_non_null(strstr(batch, want));
 	assert_null(strstr(batch, s4));
@@ -728,7 +745,7 @@ static void test_shared_set_diff(void **state) {
 	set_ref(b, obj_of(b, "x/p2 ingress", "-in"), 0, 0, t4);
 	assert_string_not_equal(s4, t4);
 	assert_items(b, t4, "10.0.2.3");
-	assert_int_equal(policy_ruleset_render_diff(a, b, NULL, NULL, &batch), 0);
+	assert_int_equal(render_diff(a, b, NULL, NULL, &batch), 0);
 	snprintf(want, sizeof(want), "add set inet weft %s ", t4);
 	assert_non_null(strstr(batch, want));
 	assert_null(strstr(batch, "delete set"));
@@ -742,7 +759,7 @@ static void test_shared_set_diff(void **state) {
 	b = compile(c, "n1");
 	assert_null(policy_ruleset_find(b, s4));
 	assert_non_null(policy_ruleset_find(b, pt));
-	assert_int_equal(policy_ruleset_render_diff(a, b, NULL, NULL, &batch), 0);
+	assert_int_equal(render_diff(a, b, NULL, NULL, &batch), 0);
 	snprintf(want, sizeof(want), "delete set inet weft %s\n", s4);
 	assert_non_null(strstr(batch, want));
 	snprintf(want, sizeof(want), "delete set inet weft %s\n", s6);
@@ -1010,7 +1027,7 @@ static void apply(NftCtx *nft, const PolicyRuleset *old, const PolicyRuleset *ne
 	char *batch, *err = NULL;
 	int r;
 
-	assert_int_equal(policy_ruleset_render_diff(old, new, stale_c, stale_s, &batch), 0);
+	assert_int_equal(render_diff(old, new, stale_c, stale_s, &batch), 0);
 	if (batch[0]) {
 		r = nft_apply(nft, batch, &err);
 		if (r < 0) {

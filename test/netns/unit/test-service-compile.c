@@ -150,14 +150,15 @@ static void free_all(KubeObject **v, size_t n) {
 
 static NftCtx *nft;
 
-static void apply(const char *what, void (*render)(FILE *f, const void *arg), const void *arg) {
-	char *buf = NULL, *err = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+static void apply(const char *what, void (*render)(NftBatch *f, const void *arg), const void *arg) {
+	char *buf, *err = NULL;
+	NftBatch b;
 	int r;
 
-	render(f, arg);
-	fclose(f);
+	assert_int_equal(nft_batch_begin(&b), 0);
+	render(&b, arg);
+	buf = nft_batch_steal(&b);
+	assert_non_null(buf);
 	if (!nft) {
 		free(buf);
 		return;
@@ -174,7 +175,7 @@ typedef struct Diff {
 	bool full;
 } Diff;
 
-static void render_diff(FILE *f, const void *arg) {
+static void render_diff(NftBatch *f, const void *arg) {
 	const Diff *d = arg;
 
 	if (d->full) {
@@ -187,13 +188,11 @@ static void render_diff(FILE *f, const void *arg) {
 }
 
 static char *diff_text(const ServiceUnit *old, const ServiceUnit *new) {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	NftBatch b;
 
-	service_render_unit_diff(f, old, new, false);
-	fclose(f);
-	return buf;
+	assert_int_equal(nft_batch_begin(&b), 0);
+	service_render_unit_diff(&b, old, new, false);
+	return nft_batch_steal(&b);
 }
 
 /* The kernel's svc-* chains with a '/' (per-Service ones), sorted, newline separated. */
@@ -495,22 +494,21 @@ static void test_source_ranges(void **state) {
 static void test_base_rules(void **state) {
 	IpPrefix ranges[2];
 	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
+	NftBatch b;
 
 	assert_int_equal(ip_prefix_parse("10.96.0.0/16", &ranges[0]), 0);
 	assert_int_equal(ip_prefix_parse("fd00:96::/108", &ranges[1]), 0);
 	/* no range: no check at all */
-	f = open_memstream(&buf, &len);
-	service_render_base(f, NULL, 0);
-	fclose(f);
+	assert_int_equal(nft_batch_begin(&b), 0);
+	service_render_base(&b, NULL, 0);
+	buf = nft_batch_steal(&b);
 	assert_null(strstr(buf, "add rule inet weft svc-cluster-ips-check"));
 	assert_non_null(strstr(buf, "add rule inet weft svc-filter-forward jump svc-cluster-ips-check\n"));
 	free(buf);
 	buf = NULL;
-	f = open_memstream(&buf, &len);
-	service_render_base(f, ranges, 2);
-	fclose(f);
+	assert_int_equal(nft_batch_begin(&b), 0);
+	service_render_base(&b, ranges, 2);
+	buf = nft_batch_steal(&b);
 	/* undefined ports of an allocated ClusterIP rejected (inside the range only), the rest of the
 	 * range dropped */
 	assert_non_null(strstr(buf, "add rule inet weft svc-cluster-ips-check ip daddr 10.96.0.0/16 ip daddr "
@@ -958,7 +956,7 @@ static int bench(size_t n, const char *target) {
 	char *buf = NULL, *err = NULL;
 	size_t len = 0, n_all = n;
 	double t0, t_full, t_incr, t_first, c0, c_full;
-	FILE *f;
+	NftBatch f;
 	int r;
 
 	for (size_t i = 0; i < n; i++) {
@@ -982,9 +980,10 @@ static int bench(size_t n, const char *target) {
 	}
 	t0 = ms_now();
 	c0 = cpu_ms_now();
-	f = open_memstream(&buf, &len);
-	service_render_base(f, NULL, 0);
-	service_render_flush_maps(f);
+	if (nft_batch_begin(&f) < 0)
+		return 1;
+	service_render_base(&f, NULL, 0);
+	service_render_flush_maps(&f);
 	for (size_t i = 0; i < n_all; i++) {
 		if (service_unit_build(&(ServiceModelInput) { .node = "node1",
 							      .svc = KUBE_SERVICE(svcs[i]),
@@ -994,11 +993,14 @@ static int bench(size_t n, const char *target) {
 				       &units[i]) < 0)
 			return 1;
 	}
-	if (service_render_full(f, units, n_all, refs) < 0)
+	if (service_render_full(&f, units, n_all, refs) < 0)
 		return 1;
-	fclose(f);
+	buf = nft_batch_steal(&f);
+	if (!buf)
+		return 1;
+	len = strlen(buf);
 	r = nft_apply(nft, buf, &err);
-	if (r >= 0) /* as weftd does after each batch (service-agent.c) */
+	if (r >= 0) /* as weftd does after each batch (nft-sync.c) */
 		(void) nft_ctx_drop_cache(nft);
 	t_full = ms_now() - t0;
 	c_full = cpu_ms_now() - c0;
@@ -1032,11 +1034,15 @@ static int bench(size_t n, const char *target) {
 							      .old = units[at] },
 				       &u) < 0)
 			return 1;
-		f = open_memstream(&buf, &len);
-		service_render_unit_diff(f, units[at], u, false);
-		if (svc_refs_update(refs, units[at], u, f) < 0)
+		if (nft_batch_begin(&f) < 0)
 			return 1;
-		fclose(f);
+		service_render_unit_diff(&f, units[at], u, false);
+		if (svc_refs_update(refs, units[at], u, &f) < 0)
+			return 1;
+		buf = nft_batch_steal(&f);
+		if (!buf)
+			return 1;
+		len = strlen(buf);
 		r = nft_apply(nft, buf, &err);
 		if (r >= 0)
 			(void) nft_ctx_drop_cache(nft);

@@ -2,7 +2,9 @@
 #pragma once
 
 /*
- * The nftables objects weft owns. Exactly two tables, both named "weft":
+ * Every nftables name weft owns, in one place: the tables, and the prefix of each owner's chains,
+ * sets and maps (the plugins', weftd's node-*, NetworkPolicy's np-*, Services' svc-*). Exactly two
+ * tables, both named "weft":
  *
  *   table inet weft     NAT and filter (L3). Used by the bridge plugin (br-*) and weftd (node-*).
  *   table bridge weft   L2 checks (macspoofchk): an inet table never sees bridged frames.
@@ -25,6 +27,8 @@
 
 #define NFT_PREFIX_BRIDGE "br-"
 #define NFT_PREFIX_NODE "node-"
+#define NFT_PREFIX_POLICY "np-"   /* weftd's NetworkPolicy (daemon/policy/policy-compile.h) */
+#define NFT_PREFIX_SERVICE "svc-" /* weftd's Services (daemon/service/service-compile.h) */
 
 /* ---- bridge plugin objects, table inet weft ---- */
 /* nat postrouting base chain (priority srcnat = 100): ipMasq for pods. Its `return`s only end
@@ -50,6 +54,28 @@
 /* ---- weftd objects (table inet weft), reserved names; weftd defines the contents ---- */
 #define NFT_NODE_CHAIN_POSTROUTING "node-postrouting" /* nat, srcnat + 10: after br-postrouting */
 #define NFT_NODE_CHAIN_FORWARD "node-forward"         /* filter forward */
+
+/* ---- weftd's NetworkPolicy objects, table inet weft (policy-compile.h describes the layout) ---- */
+#define POLICY_PREFIX NFT_PREFIX_POLICY
+#define POLICY_CHAIN_INGRESS "np-ingress"
+#define POLICY_CHAIN_EGRESS "np-egress"
+#define POLICY_MAP_INGRESS4 "np-ingress4"
+#define POLICY_MAP_INGRESS6 "np-ingress6"
+#define POLICY_MAP_EGRESS4 "np-egress4"
+#define POLICY_MAP_EGRESS6 "np-egress6"
+#define POLICY_COUNTER_PREFIX "np-c-"       /* + <policy tag>-{in,out}<rule> */
+#define POLICY_DENY_COUNTER_PREFIX "np-cc-" /* + <class hash>-{in,out} */
+
+/* ---- weftd's Service objects, table inet weft (service-compile.h describes the layout) ---- */
+#define SVC_PREFIX NFT_PREFIX_SERVICE
+#define SVC_HAIRPIN4 "svc-hairpin4"
+#define SVC_HAIRPIN6 "svc-hairpin6"
+#define SVC_CLUSTER_IPS4 "svc-cluster-ips4"
+#define SVC_CLUSTER_IPS6 "svc-cluster-ips6"
+#define SVC_FW_IPS4 "svc-fw-ips4"
+#define SVC_FW_IPS6 "svc-fw-ips6"
+#define SVC_FW_ALLOW4 "svc-fw-allow4"
+#define SVC_FW_ALLOW6 "svc-fw-allow6"
 
 /* ---- portmap plugin objects, table inet weft (nft-portmap.h) ---- */
 #define NFT_PREFIX_PORTMAP "pm-"
