@@ -28,8 +28,7 @@ etcdctl_ put "$ETCD_PREFIX/config" '{"Network": "10.244.0.0/16", "SubnetLen": 24
    {"Name": "manual", "CIDRs": ["203.0.113.0/28"], "AutoAssign": false}],
   "Announce": "l2"}}' >/dev/null
 for i in 1 2 3; do
-	weftd_start "$i" --objects-datastore etcd --relist-interval 0 \
-		--service-external-ip-cidrs 192.0.2.0/24,198.51.100.0/24,203.0.113.0/24
+	weftd_start "$i" --objects-datastore etcd --relist-interval 0
 done
 weftd_wait_ready 1 2 3
 pod_create 1
@@ -135,6 +134,19 @@ wait_for 20 sh -c "[ -n \"\$(ip netns exec $ETCD_NS etcdctl --endpoints $ETCD_UR
 	check_fail "marker2 got nothing"
 assert_eq "$(ingress foreign)" "" "foreign ingress"
 
+case_ "pool addresses are programmed without --service-external-ip-cidrs; an ingress IP outside them is not"
+put services/shop/elsewhere '{"apiVersion":"v1","kind":"Service","metadata":{"namespace":"shop","name":"elsewhere"},"spec":{"type":"LoadBalancer","clusterIP":"10.96.0.38","loadBalancerClass":"example.com/other","ports":[{"port":80,"targetPort":8080}]},"status":{"loadBalancer":{"ingress":[{"ip":"10.55.0.1"}]}}}'
+for i in 1 2 3; do
+	# marker2 has no endpoints: its address is in the no-endpoint map (answered with a reject)
+	wait_for 20 sh -c "ip netns exec $(node_ns "$i") nft list map inet weft svc-noep4 | grep -q '192.0.2.5 . tcp . 80'" ||
+		check_fail "node$i: the pool address 192.0.2.5 (marker2) is not programmed"
+	# elsewhere is programmed (its ClusterIP), without the ingress IP outside the pools
+	wait_for 20 sh -c "ip netns exec $(node_ns "$i") nft list map inet weft svc-noep4 | grep -q '10.96.0.38 . tcp . 80'" ||
+		check_fail "node$i: elsewhere's ClusterIP is not programmed"
+	nft_out=$(ip netns exec "$(node_ns "$i")" nft list table inet weft 2>/dev/null || true)
+	[[ $nft_out != *10.55.0.1* ]] || check_fail "node$i programmed 10.55.0.1, outside every pool"
+done
+
 case_ "pool exhaustion: pending, then assigned when an address frees"
 lb gold2 10.96.0.35 '' '"labels":{"tier":"gold"}'
 wait_ingress gold2 198.51.100.2 || check_fail "gold2: '$(ingress gold2)'"
@@ -159,6 +171,16 @@ info "  node$L took over after $FAILOVER_MS ms (leader key TTL 6 s)"
 lb late 10.96.0.37
 wait_ingress late 192.0.2.7 || check_fail "late (after failover): '$(ingress late)'"
 info "  a Service created after the failover has its address $((($(date +%s%N) - t0) / 1000000)) ms after the kill"
+
+case_ "the leader's /metrics pass promtool, and every weft_loadbalancer_ family is documented"
+http_get "$L" /metrics
+if command -v promtool >/dev/null; then
+	out=$(promtool check metrics <<<"$HTTP_BODY" 2>&1) || check_fail "promtool: $out"
+fi
+for fam in $(grep -o '^# TYPE weft_loadbalancer_[a-z_]*' <<<"$HTTP_BODY" | awk '{ print $3 }'); do
+	grep_q "\`$fam\`" <"$TOP/docs/metrics.md" || check_fail "$fam is not in docs/metrics.md"
+done
+[ "$(grep -c '^# TYPE weft_loadbalancer_' <<<"$HTTP_BODY")" = 5 ] || check_fail "expected 5 weft_loadbalancer_ families"
 
 case_ "no address held twice (shared ones excepted)"
 all=$(etcdctl_ get --prefix --print-value-only "$ETCD_PREFIX/objects/services/shop/" |

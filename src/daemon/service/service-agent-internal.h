@@ -69,6 +69,9 @@ struct ServiceAgent {
 	ServiceReservedPort reserved[3];
 	IpAddr *node_addrs;
 	size_t n_node_addrs;
+	IpPrefix *lb_pools; /* the LoadBalancer pools' networks, from the network config */
+	size_t n_lb_pools;
+	bool lb_pools_changed; /* since the last complete policy refresh */
 	ServiceClaims *claims;
 	Report *reports;
 	size_t n_reports;

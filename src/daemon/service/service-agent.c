@@ -344,6 +344,7 @@ ServiceAgent *service_agent_free(ServiceAgent *a) {
 		free(a->reports[i].line);
 	free(a->reports);
 	free(a->node_addrs);
+	free(a->lb_pools);
 	service_health_free(a->health);
 	svc_slot_pool_free(a->slots);
 	svc_refs_free(a->refs);

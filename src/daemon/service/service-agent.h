@@ -44,10 +44,10 @@ typedef struct ServiceAgentConfig {
 	bool kube_mode;      /* objects from the API server (default/kubernetes may point at it) */
 	const IpAddr *infra; /* the datastore and API server addresses weftd uses */
 	size_t n_infra;
-	const IpPrefix *external_ip_cidrs; /* --service-external-ip-cidrs: none = no externalIP, no LB IP */
+	/* --service-external-ip-cidrs: none = no externalIP, and no LB IP outside the network config's
+	 * LoadBalancer pools (which are allowed as well: the agent reads them from `network`) */
+	const IpPrefix *external_ip_cidrs;
 	size_t n_external_ip_cidrs;
-	const IpPrefix *lb_pools; /* LoadBalancer pools (a later issue): LB IPs allowed besides the list */
-	size_t n_lb_pools;
 	uint16_t node_port_min, node_port_max; /* --service-node-port-range; 0, 0: 30000-32767 */
 	uint16_t listen_port;                  /* weftd's /healthz and /metrics (tcp): never a Service's */
 	/* this node's link addresses and every accepted lease's public IP, read at each sync (*ret:

@@ -8,6 +8,7 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
+#include "daemon/loadbalancer/lb-config.h"
 #include "daemon/service/service-agent-internal.h"
 
 typedef struct Slices {
@@ -40,9 +41,33 @@ static int ipaddr_cmp(const void *x, const void *y) {
 	return ip_addr_cmp(x, y);
 }
 
+/* The LoadBalancer pools' networks, once the config has them: their addresses may be LB ingress
+ * IPs (the assigner hands them out, lb-agent.h). 1 if they changed, 0 if not, -ENOMEM. */
+static int refresh_lb_pools(ServiceAgent *a, const NetworkConfig *cfg) {
+	const LbConfig *lc = cfg ? cfg->load_balancer : NULL;
+	IpPrefix *v = NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; lc && i < lc->n_pools; i++)
+		n += lc->pools[i].n_cidrs;
+	if (n == a->n_lb_pools)
+		return 0; /* the config, once there, does not change */
+	v = calloc(n, sizeof(IpPrefix));
+	if (!v)
+		return -ENOMEM;
+	n = 0;
+	for (size_t i = 0; i < lc->n_pools; i++)
+		for (size_t k = 0; k < lc->pools[i].n_cidrs; k++)
+			v[n++] = lc->pools[i].cidrs[k];
+	free(a->lb_pools);
+	a->lb_pools = v;
+	a->n_lb_pools = n;
+	return 1;
+}
+
 /*
  * The policy as of now: the pod networks (the config may arrive late), the backend's tunnel port,
- * the node's addresses. 1 if it changed since the last call (every Service must be judged again:
+ * the node's addresses, the LoadBalancer pools. 1 if it changed since the last call (every Service must be judged again:
  * a full sync), 0 if not, -EAGAIN while the node addresses cannot be known yet.
  */
 int service_build_policy_refresh(ServiceAgent *a) {
@@ -53,6 +78,7 @@ int service_build_policy_refresh(ServiceAgent *a) {
 	size_t n_nets = 0, n_res = 0, n_addrs = 0;
 	IpAddr *addrs = NULL;
 	bool changed;
+	int pools_changed;
 
 	if (cfg && cfg->network.addr.family != AF_UNSPEC)
 		nets[n_nets++] = cfg->network;
@@ -64,6 +90,9 @@ int service_build_policy_refresh(ServiceAgent *a) {
 		res[n_res++] = (ServiceReservedPort) { KUBE_PROTO_UDP, cfg->backend.port };
 	if (cfg && cfg->backend.type == NETWORK_BACKEND_BGP)
 		res[n_res++] = (ServiceReservedPort) { KUBE_PROTO_TCP, 179 };
+	pools_changed = refresh_lb_pools(a, cfg);
+	if (pools_changed > 0) /* judged again at the next call that gets as far as the end */
+		a->lb_pools_changed = true;
 	if (a->cfg.node_addresses) {
 		int r = a->cfg.node_addresses(a->cfg.node_addresses_userdata, &addrs, &n_addrs);
 
@@ -92,9 +121,10 @@ int service_build_policy_refresh(ServiceAgent *a) {
 		addrs[n_addrs++] = a->node_addrs[i];
 	}
 	qsort_safe(addrs, n_addrs, sizeof(IpAddr), ipaddr_cmp);
-	changed = n_nets != p->n_pod_networks || memcmp(nets, a->pod_networks, sizeof(nets)) != 0 ||
+	changed = a->lb_pools_changed || n_nets != p->n_pod_networks || memcmp(nets, a->pod_networks, sizeof(nets)) != 0 ||
 		  n_res != p->n_reserved || memcmp(res, a->reserved, sizeof(res)) != 0 || n_addrs != a->n_node_addrs ||
 		  (n_addrs > 0 && memcmp(addrs, a->node_addrs, n_addrs * sizeof(IpAddr)) != 0);
+	a->lb_pools_changed = false;
 	memcpy(a->pod_networks, nets, sizeof(nets));
 	memcpy(a->reserved, res, sizeof(res));
 	free(a->node_addrs);
@@ -107,8 +137,8 @@ int service_build_policy_refresh(ServiceAgent *a) {
 		.n_pod_networks = n_nets,
 		.external_ip_cidrs = a->cfg.external_ip_cidrs,
 		.n_external_ip_cidrs = a->cfg.n_external_ip_cidrs,
-		.lb_pools = a->cfg.lb_pools,
-		.n_lb_pools = a->cfg.n_lb_pools,
+		.lb_pools = a->lb_pools,
+		.n_lb_pools = a->n_lb_pools,
 		.infra = a->cfg.infra,
 		.n_infra = a->cfg.n_infra,
 		.node_addrs = a->node_addrs,
