@@ -177,9 +177,9 @@ http_get "$L" /metrics
 if command -v promtool >/dev/null; then
 	out=$(promtool check metrics <<<"$HTTP_BODY" 2>&1) || check_fail "promtool: $out"
 fi
-for fam in $(grep -o '^# TYPE weft_loadbalancer_[a-z_]*' <<<"$HTTP_BODY" | awk '{ print $3 }'); do
+while read -r _ _ fam _; do
 	grep_q "\`$fam\`" <"$TOP/docs/metrics.md" || check_fail "$fam is not in docs/metrics.md"
-done
+done < <(grep '^# TYPE weft_loadbalancer_' <<<"$HTTP_BODY")
 [ "$(grep -c '^# TYPE weft_loadbalancer_' <<<"$HTTP_BODY")" = 5 ] || check_fail "expected 5 weft_loadbalancer_ families"
 
 case_ "no address held twice (shared ones excepted)"

@@ -67,8 +67,9 @@ static int refresh_lb_pools(ServiceAgent *a, const NetworkConfig *cfg) {
 
 /*
  * The policy as of now: the pod networks (the config may arrive late), the backend's tunnel port,
- * the node's addresses, the LoadBalancer pools. 1 if it changed since the last call (every Service must be judged again:
- * a full sync), 0 if not, -EAGAIN while the node addresses cannot be known yet.
+ * the node's addresses, the LoadBalancer pools. 1 if it changed since the last call (every
+ * Service must be judged again: a full sync), 0 if not, -EAGAIN while the node addresses cannot
+ * be known yet.
  */
 int service_build_policy_refresh(ServiceAgent *a) {
 	const NetworkConfig *cfg = a->cfg.network ? *a->cfg.network : NULL;
@@ -121,8 +122,9 @@ int service_build_policy_refresh(ServiceAgent *a) {
 		addrs[n_addrs++] = a->node_addrs[i];
 	}
 	qsort_safe(addrs, n_addrs, sizeof(IpAddr), ipaddr_cmp);
-	changed = a->lb_pools_changed || n_nets != p->n_pod_networks || memcmp(nets, a->pod_networks, sizeof(nets)) != 0 ||
-		  n_res != p->n_reserved || memcmp(res, a->reserved, sizeof(res)) != 0 || n_addrs != a->n_node_addrs ||
+	changed = a->lb_pools_changed || n_nets != p->n_pod_networks ||
+		  memcmp(nets, a->pod_networks, sizeof(nets)) != 0 || n_res != p->n_reserved ||
+		  memcmp(res, a->reserved, sizeof(res)) != 0 || n_addrs != a->n_node_addrs ||
 		  (n_addrs > 0 && memcmp(addrs, a->node_addrs, n_addrs * sizeof(IpAddr)) != 0);
 	a->lb_pools_changed = false;
 	memcpy(a->pod_networks, nets, sizeof(nets));
