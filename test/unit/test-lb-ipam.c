@@ -18,20 +18,7 @@
 
 #include "basic/string-util.h"
 #include "daemon/loadbalancer/lb-ipam.h"
-
-static IpAddr A(const char *s) {
-	IpAddr a;
-
-	assert_int_equal(ip_addr_parse(s, &a), 0);
-	return a;
-}
-
-static IpPrefix P(const char *s) {
-	IpPrefix p;
-
-	assert_int_equal(ip_prefix_parse_network(s, &p), 0);
-	return p;
-}
+#include "test-ip-helpers.h"
 
 static LbRequest req(const char *key, int64_t created) {
 	return (LbRequest) { .key = key, .created = created, .families = { AF_INET }, .n_families = 1 };

@@ -21,6 +21,7 @@
 #include "basic/string-util.h"
 #include "daemon/service/service-admission.h"
 #include "daemon/service/service-compile.h"
+#include "test-ip-helpers.h"
 
 static StringPool *pool;
 
@@ -48,20 +49,6 @@ static KubeObject *decode(const char *fmt, ...) {
 static KubeObject *svc(const char *ns, const char *name, const char *spec, const char *status) {
 	return decode("{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\"},\"spec\":{%s},\"status\":{%s}}", ns, name,
 		      spec, status ?: "");
-}
-
-static IpAddr A(const char *s) {
-	IpAddr a;
-
-	assert_int_equal(ip_addr_parse(s, &a), 0);
-	return a;
-}
-
-static IpPrefix P(const char *s) {
-	IpPrefix p;
-
-	assert_int_equal(ip_prefix_parse(s, &p), 0);
-	return p;
 }
 
 /* The test cluster: pods 10.244.0.0/16, Services 10.96.0.0/16, etcd at 10.0.0.100, node
