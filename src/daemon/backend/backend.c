@@ -17,7 +17,7 @@ const BackendOps *backend_ops_find(NetworkBackendType type) {
 	case NETWORK_BACKEND_UDP: return &backend_udp_ops;
 	case NETWORK_BACKEND_IPIP: return &backend_ipip_ops;
 	case NETWORK_BACKEND_BGP: return &backend_bgp_ops;
-	case NETWORK_BACKEND_WIREGUARD: return NULL; /* not built yet: weftd refuses the config */
+	case NETWORK_BACKEND_WIREGUARD: return &backend_wireguard_ops;
 	}
 	return NULL;
 }

@@ -12,6 +12,7 @@
  *   udp     (backend-udp.c)     TUN weft0, weftd carries each packet in UDP; per remote: a route
  *   ipip    (backend-ipip.c)    tunnel weft.ipip; per remote: route via its public IP, onlink
  *   bgp     (backend-bgp.c)     no device; BIRD learns and installs the routes, weftd feeds it
+ *   wireguard (backend-wireguard.c) device weft-wg; per remote: a WireGuard peer + a route
  *
  * Everything installed is stamped: routes carry protocol WEFT_RTPROT; neighbours and FDB
  * entries live on our own VTEP. backend.c holds what every kind shares: underlay discovery, the
@@ -29,6 +30,7 @@
 #include "shared/nl/nl.h"
 
 #define BACKEND_VTEP_PREFIX "weft."
+#define BACKEND_WIREGUARD_DEVICE "weft-wg"
 
 /* The kernel objects one remote node needs. Routes/neighbours: one per address family. */
 typedef struct NodeObjects {
@@ -135,6 +137,7 @@ struct Backend {
 	 * daemon reads (bgp: bird.conf and BIRD's control socket). */
 	struct EventLoop *loop;
 	const char *run_dir;
+	const char *state_dir; /* weftd's --state-dir: the wireguard backend's private key */
 };
 
 extern const BackendOps backend_hostgw_ops;
@@ -142,6 +145,7 @@ extern const BackendOps backend_vxlan_ops;
 extern const BackendOps backend_udp_ops;
 extern const BackendOps backend_ipip_ops;
 extern const BackendOps backend_bgp_ops;
+extern const BackendOps backend_wireguard_ops;
 
 const BackendOps *backend_ops_find(NetworkBackendType type);
 
