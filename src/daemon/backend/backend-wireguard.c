@@ -81,11 +81,24 @@ static int wireguard_load_key(Backend *b) {
 	path = strdup_printf("%s/%s", b->state_dir ?: "/var/lib/weft", WG_KEY_FILE);
 	if (!path)
 		return -ENOMEM;
-	r = wg_key_load_or_create(path, &w->private_key);
-	if (r < 0)
-		return log_error_errno(r, "wireguard: cannot load or create the private key %s: %m", path);
-	if (r > 0)
-		log_info("wireguard: generated a new key pair (private key in %s)", path);
+	if (b->rotate_key) {
+		/* --rotate-key: the new key replaces the file atomically; the peers learn the public
+		 * key from our lease and re-key their peer for us. */
+		r = wg_key_generate_private(&w->private_key);
+		if (r >= 0)
+			r = wg_key_store_private(path, &w->private_key);
+		if (r < 0) {
+			wg_key_wipe(&w->private_key);
+			return log_error_errno(r, "wireguard: cannot replace the private key %s: %m", path);
+		}
+		log_info("wireguard: replaced the key pair (--rotate-key; private key in %s)", path);
+	} else {
+		r = wg_key_load_or_create(path, &w->private_key);
+		if (r < 0)
+			return log_error_errno(r, "wireguard: cannot load or create the private key %s: %m", path);
+		if (r > 0)
+			log_info("wireguard: generated a new key pair (private key in %s)", path);
+	}
 	r = wg_key_public_from_private(&w->private_key, &w->public_key);
 	if (r < 0) {
 		wg_key_wipe(&w->private_key);

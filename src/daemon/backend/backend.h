@@ -138,6 +138,7 @@ struct Backend {
 	struct EventLoop *loop;
 	const char *run_dir;
 	const char *state_dir; /* weftd's --state-dir: the wireguard backend's private key */
+	bool rotate_key;       /* weftd's --rotate-key: the wireguard backend makes a new key pair */
 };
 
 extern const BackendOps backend_hostgw_ops;
