@@ -113,12 +113,9 @@ static int wireguard_ensure(Backend *b) {
 	NlLink l;
 	int r;
 
-	r = backend_refresh_underlay(b);
+	r = backend_refresh_mtu(b, wireguard_overhead(b));
 	if (r < 0)
 		return r;
-	if (b->underlay_mtu <= wireguard_overhead(b) + 68)
-		return -EINVAL;
-	b->mtu = b->config.mtu ?: b->underlay_mtu - wireguard_overhead(b);
 	if (!w->driver) {
 		r = wg_driver_detect(&w->driver, &w->driver_reason);
 		if (r < 0)
@@ -175,22 +172,7 @@ static int wireguard_ensure(Backend *b) {
 		}
 		w->need_full_set = false;
 	}
-	if (l.mtu != b->mtu) {
-		r = nl_link_set_mtu(b->nl, l.ifindex, b->mtu);
-		if (r < 0)
-			return r;
-	}
-	if (!b->have_lease)
-		return 0;
-	r = backend_sync_device_addresses(b, l.ifindex, true, IFA_F_NODAD); /* no link layer */
-	if (r < 0)
-		return r;
-	if (!(l.flags & IFF_UP)) {
-		r = nl_link_set_up(b->nl, l.ifindex, true);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return backend_device_finish(b, &l, true, IFA_F_NODAD); /* no link layer */
 }
 
 static int pending_device(WireguardBackend *w) {

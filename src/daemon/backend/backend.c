@@ -374,3 +374,33 @@ int backend_sync_device_addresses(Backend *b, int ifindex, bool with_v6, uint32_
 	}
 	return 0;
 }
+
+int backend_refresh_mtu(Backend *b, unsigned overhead) {
+	int r;
+
+	r = backend_refresh_underlay(b);
+	if (r < 0)
+		return r;
+	if (b->underlay_mtu <= overhead + 68)
+		return -EINVAL;
+	b->mtu = b->config.mtu ?: b->underlay_mtu - overhead;
+	return 0;
+}
+
+int backend_device_finish(Backend *b, const NlLink *l, bool with_v6, uint32_t v6_flags) {
+	int r;
+
+	if (l->mtu != b->mtu) {
+		r = nl_link_set_mtu(b->nl, l->ifindex, b->mtu);
+		if (r < 0)
+			return r;
+	}
+	if (!b->have_lease)
+		return 0;
+	r = backend_sync_device_addresses(b, l->ifindex, with_v6, v6_flags);
+	if (r < 0)
+		return r;
+	if (!(l->flags & IFF_UP))
+		return nl_link_set_up(b->nl, l->ifindex, true);
+	return 0;
+}

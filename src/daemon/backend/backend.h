@@ -185,6 +185,13 @@ int backend_render_direct_routes(Backend *b, const NodeLease *remote, NodeObject
  */
 int backend_sync_device_addresses(Backend *b, int ifindex, bool with_v6, uint32_t v6_flags);
 
+/* The start of every tunnel kind's ensure(): re-reads the underlay and sets b->mtu to Backend.MTU or
+ * the underlay's less `overhead`. -EINVAL when the underlay leaves less than 68 bytes. */
+int backend_refresh_mtu(Backend *b, unsigned overhead);
+/* The end of it for the kind's device l: its MTU b->mtu, and once the lease is held its addresses
+ * (backend_sync_device_addresses()) and link up. 0 or a negative errno. */
+int backend_device_finish(Backend *b, const NlLink *l, bool with_v6, uint32_t v6_flags);
+
 /* A MAC derived from the node name and VNI: locally administered unicast, stable across restarts
  * and reinstalls, so a restarted node need not republish it and peers' FDB stays valid. */
 void backend_vtep_mac(const char *node_name, uint32_t vni, uint8_t ret[6]);
