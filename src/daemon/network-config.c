@@ -11,6 +11,7 @@
 #include "daemon/config-keys.h"
 #include "daemon/loadbalancer/lb-config.h"
 #include "daemon/network-config.h"
+#include "daemon/wireguard/wg-key.h"
 
 #define SUBNET_LEN_MAX4 30u
 #define SUBNET_LEN_MAX6 126u
@@ -106,15 +107,91 @@ enum {
 	B_AS_NUMBER,
 	B_PEERS,
 	B_ROUTE_REFLECTORS,
+	B_PSK,
+	B_LISTEN_PORT,
+	B_LISTEN_PORT6,
+	B_MODE,
+	B_KEEPALIVE,
 	_B_MAX,
 };
 
+#define BACKEND_TYPES "\"vxlan\", \"host-gw\", \"udp\", \"ipip\", \"bgp\" or \"wireguard\""
+
+/* Flannel's wireguard keys. The PSK is a secret: its errors never show the value. */
+static int parse_wireguard(KeySpec *keys, NetworkBackendConfig *b, char **ret_error) {
+	const char *s = NULL;
+	long long v;
+	int r;
+
+	b->listen_port = 51820;
+	b->listen_port6 = 51821;
+	if (keys[B_LISTEN_PORT].value) {
+		r = cfg_get_int(&keys[B_LISTEN_PORT], "Backend.ListenPort", 1, 65535, &v, ret_error);
+		if (r < 0)
+			return r;
+		b->listen_port = (uint16_t) v;
+	}
+	if (keys[B_LISTEN_PORT6].value) {
+		r = cfg_get_int(&keys[B_LISTEN_PORT6], "Backend.ListenPortV6", 1, 65535, &v, ret_error);
+		if (r < 0)
+			return r;
+		b->listen_port6 = (uint16_t) v;
+	}
+	if (keys[B_MODE].value) {
+		r = cfg_get_string(&keys[B_MODE], "Backend.Mode", &s, ret_error);
+		if (r < 0)
+			return r;
+		if (wireguard_mode_from_string(s, &b->mode) < 0)
+			return cfg_error(ret_error,
+					 "Backend.Mode \"%s\": unknown mode (expected \"separate\", \"auto\", \"ipv4\" "
+					 "or \"ipv6\")",
+					 s);
+	}
+	if (b->mode == WIREGUARD_MODE_SEPARATE && b->listen_port == b->listen_port6)
+		return cfg_error(ret_error,
+				 "Backend.ListenPortV6 %u: the same as ListenPort (Mode \"separate\" needs two ports)",
+				 b->listen_port6);
+	if (keys[B_KEEPALIVE].value) {
+		r = cfg_get_int(&keys[B_KEEPALIVE], "Backend.PersistentKeepaliveInterval", 0, 65535, &v, ret_error);
+		if (r < 0)
+			return r;
+		b->keepalive_sec = (uint16_t) v;
+	}
+	if (keys[B_PSK].value) {
+		WgKey k;
+
+		r = cfg_get_string(&keys[B_PSK], "Backend.PSK", &s, ret_error);
+		if (r < 0)
+			return r;
+		if (wg_key_from_base64(s, &k) < 0)
+			return cfg_error(ret_error,
+					 "Backend.PSK (%zu characters, not shown): not 32 bytes of base64 "
+					 "(make one with `wg genpsk`)",
+					 strlen(s));
+		if (wg_key_is_zero(&k))
+			return cfg_error(ret_error, "Backend.PSK (not shown): all zeros");
+		memcpy(b->psk, k.b, sizeof(b->psk));
+		b->has_psk = true;
+		wg_key_wipe(&k);
+	}
+	return 0;
+}
+
 static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendConfig *b, char **ret_error) {
 	KeySpec keys[_B_MAX] = {
-		[B_TYPE] = { "Type", "type" },    [B_VNI] = { "VNI", "vni" },
-		[B_PORT] = { "Port", "port" },    [B_DIRECT_ROUTING] = { "DirectRouting", "directRouting" },
-		[B_MTU] = { "MTU", "mtu" },       [B_AS_NUMBER] = { "ASNumber", "asNumber" },
-		[B_PEERS] = { "Peers", "peers" }, [B_ROUTE_REFLECTORS] = { "RouteReflectors", "routeReflectors" },
+		[B_TYPE] = { "Type", "type" },
+		[B_VNI] = { "VNI", "vni" },
+		[B_PORT] = { "Port", "port" },
+		[B_DIRECT_ROUTING] = { "DirectRouting", "directRouting" },
+		[B_MTU] = { "MTU", "mtu" },
+		[B_AS_NUMBER] = { "ASNumber", "asNumber" },
+		[B_PEERS] = { "Peers", "peers" },
+		[B_ROUTE_REFLECTORS] = { "RouteReflectors", "routeReflectors" },
+		[B_PSK] = { "PSK", "psk" },
+		[B_LISTEN_PORT] = { "ListenPort", "listenPort" },
+		[B_LISTEN_PORT6] = { "ListenPortV6", "listenPortV6" },
+		[B_MODE] = { "Mode", "mode" },
+		[B_KEEPALIVE] = { "PersistentKeepaliveInterval", "persistentKeepaliveInterval" },
 	};
 	const char *s = NULL;
 	long long v;
@@ -127,16 +204,13 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 		return r;
 
 	if (!keys[B_TYPE].value)
-		return cfg_error(ret_error,
-				 "Backend.Type: required (\"vxlan\", \"host-gw\", \"udp\", \"ipip\" or \"bgp\")");
+		return cfg_error(ret_error, "Backend.Type: required (" BACKEND_TYPES ")");
 	r = cfg_get_string(&keys[B_TYPE], "Backend.Type", &s, ret_error);
 	if (r < 0)
 		return r;
 	if (network_backend_type_from_string(s, &b->type) < 0)
-		return cfg_error(
-				ret_error,
-				"Backend.Type \"%s\": unknown backend type (expected \"vxlan\", \"host-gw\", \"udp\", \"ipip\" or \"bgp\")",
-				s);
+		return cfg_error(ret_error, "Backend.Type \"%s\": unknown backend type (expected " BACKEND_TYPES ")",
+				 s);
 
 	if (keys[B_VNI].value) {
 		r = cfg_get_int(&keys[B_VNI], "Backend.VNI", 0, 16777215, &v, ret_error);
@@ -217,6 +291,11 @@ static int parse_backend(json_t *obj, const NetworkConfig *cfg, NetworkBackendCo
 			strcpy(b->route_reflectors[i], n);
 			b->n_route_reflectors++;
 		}
+	}
+	if (b->type == NETWORK_BACKEND_WIREGUARD) {
+		r = parse_wireguard(keys, b, ret_error);
+		if (r < 0)
+			return r;
 	}
 	if (keys[B_MTU].value) {
 		/* IPv6 needs 1280 on every link; IPv4 68. */
@@ -459,6 +538,7 @@ const char *network_backend_type_to_string(NetworkBackendType t) {
 	case NETWORK_BACKEND_UDP: return "udp";
 	case NETWORK_BACKEND_IPIP: return "ipip";
 	case NETWORK_BACKEND_BGP: return "bgp";
+	case NETWORK_BACKEND_WIREGUARD: return "wireguard";
 	}
 	return NULL;
 }
@@ -474,7 +554,29 @@ int network_backend_type_from_string(const char *s, NetworkBackendType *ret) {
 		*ret = NETWORK_BACKEND_IPIP;
 	else if (streq_ptr(s, "bgp"))
 		*ret = NETWORK_BACKEND_BGP;
+	else if (streq_ptr(s, "wireguard"))
+		*ret = NETWORK_BACKEND_WIREGUARD;
 	else
 		return -EINVAL;
 	return 0;
+}
+
+static const char *const wireguard_mode_table[] = {
+	[WIREGUARD_MODE_SEPARATE] = "separate",
+	[WIREGUARD_MODE_AUTO] = "auto",
+	[WIREGUARD_MODE_IPV4] = "ipv4",
+	[WIREGUARD_MODE_IPV6] = "ipv6",
+};
+
+const char *wireguard_mode_to_string(WireguardMode m) {
+	return (unsigned) m < ELEMENTSOF(wireguard_mode_table) ? wireguard_mode_table[m] : NULL;
+}
+
+int wireguard_mode_from_string(const char *s, WireguardMode *ret) {
+	for (size_t i = 0; i < ELEMENTSOF(wireguard_mode_table); i++)
+		if (streq_ptr(s, wireguard_mode_table[i])) {
+			*ret = (WireguardMode) i;
+			return 0;
+		}
+	return -EINVAL;
 }

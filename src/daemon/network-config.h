@@ -10,6 +10,10 @@
  *    "Backend": {"Type": "vxlan", "VNI": 1, "Port": 4789, "DirectRouting": false, "MTU": 1450},
  *    "Masquerade": true, "LoadBalancer": {"Pools": [...], "Announce": "bgp"}}
  *
+ * wireguard takes Flannel's keys: {"Type": "wireguard", "PSK": "<base64>", "ListenPort": 51820,
+ * "ListenPortV6": 51821, "Mode": "separate" | "auto" | "ipv4" | "ipv6",
+ * "PersistentKeepaliveInterval": 25}.
+ *
  * Keys are also accepted in lower camel case ("network", "subnetLen", "backend": {"type", "vni",
  * "port", "directRouting", "mtu"}). Unknown keys are rejected. At least one of Network / Network6
  * is required. Errors name the key and the value.
@@ -24,10 +28,19 @@
 typedef enum NetworkBackendType {
 	NETWORK_BACKEND_VXLAN,
 	NETWORK_BACKEND_HOST_GW,
-	NETWORK_BACKEND_UDP,  /* Flannel's first backend: TUN + userspace UDP (backend-udp.c) */
-	NETWORK_BACKEND_BGP,  /* Calico's BGP through BIRD (backend-bgp.c) */
-	NETWORK_BACKEND_IPIP, /* Calico's ipipMode (backend-ipip.c); DirectRouting = CrossSubnet */
+	NETWORK_BACKEND_UDP,       /* Flannel's first backend: TUN + userspace UDP (backend-udp.c) */
+	NETWORK_BACKEND_BGP,       /* Calico's BGP through BIRD (backend-bgp.c) */
+	NETWORK_BACKEND_IPIP,      /* Calico's ipipMode (backend-ipip.c); DirectRouting = CrossSubnet */
+	NETWORK_BACKEND_WIREGUARD, /* Flannel's wireguard backend (backend-wireguard.c) */
 } NetworkBackendType;
+
+/* wireguard "Mode" (Flannel's): which devices carry which family. */
+typedef enum WireguardMode {
+	WIREGUARD_MODE_SEPARATE, /* weft-wg for IPv4 over IPv4, weft-wg-v6 for IPv6 over IPv6 (default) */
+	WIREGUARD_MODE_AUTO,     /* one device, the underlay family of the node's public IP */
+	WIREGUARD_MODE_IPV4,     /* one device, peers reached over IPv4 */
+	WIREGUARD_MODE_IPV6,     /* one device, peers reached over IPv6 */
+} WireguardMode;
 
 typedef struct NetworkBackendConfig {
 	NetworkBackendType type;
@@ -43,6 +56,13 @@ typedef struct NetworkBackendConfig {
 	size_t n_peers;
 	char route_reflectors[8][64]; /* bgp: node names ("RouteReflectors"); none = full mesh */
 	size_t n_route_reflectors;
+	/* wireguard */
+	uint16_t listen_port;   /* "ListenPort", default 51820 */
+	uint16_t listen_port6;  /* "ListenPortV6", default 51821 (weft-wg-v6) */
+	WireguardMode mode;     /* "Mode", default separate */
+	uint16_t keepalive_sec; /* "PersistentKeepaliveInterval" in seconds, 0 = off (default) */
+	uint8_t psk[32];        /* "PSK": pre-shared key, base64 of 32 bytes; a secret, never logged */
+	bool has_psk;
 } NetworkBackendConfig;
 
 typedef struct NetworkConfig {
@@ -78,7 +98,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(NetworkConfig *, network_config_free);
  */
 int network_config_check_overlap(const NetworkConfig *cfg, const IpPrefix *other, const char *what, char **ret_error);
 
-/* "vxlan" | "host-gw" | "udp" | "ipip" | "bgp"; NULL for an unknown value. */
+/* "separate" | "auto" | "ipv4" | "ipv6"; NULL for an unknown value. */
+const char *wireguard_mode_to_string(WireguardMode m);
+/* -EINVAL for an unknown name. */
+int wireguard_mode_from_string(const char *s, WireguardMode *ret);
+
+/* "vxlan" | "host-gw" | "udp" | "ipip" | "bgp" | "wireguard"; NULL for an unknown value. */
 const char *network_backend_type_to_string(NetworkBackendType t);
 /* -EINVAL for an unknown name. */
 int network_backend_type_from_string(const char *s, NetworkBackendType *ret);

@@ -402,7 +402,8 @@ static void count_rejected(Reconciler *r, LeaseReject why) {
 		r->metrics->leases_rejected[why]++;
 }
 
-/* attrs: storage for what the backend publishes with our lease (f->self_mac points into it). */
+/* attrs: storage for what the backend publishes with our lease (f->self_mac and f->self_key point
+ * into it). */
 static void filter_init(const Reconciler *r, LeaseFilter *f, NodeLease *attrs) {
 	const Backend *b = r->backend;
 
@@ -428,6 +429,8 @@ static void filter_init(const Reconciler *r, LeaseFilter *f, NodeLease *attrs) {
 	backend_lease_attrs(b, attrs);
 	if (attrs->has_vtep_mac)
 		f->self_mac = attrs->vtep_mac;
+	if (attrs->has_public_key)
+		f->self_key = attrs->public_key;
 	f->local = b->local;
 	f->n_local = b->n_local;
 }
@@ -469,7 +472,7 @@ int reconciler_select(Reconciler *r) {
 			const DesiredNode *w = NULL;
 
 			if (v == LEASE_REJECT_OVERLAP || v == LEASE_REJECT_DUPLICATE_NAME ||
-			    v == LEASE_REJECT_DUPLICATE_MAC)
+			    v == LEASE_REJECT_DUPLICATE_MAC || v == LEASE_REJECT_DUPLICATE_KEY)
 				if (lease_filter_check(&f, &d->lease, NULL) == LEASE_ACCEPTED)
 					w = &r->nodes[c[i].winner];
 			if (w)
@@ -477,7 +480,8 @@ int reconciler_select(Reconciler *r) {
 						       w->lease.node_name ?: "",
 						       v == LEASE_REJECT_OVERLAP          ? "same subnet"
 						       : v == LEASE_REJECT_DUPLICATE_NAME ? "same node name"
-											  : "same VTEP MAC");
+						       : v == LEASE_REJECT_DUPLICATE_MAC  ? "same VTEP MAC"
+											  : "same public key");
 			else
 				(void) lease_filter_check(&f, &d->lease, &detail);
 			log_warning("Refusing lease %s of node \"%s\": %s [%s]", d->key, d->lease.node_name ?: "",

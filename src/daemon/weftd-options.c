@@ -81,6 +81,7 @@ static void help(void) {
 	       "                            what the watch missed (default 60s, 0 = never)\n"
 	       "  --lease-ttl SECONDS       datastore lease TTL (default 60)\n"
 	       "  --keep-lease              do not release the lease on shutdown\n"
+	       "  --rotate-key              wireguard: replace the node's key pair on start-up\n"
 	       "  --policy-log-drops        report packets NetworkPolicy drops (at most 50/s per pod\n"
 	       "                            class): read from nfnetlink_log group 30565, logged at\n"
 	       "                            info and served at /policy/drops (`weft policy drops`);\n"
@@ -114,6 +115,7 @@ enum {
 	ARG_RELIST,
 	ARG_LEASE_TTL,
 	ARG_KEEP_LEASE,
+	ARG_ROTATE_KEY,
 	ARG_IPAM_DATA_DIR,
 	ARG_DATASTORE,
 	ARG_KUBECONFIG,
@@ -143,6 +145,7 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 		{ "relist-interval", required_argument, NULL, ARG_RELIST },
 		{ "lease-ttl", required_argument, NULL, ARG_LEASE_TTL },
 		{ "keep-lease", no_argument, NULL, ARG_KEEP_LEASE },
+		{ "rotate-key", no_argument, NULL, ARG_ROTATE_KEY },
 		{ "ipam-data-dir", required_argument, NULL, ARG_IPAM_DATA_DIR },
 		{ "datastore", required_argument, NULL, ARG_DATASTORE },
 		{ "kubeconfig", required_argument, NULL, ARG_KUBECONFIG },
@@ -186,6 +189,7 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 		case ARG_STATE_DIR: a->state_dir = optarg; break;
 		case ARG_LISTEN: a->listen = optarg; break;
 		case ARG_KEEP_LEASE: a->keep_lease = true; break;
+		case ARG_ROTATE_KEY: a->rotate_key = true; break;
 		case ARG_POLICY_LOG_DROPS: a->policy_log_drops = true; break;
 		case ARG_IPAM_DATA_DIR: a->ipam_data_dir = optarg; break;
 		case ARG_KUBECONFIG: a->kubeconfig = optarg; break;

@@ -331,8 +331,10 @@ static int run_daemon(Manager *m) {
 	r = event_loop_new(&m->loop);
 	if (r < 0)
 		return log_error_errno(r, "Failed to create event loop: %m");
-	m->backend.loop = m->loop;            /* the udp backend watches its TUN and socket in it */
-	m->backend.run_dir = m->args.run_dir; /* the bgp backend's bird.conf and bird.ctl */
+	m->backend.loop = m->loop;                /* the udp backend watches its TUN and socket in it */
+	m->backend.run_dir = m->args.run_dir;     /* the bgp backend's bird.conf and bird.ctl */
+	m->backend.state_dir = m->args.state_dir; /* the wireguard backend's private key */
+	m->backend.rotate_key = m->args.rotate_key;
 	r = event_loop_add_signals(m->loop, sigs, on_signal, m, NULL);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up signals: %m");

@@ -67,6 +67,7 @@ typedef struct Args {
 	uint64_t etcd_timeout_usec; /* 0 = forever */
 	int lease_ttl_sec;
 	bool keep_lease;
+	bool rotate_key;            /* --rotate-key: the wireguard backend replaces its key pair on start-up */
 	bool policy_log_drops;      /* --policy-log-drops (or WEFT_POLICY_LOG_DROPS set) */
 	IpPrefix service_ranges[2]; /* --service-cluster-ip-range: at most one per family */
 	size_t n_service_ranges;

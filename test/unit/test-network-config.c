@@ -144,7 +144,8 @@ static const InvalidCase invalid[] = {
 	{ "{\"Network6\": \"fd00::/64\", \"SubnetMin\": \"10.0.0.0\"}", "SubnetMin: given without Network" },
 	/* backend */
 	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"alloc\"}}",
-	  "Backend.Type \"alloc\": unknown backend type (expected \"vxlan\", \"host-gw\", \"udp\", \"ipip\" or \"bgp\")" },
+	  "Backend.Type \"alloc\": unknown backend type (expected \"vxlan\", \"host-gw\", \"udp\", \"ipip\", \"bgp\" or "
+	  "\"wireguard\")" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {}}", "Backend.Type: required" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": \"vxlan\"}", "Backend: expected an object, got a string" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"vxlan\", \"VNI\": 16777216}}",
@@ -163,6 +164,28 @@ static const InvalidCase invalid[] = {
 	  "Backend.MTU 1000: out of range (1280..65535)" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"vxlan\", \"GBP\": true}}",
 	  "Backend: unknown key \"GBP\"" },
+	/* wireguard */
+	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"wireguard\", \"ListenPort\": 0}}",
+	  "Backend.ListenPort 0: out of range (1..65535)" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"wireguard\", \"ListenPortV6\": 70000}}",
+	  "Backend.ListenPortV6 70000: out of range (1..65535)" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"wireguard\", \"ListenPortV6\": 51820}}",
+	  "Backend.ListenPortV6 51820: the same as ListenPort (Mode \"separate\" needs two ports)" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"wireguard\", \"Mode\": \"both\"}}",
+	  "Backend.Mode \"both\": unknown mode (expected \"separate\", \"auto\", \"ipv4\" or \"ipv6\")" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"wireguard\", \"Mode\": 4}}",
+	  "Backend.Mode: expected a string, got an integer" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"wireguard\", \"PersistentKeepaliveInterval\": -5}}",
+	  "Backend.PersistentKeepaliveInterval -5: out of range (0..65535)" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"wireguard\", \"PSK\": \"c2VjcmV0\"}}",
+	  "Backend.PSK (8 characters, not shown): not 32 bytes of base64" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"wireguard\", \"PSK\": "
+	  "\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\"}}",
+	  "Backend.PSK (not shown): all zeros" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"wireguard\", \"PSK\": 1}}",
+	  "Backend.PSK: expected a string, got an integer" },
+	{ "{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"wireguard\", \"Keepalive\": 25}}",
+	  "Backend: unknown key \"Keepalive\"" },
 	/* keys */
 	{ "{\"Network\": \"10.244.0.0/16\", \"EnableIPv6\": true}", "unknown key \"EnableIPv6\"" },
 	{ "{\"Network\": \"10.244.0.0/16\", \"NETWORK\": \"10.0.0.0/8\"}", "unknown key \"NETWORK\"" },
@@ -252,6 +275,70 @@ static void test_file(void **state) {
 	free(err);
 }
 
+/* Flannel's wireguard keys: defaults, every key in both spellings, and a PSK whose bytes are kept
+ * but never echoed in an error. */
+static void test_wireguard(void **state) {
+	static const uint8_t psk[32] = { 1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
+					 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32 };
+	NetworkConfig *cfg = NULL;
+	char *err = NULL;
+	WireguardMode m;
+
+	assert_int_equal(
+			network_config_parse("{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"wireguard\"}}",
+					     &cfg, &err),
+			0);
+	assert_int_equal(cfg->backend.type, NETWORK_BACKEND_WIREGUARD);
+	assert_int_equal(cfg->backend.listen_port, 51820);
+	assert_int_equal(cfg->backend.listen_port6, 51821);
+	assert_int_equal(cfg->backend.mode, WIREGUARD_MODE_SEPARATE);
+	assert_int_equal(cfg->backend.keepalive_sec, 0);
+	assert_false(cfg->backend.has_psk);
+	cfg = network_config_free(cfg);
+
+	assert_int_equal(
+			network_config_parse(
+					"{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"wireguard\", "
+					"\"PSK\": \"AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=\", \"ListenPort\": 5000, "
+					"\"ListenPortV6\": 5001, \"Mode\": \"auto\", \"PersistentKeepaliveInterval\": 25}}",
+					&cfg, &err),
+			0);
+	assert_int_equal(cfg->backend.listen_port, 5000);
+	assert_int_equal(cfg->backend.listen_port6, 5001);
+	assert_int_equal(cfg->backend.mode, WIREGUARD_MODE_AUTO);
+	assert_int_equal(cfg->backend.keepalive_sec, 25);
+	assert_true(cfg->backend.has_psk);
+	assert_memory_equal(cfg->backend.psk, psk, 32);
+	cfg = network_config_free(cfg);
+
+	/* lower camel case; one device in Mode ipv4 may share the port numbers */
+	assert_int_equal(network_config_parse("{\"network\": \"10.244.0.0/16\", \"backend\": {\"type\": \"wireguard\", "
+					      "\"listenPort\": 7000, \"listenPortV6\": 7000, \"mode\": \"ipv4\", "
+					      "\"persistentKeepaliveInterval\": 0, \"psk\": "
+					      "\"AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=\"}}",
+					      &cfg, &err),
+			 0);
+	assert_int_equal(cfg->backend.mode, WIREGUARD_MODE_IPV4);
+	assert_int_equal(cfg->backend.listen_port, 7000);
+	assert_true(cfg->backend.has_psk);
+	cfg = network_config_free(cfg);
+
+	/* a PSK one byte short: the error must not contain the (secret) value */
+	assert_int_equal(network_config_parse("{\"Network\": \"10.244.0.0/16\", \"Backend\": {\"Type\": \"wireguard\", "
+					      "\"PSK\": \"AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHw==\"}}",
+					      &cfg, &err),
+			 -EINVAL);
+	assert_non_null(strstr(err, "Backend.PSK"));
+	assert_null(strstr(err, "AQIDBAUG"));
+	free(err);
+
+	assert_int_equal(wireguard_mode_from_string("ipv6", &m), 0);
+	assert_int_equal(m, WIREGUARD_MODE_IPV6);
+	assert_int_equal(wireguard_mode_from_string("IPv6", &m), -EINVAL);
+	assert_string_equal(wireguard_mode_to_string(WIREGUARD_MODE_SEPARATE), "separate");
+	assert_null(wireguard_mode_to_string((WireguardMode) 99));
+}
+
 static void test_backend_names(void **state) {
 	NetworkBackendType t;
 
@@ -262,6 +349,9 @@ static void test_backend_names(void **state) {
 	assert_int_equal(network_backend_type_from_string("VXLAN", &t), -EINVAL);
 	assert_int_equal(network_backend_type_from_string(NULL, &t), -EINVAL);
 	assert_string_equal(network_backend_type_to_string(NETWORK_BACKEND_HOST_GW), "host-gw");
+	assert_int_equal(network_backend_type_from_string("wireguard", &t), 0);
+	assert_int_equal(t, NETWORK_BACKEND_WIREGUARD);
+	assert_string_equal(network_backend_type_to_string(NETWORK_BACKEND_WIREGUARD), "wireguard");
 	assert_null(network_config_free(NULL));
 }
 
@@ -349,6 +439,7 @@ int main(void) {
 		cmocka_unit_test(test_valid),         cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_overlap),       cmocka_unit_test(test_file),
 		cmocka_unit_test(test_backend_names), cmocka_unit_test(test_load_balancer),
+		cmocka_unit_test(test_wireguard),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

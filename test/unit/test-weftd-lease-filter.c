@@ -418,6 +418,120 @@ static void test_kube_parse(void **state) {
 	assert_int_equal(kube_parse("{\"metadata\":{}}", &l), -EINVAL);
 }
 
+/* WireGuard public keys: read from etcd ("publicKey") and Kubernetes (weft.dev/public-key),
+ * refused when unreadable, all zero or ours, and unique among accepted leases (the older wins). */
+static void test_public_key(void **state) {
+	static const char *const pfx = "/weft/network/subnets/";
+	static const char *const key1 = "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="; /* bytes 1..32 */
+	static const uint8_t key1_bytes[32] = { 1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
+						17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32 };
+	_cleanup_(node_lease_done) NodeLease l = {};
+	char value[512], *detail = NULL;
+	NodeLease a, b, c3;
+	LeaseFilter f;
+
+	snprintf(value, sizeof(value),
+		 "{\"node\":\"node2\",\"publicIP\":\"10.250.100.12\",\"backend\":\"wireguard\",\"publicKey\":\"%s\"}",
+		 key1);
+	assert_int_equal(etcd_parse(pfx, "/weft/network/subnets/10.250.130.0-24", value, &l), 0);
+	assert_int_equal(l.invalid, LEASE_ACCEPTED);
+	assert_true(l.has_public_key);
+	assert_memory_equal(l.public_key, key1_bytes, 32);
+	f = filter();
+	assert_int_equal(lease_filter_check(&f, &l, NULL), LEASE_ACCEPTED);
+	/* our own key */
+	f.self_key = key1_bytes;
+	assert_int_equal(lease_filter_check(&f, &l, &detail), LEASE_REJECT_PUBLIC_KEY);
+	assert_non_null(strstr(detail, "this node's own public key"));
+	free(detail);
+
+	static const char *const bad[] = {
+		"\"AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHw==\"", /* 31 bytes */
+		"\"AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyAh\"", /* 33 bytes */
+		"\"not base64 at all, not base64 at all, nope!\"",  "\"\"", "42", "null",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		snprintf(value, sizeof(value), "{\"node\":\"node2\",\"publicIP\":\"10.250.100.12\",\"publicKey\":%s}",
+			 bad[i]);
+		assert_int_equal(etcd_parse(pfx, "/weft/network/subnets/10.250.130.0-24", value, &l), 0);
+		if (l.invalid != LEASE_REJECT_PUBLIC_KEY)
+			fail_msg("case %zu (%s): got %s, want public_key", i, bad[i],
+				 lease_reject_to_string(l.invalid));
+		assert_false(l.has_public_key);
+		f = filter();
+		assert_int_equal(lease_filter_check(&f, &l, NULL), LEASE_REJECT_PUBLIC_KEY);
+	}
+	/* all zero parses (the filter refuses it, counted) */
+	assert_int_equal(etcd_parse(pfx, "/weft/network/subnets/10.250.130.0-24",
+				    "{\"node\":\"node2\",\"publicIP\":\"10.250.100.12\",\"publicKey\":"
+				    "\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\"}",
+				    &l),
+			 0);
+	assert_int_equal(l.invalid, LEASE_ACCEPTED);
+	f = filter();
+	assert_int_equal(lease_filter_check(&f, &l, &detail), LEASE_REJECT_PUBLIC_KEY);
+	assert_non_null(strstr(detail, "all zeros"));
+	free(detail);
+
+	/* Kubernetes: the annotation */
+	snprintf(value, sizeof(value),
+		 "{\"metadata\":{\"name\":\"node2\",\"annotations\":{\"weft.dev/public-ip\":\"10.250.100.12\","
+		 "\"weft.dev/public-key\":\"%s\"}},\"spec\":{\"podCIDRs\":[\"10.250.130.0/24\"]}}",
+		 key1);
+	assert_int_equal(kube_parse(value, &l), 1);
+	assert_int_equal(l.invalid, LEASE_ACCEPTED);
+	assert_true(l.has_public_key);
+	assert_memory_equal(l.public_key, key1_bytes, 32);
+	assert_int_equal(kube_parse("{\"metadata\":{\"name\":\"node2\",\"annotations\":{\"weft.dev/public-ip\":"
+				    "\"10.250.100.12\",\"weft.dev/public-key\":\"garbage\"}},\"spec\":{\"podCIDRs\":"
+				    "[\"10.250.130.0/24\"]}}",
+				    &l),
+			 1);
+	assert_int_equal(l.invalid, LEASE_REJECT_PUBLIC_KEY);
+	assert_false(l.has_public_key);
+
+	/* a key claimed twice: the older lease keeps it, whatever the order */
+	a = lease("node2", "10.250.130.0/24", "10.250.100.12", 2);
+	b = lease("node3", "10.250.131.0/24", "10.250.100.13", 3);
+	c3 = lease("node4", "10.250.132.0/24", "10.250.100.14", 4);
+	a.has_public_key = b.has_public_key = c3.has_public_key = true;
+	memcpy(a.public_key, key1_bytes, 32);
+	memcpy(b.public_key, key1_bytes, 32);
+	memcpy(c3.public_key, key1_bytes, 32);
+	c3.public_key[0] ^= 0xff;
+	a.created = 20;
+	b.created = 10;
+	c3.created = 5;
+	LeaseCandidate c[3] = { cand(&a, "ka"), cand(&b, "kb"), cand(&c3, "kc") };
+	assert_int_equal(lease_filter_resolve(c, 3), 0);
+	assert_int_equal(c[0].verdict, LEASE_REJECT_DUPLICATE_KEY);
+	assert_int_equal(c[0].winner, 1);
+	assert_int_equal(c[1].verdict, LEASE_ACCEPTED);
+	assert_int_equal(c[2].verdict, LEASE_ACCEPTED);
+	/* a lease without a key takes no part */
+	a.has_public_key = b.has_public_key = false;
+	c[0] = cand(&a, "ka");
+	c[1] = cand(&b, "kb");
+	assert_int_equal(lease_filter_resolve(c, 2), 0);
+	assert_int_equal(c[0].verdict, LEASE_ACCEPTED);
+	assert_int_equal(c[1].verdict, LEASE_ACCEPTED);
+
+	/* a new key is a change the reconciler must see */
+	b = a;
+	assert_true(node_lease_equal(&a, &b));
+	b.has_public_key = true;
+	assert_false(node_lease_equal(&a, &b));
+	a.has_public_key = true;
+	memcpy(a.public_key, key1_bytes, 32);
+	memcpy(b.public_key, key1_bytes, 32);
+	assert_true(node_lease_equal(&a, &b));
+	b.public_key[31] ^= 1;
+	assert_false(node_lease_equal(&a, &b));
+
+	assert_string_equal(lease_reject_to_string(LEASE_REJECT_PUBLIC_KEY), "public_key");
+	assert_string_equal(lease_reject_to_string(LEASE_REJECT_DUPLICATE_KEY), "duplicate_public_key");
+}
+
 /* ---- the desired table, keyed by datastore key ---- */
 
 static NodeLease keyed(NodeLease l, const char *key, int64_t created) {
@@ -506,7 +620,7 @@ int main(void) {
 		cmocka_unit_test(test_node_name_valid),     cmocka_unit_test(test_resolve),
 		cmocka_unit_test(test_resolve_5000),        cmocka_unit_test(test_etcd_parse),
 		cmocka_unit_test(test_kube_parse),          cmocka_unit_test(test_keyed_by_datastore_key),
-		cmocka_unit_test(test_vtep_mac_long_names),
+		cmocka_unit_test(test_vtep_mac_long_names), cmocka_unit_test(test_public_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,14 +35,11 @@ static int ipip_ensure(Backend *b) {
 	NlLink l;
 	int r;
 
-	r = backend_refresh_underlay(b);
+	r = backend_refresh_mtu(b, IPIP_OVERHEAD);
 	if (r < 0)
 		return r;
 	if (b->public_ip.family != AF_INET)
 		return -EAFNOSUPPORT;
-	if (b->underlay_mtu <= IPIP_OVERHEAD + 68)
-		return -EINVAL;
-	b->mtu = b->config.mtu ?: b->underlay_mtu - IPIP_OVERHEAD;
 	r = nl_link_get(b->nl, IPIP_DEVICE, 0, &l);
 	if (r >= 0 && !streq(l.kind, "ipip")) {
 		/* Not ours (or not an ipip device any more): start over. */
@@ -69,22 +66,7 @@ static int ipip_ensure(Backend *b) {
 	if (r < 0)
 		return r;
 	ipip(b)->tunnel_ifindex = l.ifindex;
-	if (l.mtu != b->mtu) {
-		r = nl_link_set_mtu(b->nl, l.ifindex, b->mtu);
-		if (r < 0)
-			return r;
-	}
-	if (!b->have_lease)
-		return 0;
-	r = backend_sync_device_addresses(b, ipip(b)->tunnel_ifindex, false, 0); /* IPv4 only */
-	if (r < 0)
-		return r;
-	if (!(l.flags & IFF_UP)) {
-		r = nl_link_set_up(b->nl, l.ifindex, true);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return backend_device_finish(b, &l, false, 0); /* IPv4 only */
 }
 
 static int ipip_render(Backend *b, const NodeLease *remote, NodeObjects *ret) {

@@ -328,12 +328,9 @@ static int udp_ensure(Backend *b) {
 	NlLink l;
 	int r;
 
-	r = backend_refresh_underlay(b);
+	r = backend_refresh_mtu(b, udp_overhead(b));
 	if (r < 0)
 		return r;
-	if (b->underlay_mtu <= udp_overhead(b) + 68)
-		return -EINVAL;
-	b->mtu = b->config.mtu ?: b->underlay_mtu - udp_overhead(b);
 	if (!b->loop)
 		return -EINVAL;
 
@@ -358,23 +355,8 @@ static int udp_ensure(Backend *b) {
 	}
 	if (r < 0)
 		return r;
-	if (l.mtu != b->mtu) {
-		r = nl_link_set_mtu(b->nl, l.ifindex, b->mtu);
-		if (r < 0)
-			return r;
-	}
-	if (!b->have_lease)
-		return 0;
 	/* IFA_F_NODAD: a TUN has no link layer to detect duplicates on */
-	r = backend_sync_device_addresses(b, l.ifindex, true, IFA_F_NODAD);
-	if (r < 0)
-		return r;
-	if (!(l.flags & IFF_UP)) {
-		r = nl_link_set_up(b->nl, l.ifindex, true);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return backend_device_finish(b, &l, true, IFA_F_NODAD);
 }
 
 static int udp_add_route(Backend *b, const NodeLease *remote, const IpPrefix *subnet, NodeObjects *o) {

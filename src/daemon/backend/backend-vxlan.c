@@ -42,12 +42,9 @@ static int vxlan_ensure(Backend *b) {
 	NlLink l;
 	int r;
 
-	r = backend_refresh_underlay(b);
+	r = backend_refresh_mtu(b, vxlan_overhead(b));
 	if (r < 0)
 		return r;
-	if (b->underlay_mtu <= vxlan_overhead(b) + 68)
-		return -EINVAL;
-	b->mtu = b->config.mtu ?: b->underlay_mtu - vxlan_overhead(b);
 	snprintf(v->vtep_name, sizeof(v->vtep_name), BACKEND_VTEP_PREFIX "%u", b->config.vni);
 	backend_vtep_mac(b->node_name, b->config.vni, v->vtep_mac);
 
@@ -88,23 +85,7 @@ static int vxlan_ensure(Backend *b) {
 		if (r < 0)
 			return r;
 	}
-	if (l.mtu != b->mtu) {
-		r = nl_link_set_mtu(b->nl, l.ifindex, b->mtu);
-		if (r < 0)
-			return r;
-	}
-	if (!b->have_lease)
-		return 0;
-
-	r = backend_sync_device_addresses(b, v->vtep_ifindex, true, 0);
-	if (r < 0)
-		return r;
-	if (!(l.flags & IFF_UP)) {
-		r = nl_link_set_up(b->nl, l.ifindex, true);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return backend_device_finish(b, &l, true, 0);
 }
 
 static void vxlan_add_family(Backend *b, const NodeLease *remote, const IpPrefix *subnet, NodeObjects *o) {

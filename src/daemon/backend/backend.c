@@ -17,6 +17,7 @@ const BackendOps *backend_ops_find(NetworkBackendType type) {
 	case NETWORK_BACKEND_UDP: return &backend_udp_ops;
 	case NETWORK_BACKEND_IPIP: return &backend_ipip_ops;
 	case NETWORK_BACKEND_BGP: return &backend_bgp_ops;
+	case NETWORK_BACKEND_WIREGUARD: return &backend_wireguard_ops;
 	}
 	return NULL;
 }
@@ -371,5 +372,35 @@ int backend_sync_device_addresses(Backend *b, int ifindex, bool with_v6, uint32_
 		if (r < 0 && r != -EEXIST)
 			return r;
 	}
+	return 0;
+}
+
+int backend_refresh_mtu(Backend *b, unsigned overhead) {
+	int r;
+
+	r = backend_refresh_underlay(b);
+	if (r < 0)
+		return r;
+	if (b->underlay_mtu <= overhead + 68)
+		return -EINVAL;
+	b->mtu = b->config.mtu ?: b->underlay_mtu - overhead;
+	return 0;
+}
+
+int backend_device_finish(Backend *b, const NlLink *l, bool with_v6, uint32_t v6_flags) {
+	int r;
+
+	if (l->mtu != b->mtu) {
+		r = nl_link_set_mtu(b->nl, l->ifindex, b->mtu);
+		if (r < 0)
+			return r;
+	}
+	if (!b->have_lease)
+		return 0;
+	r = backend_sync_device_addresses(b, l->ifindex, with_v6, v6_flags);
+	if (r < 0)
+		return r;
+	if (!(l->flags & IFF_UP))
+		return nl_link_set_up(b->nl, l->ifindex, true);
 	return 0;
 }

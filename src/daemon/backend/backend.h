@@ -12,6 +12,7 @@
  *   udp     (backend-udp.c)     TUN weft0, weftd carries each packet in UDP; per remote: a route
  *   ipip    (backend-ipip.c)    tunnel weft.ipip; per remote: route via its public IP, onlink
  *   bgp     (backend-bgp.c)     no device; BIRD learns and installs the routes, weftd feeds it
+ *   wireguard (backend-wireguard.c) device weft-wg; per remote: a WireGuard peer + a route
  *
  * Everything installed is stamped: routes carry protocol WEFT_RTPROT; neighbours and FDB
  * entries live on our own VTEP. backend.c holds what every kind shares: underlay discovery, the
@@ -29,6 +30,7 @@
 #include "shared/nl/nl.h"
 
 #define BACKEND_VTEP_PREFIX "weft."
+#define BACKEND_WIREGUARD_DEVICE "weft-wg"
 
 /* The kernel objects one remote node needs. Routes/neighbours: one per address family. */
 typedef struct NodeObjects {
@@ -135,6 +137,8 @@ struct Backend {
 	 * daemon reads (bgp: bird.conf and BIRD's control socket). */
 	struct EventLoop *loop;
 	const char *run_dir;
+	const char *state_dir; /* weftd's --state-dir: the wireguard backend's private key */
+	bool rotate_key;       /* weftd's --rotate-key: the wireguard backend makes a new key pair */
 };
 
 extern const BackendOps backend_hostgw_ops;
@@ -142,6 +146,7 @@ extern const BackendOps backend_vxlan_ops;
 extern const BackendOps backend_udp_ops;
 extern const BackendOps backend_ipip_ops;
 extern const BackendOps backend_bgp_ops;
+extern const BackendOps backend_wireguard_ops;
 
 const BackendOps *backend_ops_find(NetworkBackendType type);
 
@@ -179,6 +184,13 @@ int backend_render_direct_routes(Backend *b, const NodeLease *remote, NodeObject
  * Used by vxlan (weft.1), udp (weft0) and ipip (weft.ipip). 0 or a negative errno.
  */
 int backend_sync_device_addresses(Backend *b, int ifindex, bool with_v6, uint32_t v6_flags);
+
+/* The start of every tunnel kind's ensure(): re-reads the underlay and sets b->mtu to Backend.MTU or
+ * the underlay's less `overhead`. -EINVAL when the underlay leaves less than 68 bytes. */
+int backend_refresh_mtu(Backend *b, unsigned overhead);
+/* The end of it for the kind's device l: its MTU b->mtu, and once the lease is held its addresses
+ * (backend_sync_device_addresses()) and link up. 0 or a negative errno. */
+int backend_device_finish(Backend *b, const NlLink *l, bool with_v6, uint32_t v6_flags);
 
 /* A MAC derived from the node name and VNI: locally administered unicast, stable across restarts
  * and reinstalls, so a restarted node need not republish it and peers' FDB stays valid. */

@@ -25,6 +25,7 @@
 #include "basic/log.h"
 #include "basic/string-util.h"
 #include "daemon/datastore/datastore.h"
+#include "daemon/wireguard/wg-key.h"
 #include "shared/client/etcd-client.h"
 
 #define DEFAULT_PREFIX "/weft/network"
@@ -159,6 +160,14 @@ static char *lease_to_json(const NodeLease *l) {
 		json_object_set_new(o, "backend", json_string(l->backend));
 	if (l->has_vtep_mac)
 		json_object_set_new(o, "vtepMAC", json_string(ether_addr_format(l->vtep_mac, mac)));
+	if (l->has_public_key) {
+		char key[WG_KEY_B64_LEN + 1];
+		WgKey k;
+
+		memcpy(k.b, l->public_key, WG_KEY_LEN);
+		wg_key_to_base64(&k, key);
+		json_object_set_new(o, "publicKey", json_string(key));
+	}
 	if (l->subnet6.addr.family == AF_INET6)
 		json_object_set_new(o, "subnet6", json_string(ip_prefix_to_string(&l->subnet6, a)));
 	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
@@ -228,6 +237,14 @@ int datastore_etcd_lease_parse(const char *subnets_prefix, const char *key, cons
 				l.has_vtep_mac = true;
 			else
 				set_invalid(&l, LEASE_REJECT_VTEP_MAC, "\"vtepMAC\" is not a MAC address");
+		}
+		v = json_object_get(o, "publicKey");
+		if (v) {
+			if (json_is_string(v) && lease_public_key_parse(json_string_value(v), &l) >= 0)
+				l.has_public_key = true;
+			else
+				set_invalid(&l, LEASE_REJECT_PUBLIC_KEY,
+					    "\"publicKey\" is not a WireGuard key (32 bytes of base64)");
 		}
 		v = json_object_get(o, "subnet6");
 		if (v && (!json_is_string(v) || ip_prefix_parse(json_string_value(v), &l.subnet6) < 0 ||

@@ -8,6 +8,7 @@
  *   weft.dev/public-ip     192.0.2.1            (underlay address; weft.dev/public-ip6 if IPv6)
  *   weft.dev/backend-type  vxlan | host-gw
  *   weft.dev/vtep-mac      aa:bb:cc:dd:ee:ff    (vxlan)
+ *   weft.dev/public-key    <base64 of 32 bytes> (wireguard)
  *
  * A node with podCIDRs AND a public-ip(6) annotation is a NodeLease; others are not ready yet and
  * ignored, and a node that loses either is reported deleted. The watch is client-go's reflector in
@@ -30,6 +31,7 @@
 #include "basic/log.h"
 #include "basic/string-util.h"
 #include "daemon/datastore/datastore.h"
+#include "daemon/wireguard/wg-key.h"
 #include "shared/client/http-multi.h"
 #include "shared/client/kube-client.h"
 #include "shared/client/kubeconfig.h"
@@ -38,6 +40,7 @@
 #define ANNOTATION_PUBLIC_IP6 "weft.dev/public-ip6"
 #define ANNOTATION_BACKEND "weft.dev/backend-type"
 #define ANNOTATION_VTEP_MAC "weft.dev/vtep-mac"
+#define ANNOTATION_PUBLIC_KEY "weft.dev/public-key"
 
 #define WATCH_BACKOFF_MIN_MS 100u
 #define WATCH_BACKOFF_MAX_MS 5000u
@@ -220,6 +223,14 @@ int datastore_kube_node_parse(const json_t *node, NodeLease *ret) {
 		else
 			set_invalid(&l, LEASE_REJECT_VTEP_MAC, "annotation weft.dev/vtep-mac is not a MAC address");
 	}
+	s = annotation(node, ANNOTATION_PUBLIC_KEY);
+	if (s) {
+		if (lease_public_key_parse(s, &l) >= 0)
+			l.has_public_key = true;
+		else
+			set_invalid(&l, LEASE_REJECT_PUBLIC_KEY,
+				    "annotation weft.dev/public-key is not a WireGuard key (32 bytes of base64)");
+	}
 
 	*ret = l;
 	return ip_addr_is_set(&l.subnet.addr) && ip_addr_is_set(&l.public_ip);
@@ -257,7 +268,9 @@ static void check_own_node(Datastore *d, const NodeLease *l) {
 	if (!d->have_lease || !streq_ptr(l->node_name, s->node_name))
 		return;
 	if (ip_addr_equal(&l->public_ip, &s->public_ip) && streq(l->backend, s->backend) &&
-	    l->has_vtep_mac == s->has_vtep_mac && (!s->has_vtep_mac || memcmp(l->vtep_mac, s->vtep_mac, 6) == 0))
+	    l->has_vtep_mac == s->has_vtep_mac && (!s->has_vtep_mac || memcmp(l->vtep_mac, s->vtep_mac, 6) == 0) &&
+	    l->has_public_key == s->has_public_key &&
+	    (!s->has_public_key || memcmp(l->public_key, s->public_key, sizeof(s->public_key)) == 0))
 		return;
 	if (!d->republish)
 		log_warning("kubernetes: the weft.dev annotations of our Node \"%s\" were removed or changed: "
@@ -551,6 +564,15 @@ static char *annotations_patch(const NodeLease *self) {
 	json_object_set_new(ann, ANNOTATION_VTEP_MAC,
 			    self && self->has_vtep_mac ? json_string(ether_addr_format(self->vtep_mac, mac))
 						       : json_null());
+	if (self && self->has_public_key) {
+		char key[WG_KEY_B64_LEN + 1];
+		WgKey k;
+
+		memcpy(k.b, self->public_key, WG_KEY_LEN);
+		wg_key_to_base64(&k, key);
+		json_object_set_new(ann, ANNOTATION_PUBLIC_KEY, json_string(key));
+	} else
+		json_object_set_new(ann, ANNOTATION_PUBLIC_KEY, json_null());
 	o = json_pack("{s:{s:o}}", "metadata", "annotations", ann);
 	if (!o)
 		return NULL;

@@ -6,6 +6,7 @@
 
 #include "basic/string-util.h"
 #include "daemon/datastore/datastore.h"
+#include "daemon/wireguard/wg-key.h"
 
 static const char *const datastore_kind_table[_DATASTORE_KIND_MAX] = {
 	[DATASTORE_ETCD] = "etcd",
@@ -88,8 +89,20 @@ bool node_lease_equal(const NodeLease *a, const NodeLease *b) {
 	return streq_ptr(a->node_name, b->node_name) && ip_prefix_equal(&a->subnet, &b->subnet) &&
 	       ip_prefix_equal(&a->subnet6, &b->subnet6) && ip_addr_equal(&a->public_ip, &b->public_ip) &&
 	       streq(a->backend, b->backend) && a->has_vtep_mac == b->has_vtep_mac &&
-	       (!a->has_vtep_mac || memcmp(a->vtep_mac, b->vtep_mac, 6) == 0) && a->created == b->created &&
-	       a->invalid == b->invalid;
+	       (!a->has_vtep_mac || memcmp(a->vtep_mac, b->vtep_mac, 6) == 0) &&
+	       a->has_public_key == b->has_public_key &&
+	       (!a->has_public_key || memcmp(a->public_key, b->public_key, sizeof(a->public_key)) == 0) &&
+	       a->created == b->created && a->invalid == b->invalid;
+}
+
+int lease_public_key_parse(const char *s, NodeLease *l) {
+	WgKey k;
+
+	_Static_assert(sizeof(l->public_key) == WG_KEY_LEN, "public_key holds one WireGuard key");
+	if (!s || wg_key_from_base64(s, &k) < 0)
+		return -EINVAL;
+	memcpy(l->public_key, k.b, WG_KEY_LEN);
+	return 0;
 }
 
 void node_lease_done(NodeLease *l) {

@@ -53,6 +53,8 @@ typedef enum LeaseReject {
 	LEASE_REJECT_DUPLICATE_NAME,  /* node name already claimed by an older lease (or by us) */
 	LEASE_REJECT_DUPLICATE_MAC,   /* VTEP MAC already claimed by an older lease */
 	LEASE_REJECT_KERNEL_CONFLICT, /* a route weft did not install holds the destination */
+	LEASE_REJECT_PUBLIC_KEY,      /* WireGuard key not 32 bytes of base64, all zero, or this node's */
+	LEASE_REJECT_DUPLICATE_KEY,   /* WireGuard public key already claimed by an older lease */
 	_LEASE_REJECT_MAX,
 } LeaseReject;
 
@@ -67,6 +69,8 @@ typedef struct NodeLease {
 	char backend[16];    /* "host-gw" | "vxlan" */
 	uint8_t vtep_mac[6]; /* vxlan */
 	bool has_vtep_mac;
+	uint8_t public_key[32]; /* wireguard: the node's public key (etcd "publicKey", weft.dev/public-key) */
+	bool has_public_key;
 	int64_t expiration; /* unix seconds when the lease expires if not renewed, 0 = unknown */
 	/* Creation order in the datastore, for deciding between conflicting leases (the older wins):
 	 * etcd create_revision, Kubernetes creationTimestamp (unix seconds); 0 = unknown (sorts first,
@@ -92,9 +96,13 @@ int node_lease_set_name(NodeLease *l, const char *name);
  * released. 0 or -ENOMEM (dst untouched). */
 int node_lease_copy(NodeLease *dst, const NodeLease *src);
 /* Everything that changes what a node programs or how a conflict is decided: name, subnets, public
- * IP, backend, VTEP MAC, creation order and the parser's verdict. Not the expiration (it moves on
+ * IP, backend, VTEP MAC, WireGuard public key, creation order and the parser's verdict. Not the expiration (it moves on
  * every renewal), the borrowed key or invalid_detail. */
 bool node_lease_equal(const NodeLease *a, const NodeLease *b);
+/* Reads a published WireGuard public key (44 characters of padded base64, 32 bytes) into
+ * l->public_key (has_public_key is the caller's). An all-zero key parses: the filter refuses it,
+ * with the reason counted. 0 or -EINVAL (l unchanged). */
+int lease_public_key_parse(const char *s, NodeLease *l);
 /* Frees what l owns; l stays usable (node_name NULL). */
 void node_lease_done(NodeLease *l);
 /* node_lease_done() on each of n leases, then free(l). NULL-safe. */

@@ -22,6 +22,8 @@ static const char *const reject_names[_LEASE_REJECT_MAX] = {
 	[LEASE_REJECT_DUPLICATE_NAME] = "duplicate_node_name",
 	[LEASE_REJECT_DUPLICATE_MAC] = "duplicate_vtep_mac",
 	[LEASE_REJECT_KERNEL_CONFLICT] = "route_conflict",
+	[LEASE_REJECT_PUBLIC_KEY] = "public_key",
+	[LEASE_REJECT_DUPLICATE_KEY] = "duplicate_public_key",
 };
 
 const char *lease_reject_to_string(LeaseReject r) {
@@ -170,6 +172,20 @@ LeaseReject lease_filter_check(const LeaseFilter *f, const NodeLease *l, char **
 			return LEASE_REJECT_VTEP_MAC;
 		}
 	}
+	if (l->has_public_key) {
+		static const uint8_t zero[sizeof(l->public_key)];
+
+		why = memcmp(l->public_key, zero, sizeof(zero)) == 0 ? "all zeros"
+		      : f->self_key && memcmp(l->public_key, f->self_key, sizeof(zero)) == 0
+				      ? "this node's own public key"
+				      : NULL;
+		if (why) {
+			/* the key is public, but there is no need to repeat it: the lease names the node */
+			if (ret_detail)
+				*ret_detail = strdup_printf("publicKey is %s", why);
+			return LEASE_REJECT_PUBLIC_KEY;
+		}
+	}
 	if (f->self_name && streq_ptr(l->node_name, f->self_name)) {
 		/* Our own lease never comes here (the reconciler takes it out by name and subnet): this
 		 * is another key claiming to be us. */
@@ -202,6 +218,10 @@ static int cmp_name(const LeaseCandidate *a, const LeaseCandidate *b) {
 
 static int cmp_mac(const LeaseCandidate *a, const LeaseCandidate *b) {
 	return memcmp(a->lease->vtep_mac, b->lease->vtep_mac, 6);
+}
+
+static int cmp_key(const LeaseCandidate *a, const LeaseCandidate *b) {
+	return memcmp(a->lease->public_key, b->lease->public_key, sizeof(a->lease->public_key));
 }
 
 static int cmp_age(const LeaseCandidate *a, const LeaseCandidate *b) {
@@ -248,6 +268,9 @@ static bool has_subnet6(const LeaseCandidate *c) {
 static bool has_mac(const LeaseCandidate *c) {
 	return c->lease->has_vtep_mac;
 }
+static bool has_key(const LeaseCandidate *c) {
+	return c->lease->has_public_key;
+}
 static bool always(const LeaseCandidate *c) {
 	return true;
 }
@@ -258,10 +281,9 @@ int lease_filter_resolve(LeaseCandidate *c, size_t n) {
 		bool (*takes_part)(const LeaseCandidate *);
 		LeaseReject reason;
 	} kinds[] = {
-		{ cmp_subnet, has_subnet, LEASE_REJECT_OVERLAP },
-		{ cmp_subnet6, has_subnet6, LEASE_REJECT_OVERLAP },
-		{ cmp_name, always, LEASE_REJECT_DUPLICATE_NAME },
-		{ cmp_mac, has_mac, LEASE_REJECT_DUPLICATE_MAC },
+		{ cmp_subnet, has_subnet, LEASE_REJECT_OVERLAP },  { cmp_subnet6, has_subnet6, LEASE_REJECT_OVERLAP },
+		{ cmp_name, always, LEASE_REJECT_DUPLICATE_NAME }, { cmp_mac, has_mac, LEASE_REJECT_DUPLICATE_MAC },
+		{ cmp_key, has_key, LEASE_REJECT_DUPLICATE_KEY },
 	};
 	enum {
 		K = ELEMENTSOF(kinds)

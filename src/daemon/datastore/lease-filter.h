@@ -8,11 +8,13 @@
  *   lease_filter_check()    one lease on its own: node name, subnet inside Network/Network6 with
  *                           exactly SubnetLen/SubnetLen6, not overlapping our own subnet, not
  *                           covering an address of a network directly connected to this node,
- *                           public IP usable and not ours, VTEP MAC unicast and not ours
- *   lease_filter_resolve()  conflicts between leases that passed: equal subnets, a node name or a
- *                           VTEP MAC claimed twice. The older lease wins (NodeLease.created: etcd
- *                           create_revision, Kubernetes creationTimestamp), ties by key, so every
- *                           node picks the same winner from the same store.
+ *                           public IP usable and not ours, VTEP MAC unicast and not ours,
+ *                           WireGuard public key not all zero and not ours
+ *   lease_filter_resolve()  conflicts between leases that passed: equal subnets, a node name, a
+ *                           VTEP MAC or a WireGuard public key claimed twice. The older lease
+ *                           wins (NodeLease.created: etcd create_revision, Kubernetes
+ *                           creationTimestamp), ties by key, so every node picks the same winner
+ *                           from the same store.
  *
  * The reconciler logs and counts every verdict once, when it changes.
  */
@@ -31,6 +33,7 @@ typedef struct LeaseFilter {
 	IpPrefix self_subnet, self_subnet6; /* our lease; AF_UNSPEC = none */
 	const char *self_name;              /* NULL = not checked */
 	const uint8_t *self_mac;            /* our VTEP MAC; NULL = none */
+	const uint8_t *self_key;            /* our WireGuard public key (32 bytes); NULL = none */
 	const IpPrefix *local;              /* this node's addresses with their prefix length, every link */
 	size_t n_local;
 } LeaseFilter;
@@ -54,9 +57,9 @@ typedef struct LeaseCandidate {
 
 /*
  * Among the candidates whose verdict is LEASE_ACCEPTED, finds conflicts (same IPv4 subnet, same
- * IPv6 subnet, same node name, same VTEP MAC; lease_filter_check() made every subnet of a family
+ * IPv6 subnet, same node name, same VTEP MAC, same public key; lease_filter_check() made every subnet of a family
  * the same length, so overlapping means equal) and marks each loser with LEASE_REJECT_OVERLAP,
- * _DUPLICATE_NAME or _DUPLICATE_MAC and the index of the winner. Greedy in age order: a lease is
+ * _DUPLICATE_NAME, _DUPLICATE_MAC or _DUPLICATE_KEY and the index of the winner. Greedy in age order: a lease is
  * accepted unless an older accepted one conflicts with it. 0 or -ENOMEM.
  */
 int lease_filter_resolve(LeaseCandidate *c, size_t n);
