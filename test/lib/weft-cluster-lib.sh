@@ -236,6 +236,16 @@ weftd_wait_ready() {
 	done
 }
 
+# pods_ping_all N: every pod of nodes 1..N pings every other one (assert_ping: a miss is a check failure)
+pods_ping_all() {
+	local i j
+	for ((i = 1; i <= $1; i++)); do
+		for ((j = 1; j <= $1; j++)); do
+			[ "$i" = "$j" ] || assert_ping "$(pod_ns "$i")" "$(pod_ip "$j")"
+		done
+	done
+}
+
 # lease_var I KEY: a value from node I's subnet.env
 lease_var() { sed -n "s/^$2=//p" "$(node_dir "$1")/run/subnet.env"; }
 # node_subnet I: node I's pod subnet as network/len (10.244.3.0/24)

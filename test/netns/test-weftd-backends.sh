@@ -92,11 +92,7 @@ done
 
 # ---- datapath
 for i in 1 2 3; do pod_create "$i"; done
-for i in 1 2 3; do
-	for j in 1 2 3; do
-		[ "$i" = "$j" ] || assert_ping "$(pod_ns "$i")" "$(pod_ip "$j")"
-	done
-done
+pods_ping_all 3
 seen=$(seen_peer "$OUT_NS" "$OUTSIDE_IP" 8080 "$(pod_ns 1)")
 assert_eq "$seen" "$(node_ip 1)" "pod1 -> outside is masqueraded to node1's IP"
 seen=$(seen_peer "$(pod_ns 2)" "$(pod_ip 2)" 8081 "$(pod_ns 1)")

@@ -83,11 +83,7 @@ info "node1's kernel routes learned over BGP:"
 ip -n "$(node_ns 1)" route show proto bird | sed 's/^/#   /'
 
 for i in 1 2 3; do pod_create "$i"; done
-for i in 1 2 3; do
-	for j in 1 2 3; do
-		[ "$i" = "$j" ] || assert_ping "$(pod_ns "$i")" "$(pod_ip "$j")"
-	done
-done
+pods_ping_all 3
 seen=$(seen_peer "$(pod_ns 2)" "$(pod_ip 2)" 8081 "$(pod_ns 1)")
 assert_eq "$seen" "$(pod_ip 1)" "TCP pod1 -> pod2 keeps the pod address"
 

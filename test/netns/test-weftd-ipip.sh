@@ -56,11 +56,7 @@ for i in 1 2 3; do
 done
 
 for i in 1 2 3; do pod_create "$i"; done
-for i in 1 2 3; do
-	for j in 1 2 3; do
-		[ "$i" = "$j" ] || assert_ping "$(pod_ns "$i")" "$(pod_ip "$j")"
-	done
-done
+pods_ping_all 3
 seen=$(seen_peer "$(pod_ns 2)" "$(pod_ip 2)" 8081 "$(pod_ns 1)")
 assert_eq "$seen" "$(pod_ip 1)" "TCP pod1 -> pod2 keeps the pod address"
 ip netns exec "$(pod_ns 1)" ping -c1 -W2 -M "do" -s $((1480 - 28)) "$(pod_ip 2)" >/dev/null ||

@@ -177,11 +177,7 @@ done
 
 # ---- datapath
 for i in 1 2 3; do pod_create "$i"; done
-for i in 1 2 3; do
-	for j in 1 2 3; do
-		[ "$i" = "$j" ] || assert_ping "$(pod_ns "$i")" "$(pod_ip "$j")"
-	done
-done
+pods_ping_all 3
 
 # ---- a Node deleted from the API loses its routes everywhere
 api DELETE /api/v1/nodes/node3 >/dev/null

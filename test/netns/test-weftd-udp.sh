@@ -48,11 +48,7 @@ done
 
 # ---- datapath
 for i in 1 2 3; do pod_create "$i"; done
-for i in 1 2 3; do
-	for j in 1 2 3; do
-		[ "$i" = "$j" ] || assert_ping "$(pod_ns "$i")" "$(pod_ip "$j")"
-	done
-done
+pods_ping_all 3
 assert_ping "$(node_ns 1)" "$(pod_ip 3)" # node -> remote pod (source: weft0's address)
 seen=$(seen_peer "$(pod_ns 2)" "$(pod_ip 2)" 8081 "$(pod_ns 1)")
 assert_eq "$seen" "$(pod_ip 1)" "TCP pod1 -> pod2 keeps the pod address"

@@ -81,11 +81,7 @@ for i in 1 2 3; do pod_create "$i"; done
 ip netns exec "$UL_NS" tcpdump -i br0 -n -U -s 0 -w "$T/ul.pcap" >"$T/tcpdump.log" 2>&1 &
 TCPDUMP_PID=$!
 wait_for 5 grep -q "listening on br0" "$T/tcpdump.log" || fail "tcpdump did not start: $(cat "$T/tcpdump.log")"
-for i in 1 2 3; do
-	for j in 1 2 3; do
-		[ "$i" = "$j" ] || assert_ping "$(pod_ns "$i")" "$(pod_ip "$j")"
-	done
-done
+pods_ping_all 3
 seen=$(seen_peer "$(pod_ns 2)" "$(pod_ip 2)" 8081 "$(pod_ns 1)")
 assert_eq "$seen" "$(pod_ip 1)" "TCP pod1 -> pod2 keeps the pod address"
 seen=$(seen_peer "$(pod_ns 1)" "$(pod_ip 1)" 8082 "$(pod_ns 3)")

@@ -25,6 +25,7 @@ typedef struct WriteJob {
 typedef struct Report {
 	char *key; /* "ns/name" */
 	LbState state;
+	bool seen; /* in the current pass */
 	char reason[192];
 } Report;
 
@@ -192,11 +193,28 @@ static Report *report_find(LbAgent *a, const char *key) {
 	return NULL;
 }
 
+/* Forgets the Services no longer there (a Service that comes back is reported anew). */
+static void reports_prune(LbAgent *a) {
+	size_t n = 0;
+
+	for (size_t i = 0; i < a->n_reports; i++) {
+		if (!a->reports[i].seen) {
+			free(a->reports[i].key);
+			continue;
+		}
+		a->reports[i].seen = false;
+		a->reports[n++] = a->reports[i];
+	}
+	a->n_reports = n;
+}
+
 /* Logs a Service's outcome when it differs from what was last said about it. */
 static void report(LbAgent *a, const char *key, const LbAssignment *out) {
 	Report *r = report_find(a, key);
 	char buf[2][IP_ADDR_STRLEN];
 
+	if (r)
+		r->seen = true;
 	if (r && r->state == out->state && streq(r->reason, out->reason))
 		return;
 	if (!r) {
@@ -211,7 +229,7 @@ static void report(LbAgent *a, const char *key, const LbAssignment *out) {
 		}
 		a->reports = v;
 		r = &v[a->n_reports++];
-		*r = (Report) { .key = k };
+		*r = (Report) { .key = k, .seen = true };
 	}
 	r->state = out->state;
 	snprintf(r->reason, sizeof(r->reason), "%s", out->reason);
@@ -294,6 +312,7 @@ static int run_pass(LbAgent *a, const LbConfig *lc) {
 				r = -ENOMEM;
 		}
 		count_pools(a, lc, out, c.n);
+		reports_prune(a);
 	}
 	for (size_t i = 0; i < c.n; i++) {
 		free(keys ? keys[i] : NULL);
