@@ -195,6 +195,11 @@ for i in 1 2; do
 done
 assert_ping "$(pod_ns 1)" "$(pod_ip 2)"
 
+# ---- weftd uninstall on node3 removes its WireGuard device (and so ends its wireguard-go)
+ip -n "$(node_ns 3)" link show weft-wg >/dev/null 2>&1 || check_fail "node3 has no weft-wg before uninstall"
+weftd_cmd 3 uninstall >"$T/uninstall.log" 2>&1 || check_fail "weftd uninstall failed: $(cat "$T/uninstall.log")"
+ip -n "$(node_ns 3)" link show weft-wg >/dev/null 2>&1 && check_fail "uninstall left weft-wg on node3"
+
 for i in 1 2; do
 	weftd_stop "$i"
 	assert_eq "$WEFTD_RC" 0 "node$i exit status after SIGTERM"

@@ -305,8 +305,12 @@ typedef struct VtepScan {
 static int vtep_scan_cb(const NlLink *l, void *userdata) {
 	VtepScan *s = userdata;
 
-	if ((streq(l->kind, "vxlan") || streq(l->kind, "ipip")) && startswith(l->name, BACKEND_VTEP_PREFIX) &&
-	    s->n < ELEMENTSOF(s->ifindex))
+	bool ours = ((streq(l->kind, "vxlan") || streq(l->kind, "ipip")) && startswith(l->name, BACKEND_VTEP_PREFIX)) ||
+		    /* kernel WireGuard, or wireguard-go's TUN (it exits when its link goes) */
+		    ((streq(l->kind, "wireguard") || streq(l->kind, "tun")) &&
+		     startswith(l->name, BACKEND_WIREGUARD_DEVICE));
+
+	if (ours && s->n < ELEMENTSOF(s->ifindex))
 		s->ifindex[s->n++] = l->ifindex;
 	return 0;
 }
