@@ -167,7 +167,10 @@ cluster_add_node() {
 cluster_teardown() {
 	local i
 	for i in "${!WEFTD_PID[@]}"; do
-		[ -n "${WEFTD_PID[$i]}" ] && kill -KILL "${WEFTD_PID[$i]}" 2>/dev/null
+		[ -n "${WEFTD_PID[$i]}" ] || continue
+		kill -KILL "${WEFTD_PID[$i]}" 2>/dev/null
+		# reap it here, quietly: bash would otherwise print "Killed" with the job's command line
+		wait "${WEFTD_PID[$i]}" 2>/dev/null
 	done
 	cluster_etcd_stop
 	return 0
