@@ -5,7 +5,8 @@
 # /run/wireguard/weft-wg.sock: a directory compiled into it, which every node's weftd would share.
 # So each weftd runs in a private mount namespace whose /run/wireguard is the node's own directory
 # ($T/nI/wg), as test/netns/test-weftd-wireguard.sh does. `wg` (wireguard-tools, for inspecting
-# only; weftd never runs it) reads a node's device the same way.
+# only; weftd never runs it) reads a node's device the same way (demo_wg). bench/wireguard.sh and
+# test/netns/test-weftd-kube-wireguard.sh source this file for the same wrapper and demo_wg.
 #
 # demo_wg_report (after the connectivity matrix) is its hook: each node's device and peers (wg show),
 # and a capture on the underlay bridge while a marker goes pod to pod across nodes: every node to
