@@ -71,7 +71,7 @@ while True:
     d += b
 open(sys.argv[1], "wb").write(d)' "$T/marker.got" &
 	local rpid=$!
-	wait_for 5 ip netns exec "${POD_NS[pod2.1]}" ss -ltnH "sport = :7003" || true
+	wait_listen "${POD_NS[pod2.1]}" 7003 || wait_listen "${POD_NS[pod2.1]}" 7003 || true
 	ip netns exec "${POD_NS[pod1.1]}" python3 -c '
 import socket, sys
 s = socket.create_connection((sys.argv[1], 7003), timeout=5); s.sendall(sys.argv[2].encode() * 50); s.close()' \
