@@ -83,8 +83,8 @@ int l2_parse_arp(const uint8_t *f, size_t len, L2Request *ret) {
 		return 0;
 	if (op != ARPOP_REQUEST)
 		return -EBADMSG;
-	/* A multicast sender hardware address is never a station's (RFC 1812 3.3.2). */
-	if (mac_is_multicast(a + 8))
+	/* A multicast source or sender hardware address is never a station's (RFC 1812 3.3.2). */
+	if (mac_is_multicast(f + 6) || mac_is_multicast(a + 8))
 		return -EBADMSG;
 	*ret = (L2Request) { .family = AF_INET, .sender.family = AF_INET, .target.family = AF_INET };
 	memcpy(ret->eth_src, f + 6, 6);
@@ -132,7 +132,8 @@ int l2_parse_ns(const uint8_t *f, size_t len, L2Request *ret) {
 	memcpy(&src, ip + 8, 16);
 	memcpy(&dst, ip + 24, 16);
 	memcpy(&target, icmp + 8, 16);
-	if (IN6_IS_ADDR_MULTICAST(&target) || IN6_IS_ADDR_MULTICAST(&src))
+	/* The reply goes to the frame's source when there is no source link-layer option. */
+	if (IN6_IS_ADDR_MULTICAST(&target) || IN6_IS_ADDR_MULTICAST(&src) || mac_is_multicast(f + 6))
 		return -EBADMSG;
 	for (off = ND_HLEN; off < plen;) {
 		size_t olen;
