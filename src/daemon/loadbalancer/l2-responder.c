@@ -289,8 +289,9 @@ static int on_packet(EventSource *s, int fd, uint32_t revents, void *userdata) {
 				log_warning_errno(-errno, "%s: failed to read from packet socket: %m", r->ifname);
 			break;
 		}
-		/* Our own frames, looped back to packet sockets. */
-		if (from.sll_pkttype == PACKET_OUTGOING)
+		/* Our own frames, looped back to packet sockets; and frames to another station's MAC
+		 * (seen on a segment that floods unicast, or in promiscuous mode): not asked of us. */
+		if (from.sll_pkttype == PACKET_OUTGOING || from.sll_pkttype == PACKET_OTHERHOST)
 			continue;
 		if ((size_t) n > sizeof(buf))
 			k = -EBADMSG;
@@ -379,7 +380,9 @@ static int read_link(L2Responder *r) {
 /*
  * SOCK_RAW packet sockets run the filter on the whole frame, Ethernet header included.
  * ARP: requests only. NDP: ICMPv6 right after the IPv6 header, type 135 (Neighbor Solicitation).
- * Everything else is validated in full in userspace, where a malformed frame is counted.
+ * Everything else is validated in full in userspace, where a malformed frame is counted. (A frame
+ * too short to hold the fields the filter loads is dropped by it uncounted: Ethernet frames are
+ * at least 60 bytes, so only a local packet socket can send one.)
  */
 static int attach_filter(int fd, bool arp) {
 	static struct sock_filter arp_code[] = {

@@ -588,6 +588,10 @@ static void test_hostile(void **state) {
 	memcpy(f + 14 + 24, (uint8_t[]) { 0xff, 0x02, [11] = 1, [12] = 0xff, [15] = 0x10 }, 16);
 	ns_fix_csum(f);
 	raw_send(f, n);
+	/* to another station's MAC (the veth delivers it; the frame is not asked of us) */
+	n = l2_build_arp(f, ARPOP_REQUEST, out_mac, &out4, bcast, &v4);
+	memcpy(f, wrong_mac, 6);
+	raw_send(f, n);
 	/* the sender is one of our own addresses: someone else announcing it */
 	n = l2_build_arp(f, ARPOP_REQUEST, out_mac, &v4, bcast, &v4);
 	raw_send(f, n);
