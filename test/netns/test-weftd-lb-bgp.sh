@@ -194,29 +194,13 @@ info "  withdrawn from the router's RIB $WITHDRAW_MS ms after the EndpointSlice 
 slice loc-1 loc true 2
 wait_for 10 is "$(node_ip 2)" rib 192.0.2.2 || check_fail "192.0.2.2 not announced again: '$(rib 192.0.2.2)'"
 
-# outage FILE: "failures window_ms" of a svc.py loop log (window: last success before the first
-# failure to the first success after the last one; 0 0 if none failed)
-outage() {
-	python3 - "$1" <<'EOF'
-import sys
-rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
-ok = [(float(r[0]), r[1].startswith("p")) for r in rows]
-fails = [i for i, (_, g) in enumerate(ok) if not g]
-if not fails:
-    print(0, 0); sys.exit()
-before = max([t for t, g in ok[:fails[0]] if g] or [ok[0][0]])
-after = min([t for t, g in ok[fails[-1]:] if g] or [ok[-1][0]])
-print(len(fails), int((after - before) * 1000))
-EOF
-}
-
 info "case: weftd on node1 killed with -9: BIRD and the rules keep serving"
 ip netns exec "$EXT_NS" python3 "$SVC" loop 192.0.2.1 80 6 >"$T/loop1" &
 LOOP=$!
 sleep 1.5
 weftd_stop 1 KILL
 wait "$LOOP" || true
-read -r n1 w1 < <(outage "$T/loop1")
+read -r n1 w1 < <(loop_outage "$T/loop1")
 info "  $(wc -l <"$T/loop1") connections, $n1 failed, window $w1 ms"
 assert_eq "$(rib 192.0.2.1)" "$ALL" "router keeps node1 (its BIRD still runs)"
 [ "$n1" = 0 ] || check_fail "$n1 connections failed while only weftd was down"
@@ -232,7 +216,7 @@ BIRD_PID[1]=
 wait_for 15 is "$(node_ip 2) $(node_ip 3)" rib 192.0.2.1 || check_fail "router RIB after node1 died: '$(rib 192.0.2.1)'"
 DROP_MS=$((($(date +%s%N) - t0) / 1000000))
 wait "$LOOP" || true
-read -r n2 w2 < <(outage "$T/loop2")
+read -r n2 w2 < <(loop_outage "$T/loop2")
 info "  router dropped node1 after $DROP_MS ms; $(wc -l <"$T/loop2") connections, $n2 failed, window $w2 ms"
 tail -3 "$T/loop2" | grep_q -v ' p[23] ' && check_fail "still failing at the end: $(tail -3 "$T/loop2")"
 out=$(ext_tcp 192.0.2.1)
