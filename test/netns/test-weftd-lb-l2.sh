@@ -18,30 +18,17 @@
 # interruption is measured.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/weft-lb-lib.sh"
 cluster_require
 SVC=$TOP/test/netns/service/svc.py
 PROBE=$TOP/test/netns/service/arp-probe.py
 
 cluster_init 3 host-gw --no-config
-etcdctl_ put "$ETCD_PREFIX/config" "$(cluster_config_json |
-	jq -c '. + {LoadBalancer: {Pools: [{Name: "public", CIDRs: ["192.0.2.0/28"]}]}}')" >/dev/null
+lb_config '[{"Name": "public", "CIDRs": ["192.0.2.0/28"]}]'
 for i in 1 2 3; do weftd_start "$i" --objects-datastore etcd --relist-interval 0; done
 weftd_wait_ready 1 2 3
 ip -n "$OUT_NS" route add 192.0.2.0/28 dev eth0
 
-put() { etcdctl_ put "$ETCD_PREFIX/objects/$1" "$2" >/dev/null; }
-lb() {
-	put "services/shop/$1" "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"namespace\":\"shop\",\"name\":\"$1\"},\"spec\":{\"type\":\"LoadBalancer\",\"clusterIP\":\"$2\",\"externalTrafficPolicy\":\"$3\",\"ports\":[{\"port\":80,\"targetPort\":8080}]}}"
-}
-slice() { # slice NAME SERVICE READY POD-NODE...
-	local eps="" n
-	for n in "${@:4}"; do
-		eps+="${eps:+,}{\"addresses\":[\"$(pod_ip "$n")\"],\"nodeName\":\"node$n\",\"conditions\":{\"ready\":$3}}"
-	done
-	put "endpointslices/shop/$1" "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{\"namespace\":\"shop\",\"name\":\"$1\",\"labels\":{\"kubernetes.io/service-name\":\"$2\"}},\"addressType\":\"IPv4\",\"endpoints\":[$eps],\"ports\":[{\"port\":8080}]}"
-}
-ingress() { etcdctl_ get --print-value-only "$ETCD_PREFIX/objects/services/shop/$1" | jq -r '[.status.loadBalancer.ingress[]?.ip] | join(",")'; }
-metric() { http_get "$1" /metrics; awk -v m="$2" '$1 == m { print $2 }' <<<"$HTTP_BODY"; }
 is() { [ "$("${@:2}")" = "$1" ]; }
 mac_of() { ip -n "$(node_ns "$1")" -j link show eth0 | jq -r '.[0].address'; }
 # answers IP: the MACs that answer an ARP request for IP on the segment
@@ -51,7 +38,7 @@ owners() {
 	local i v
 	for i in "$@"; do
 		weftd_alive "$i" || continue
-		v=$(metric "$i" 'weft_loadbalancer_announcements{mode="l2"}')
+		v=$(weftd_metric "$i" 'weft_loadbalancer_announcements{mode="l2"}')
 		[ "${v:-0}" -ge 1 ] && echo "$i"
 	done
 	return 0
@@ -67,7 +54,7 @@ done
 kill_servers() { kill "${SERVER[@]}" 2>/dev/null; return 0; }
 on_exit kill_servers
 for i in 1 2 3; do wait_for 30 grep -q ready "$T/serve.$i" || fail "server $i did not start"; done
-put namespaces/shop '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"}}'
+lb_put namespaces/shop '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"}}'
 
 info "case: member keys"
 wait_for 10 is 3 bash -c "ip netns exec $ETCD_NS etcdctl --endpoints $ETCD_URL get --prefix --keys-only $ETCD_PREFIX/loadbalancer/members/ | grep -c ." ||
@@ -75,8 +62,8 @@ wait_for 10 is 3 bash -c "ip netns exec $ETCD_NS etcdctl --endpoints $ETCD_URL g
 assert_eq "$(etcdctl_ get --prefix --keys-only "$ETCD_PREFIX/loadbalancer/members/" | grep . | sed 's|.*/||' | sort | tr '\n' ' ')" "node1 node2 node3 " "member keys"
 
 info "case: externalTrafficPolicy Cluster: exactly one node answers ARP"
-lb web 10.96.0.20 Cluster
-wait_for 30 is 192.0.2.1 ingress web || fail "web got no address: '$(ingress web)'"
+lb_service web 10.96.0.20 Cluster
+wait_for 30 is 192.0.2.1 lb_ingress web || fail "web got no address: '$(lb_ingress web)'"
 t0=$(date +%s%N)
 wait_for 20 sh -c "[ -n \"\$(ip netns exec $OUT_NS python3 $PROBE eth0 $OUTSIDE_IP 192.0.2.1 0.2)\" ]" || check_fail "nobody answers ARP for 192.0.2.1"
 info "  answered $((($(date +%s%N) - t0) / 1000000)) ms after the address was written"
@@ -91,19 +78,19 @@ for i in 1 2 3; do
 	[ "$i" = "$O" ] && continue
 	if [ -z "$A" ]; then A=$i; else B=$i; fi
 done
-slice web-1 web true "$A" "$B"
+lb_slice web-1 web true "$A" "$B"
 wait_for 20 sh -c "ip netns exec $OUT_NS python3 $SVC tcp 192.0.2.1 80 1 | grep -q '^p[$A$B] '" ||
 	check_fail "outside -> 192.0.2.1:80: $(ip netns exec "$OUT_NS" python3 "$SVC" tcp 192.0.2.1 80 1)"
 assert_eq "$(out_neigh)" "$(mac_of "$O")" "outside's neighbour entry for 192.0.2.1"
 
 info "case: externalTrafficPolicy Local: the node with the endpoint, and nobody once it goes"
-lb loc 10.96.0.21 Local
-slice loc-1 loc true "$A"
-wait_for 30 is 192.0.2.2 ingress loc || fail "loc got no address: '$(ingress loc)'"
+lb_service loc 10.96.0.21 Local
+lb_slice loc-1 loc true "$A"
+wait_for 30 is 192.0.2.2 lb_ingress loc || fail "loc got no address: '$(lb_ingress loc)'"
 wait_for 20 is "$(mac_of "$A")" answers 192.0.2.2 || check_fail "ARP for 192.0.2.2: '$(answers 192.0.2.2)', expected node$A's $(mac_of "$A")"
 out=$(ip netns exec "$OUT_NS" python3 "$SVC" tcp 192.0.2.2 80 1)
 assert_eq "$out" "p$A $OUTSIDE_IP" "outside -> 192.0.2.2:80 (Local keeps the client's address)"
-slice loc-1 loc false "$A"
+lb_slice loc-1 loc false "$A"
 wait_for 10 is "" answers 192.0.2.2 || check_fail "192.0.2.2 still answered after its endpoint went: '$(answers 192.0.2.2)'"
 
 info "case: the announcer dies (off the network, weftd killed with -9): another node takes over"
@@ -123,10 +110,10 @@ info "  node$N took over $TAKEOVER_MS ms after the kill (member lease TTL 6 s)"
 # sweeps expired leases every 500 ms, the others list every 250 ms, this loop polls a log
 ((TAKEOVER_MS < (6000 + 2000) * WEFT_TEST_SLACK)) || check_fail "takeover took $TAKEOVER_MS ms (TTL 6 s + 2 s)"
 wait_for 3 is "$(mac_of "$N")" out_neigh || check_fail "outside's neighbour entry: '$(out_neigh)', expected node$N's $(mac_of "$N")"
-garp=$(metric "$N" 'weft_loadbalancer_l2_packets_total{type="gratuitous_arp"}')
+garp=$(weftd_metric "$N" 'weft_loadbalancer_l2_packets_total{type="gratuitous_arp"}')
 ((garp > 0)) || check_fail "node$N sent no gratuitous ARP"
-assert_eq "$(metric "$N" weft_loadbalancer_failovers_total)" 1 "node$N failovers_total"
-ts=$(metric "$N" weft_loadbalancer_last_failover_timestamp_seconds)
+assert_eq "$(weftd_metric "$N" weft_loadbalancer_failovers_total)" 1 "node$N failovers_total"
+ts=$(weftd_metric "$N" weft_loadbalancer_last_failover_timestamp_seconds)
 python3 -c "import sys,time; sys.exit(0 if abs(time.time() - float(sys.argv[1])) < 60 else 1)" "$ts" ||
 	check_fail "last failover timestamp $ts"
 wait "$LOOP" || true
