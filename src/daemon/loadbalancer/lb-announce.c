@@ -62,7 +62,8 @@ static int addr_cmp(const void *x, const void *y) {
 }
 
 void lb_announce_decide(LbAnnounce mode, const char *self, const char *const *members, size_t n_members,
-			const LbAnnounceAddr *addrs, size_t n_addrs, IpAddr *ret, size_t *ret_n, const char **ret_owner) {
+			const LbAnnounceAddr *addrs, size_t n_addrs, IpAddr *ret, size_t *ret_n,
+			const char **ret_owner) {
 	const char *cand[256];
 	size_t n = 0;
 
@@ -441,10 +442,9 @@ static int run_pass(LbAnnouncer *a) {
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < c.n; i++)
-		in[i] = (LbAnnounceAddr) { .addr = c.v[i].addr,
-					   .cluster = c.v[i].cluster,
-					   .nodes = c.v[i].nodes,
-					   .n_nodes = c.v[i].n_nodes };
+		in[i] = (LbAnnounceAddr) {
+			.addr = c.v[i].addr, .cluster = c.v[i].cluster, .nodes = c.v[i].nodes, .n_nodes = c.v[i].n_nodes
+		};
 	if (mode == LB_ANNOUNCE_BGP || mode == LB_ANNOUNCE_L2)
 		lb_announce_decide(mode, a->cfg.node, members, n_members, in, c.n, want, &n_want, owner);
 	if (mode == LB_ANNOUNCE_L2 && members)

@@ -97,4 +97,5 @@ const char *lb_rendezvous_pick(const char *const *nodes, size_t n, const IpAddr 
  * none. ret_owner (optional, n_addrs entries): for l2, each address's winner (NULL: none).
  */
 void lb_announce_decide(LbAnnounce mode, const char *self, const char *const *members, size_t n_members,
-			const LbAnnounceAddr *addrs, size_t n_addrs, IpAddr *ret, size_t *ret_n, const char **ret_owner);
+			const LbAnnounceAddr *addrs, size_t n_addrs, IpAddr *ret, size_t *ret_n,
+			const char **ret_owner);

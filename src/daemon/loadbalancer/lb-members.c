@@ -191,9 +191,9 @@ static void on_put(EtcdClient *c, int error, json_t *resp, void *userdata) {
 /* put <key> = <node> with our lease */
 static void put_key(EtcdMembers *s) {
 	const char *node = s->m->cfg.node;
-	_cleanup_(json_decrefp) json_t *req = json_pack("{s:o, s:o, s:o}", "key", etcd_json_bytes(s->key, strlen(s->key)),
-							"value", etcd_json_bytes(node, strlen(node)), "lease",
-							etcd_json_int64_new(s->lease));
+	_cleanup_(json_decrefp) json_t *req =
+			json_pack("{s:o, s:o, s:o}", "key", etcd_json_bytes(s->key, strlen(s->key)), "value",
+				  etcd_json_bytes(node, strlen(node)), "lease", etcd_json_int64_new(s->lease));
 	int r = req ? etcd_client_call_async(s->m->cfg.etcd, "/v3/kv/put", req, on_put, s, &s->lease_req) : -ENOMEM;
 
 	if (r < 0)
