@@ -83,8 +83,8 @@ int l2_parse_arp(const uint8_t *f, size_t len, L2Request *ret) {
 		return 0;
 	if (op != ARPOP_REQUEST)
 		return -EBADMSG;
-	/* A multicast sender hardware address is never a station's (RFC 1812 3.3.2). */
-	if (mac_is_multicast(a + 8))
+	/* A multicast source or sender hardware address is never a station's (RFC 1812 3.3.2). */
+	if (mac_is_multicast(f + 6) || mac_is_multicast(a + 8))
 		return -EBADMSG;
 	*ret = (L2Request) { .family = AF_INET, .sender.family = AF_INET, .target.family = AF_INET };
 	memcpy(ret->eth_src, f + 6, 6);
@@ -132,7 +132,8 @@ int l2_parse_ns(const uint8_t *f, size_t len, L2Request *ret) {
 	memcpy(&src, ip + 8, 16);
 	memcpy(&dst, ip + 24, 16);
 	memcpy(&target, icmp + 8, 16);
-	if (IN6_IS_ADDR_MULTICAST(&target) || IN6_IS_ADDR_MULTICAST(&src))
+	/* The reply goes to the frame's source when there is no source link-layer option. */
+	if (IN6_IS_ADDR_MULTICAST(&target) || IN6_IS_ADDR_MULTICAST(&src) || mac_is_multicast(f + 6))
 		return -EBADMSG;
 	for (off = ND_HLEN; off < plen;) {
 		size_t olen;
@@ -288,8 +289,9 @@ static int on_packet(EventSource *s, int fd, uint32_t revents, void *userdata) {
 				log_warning_errno(-errno, "%s: failed to read from packet socket: %m", r->ifname);
 			break;
 		}
-		/* Our own frames, looped back to packet sockets. */
-		if (from.sll_pkttype == PACKET_OUTGOING)
+		/* Our own frames, looped back to packet sockets; and frames to another station's MAC
+		 * (seen on a segment that floods unicast, or in promiscuous mode): not asked of us. */
+		if (from.sll_pkttype == PACKET_OUTGOING || from.sll_pkttype == PACKET_OTHERHOST)
 			continue;
 		if ((size_t) n > sizeof(buf))
 			k = -EBADMSG;
@@ -378,7 +380,9 @@ static int read_link(L2Responder *r) {
 /*
  * SOCK_RAW packet sockets run the filter on the whole frame, Ethernet header included.
  * ARP: requests only. NDP: ICMPv6 right after the IPv6 header, type 135 (Neighbor Solicitation).
- * Everything else is validated in full in userspace, where a malformed frame is counted.
+ * Everything else is validated in full in userspace, where a malformed frame is counted. (A frame
+ * too short to hold the fields the filter loads is dropped by it uncounted: Ethernet frames are
+ * at least 60 bytes, so only a local packet socket can send one.)
  */
 static int attach_filter(int fd, bool arp) {
 	static struct sock_filter arp_code[] = {

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "basic/macro.h"
 #include "shared/event/event-loop.h"
 #include "shared/ip/ip-addr.h"
 
