@@ -7,6 +7,8 @@
 #   birdc_ I CMD...     birdc on node I's control socket
 #   frr_dir DIR         DIR for FRR's files (FRR drops to user frr), with an empty zebra.conf
 #   frr_start NS DIR    zebra and bgpd in NS on DIR/bgpd.conf (the caller writes it), stopped on exit
+#   rt_two_segments A B  a second underlay bridge br1 and a router namespace $RT_NS, forwarding
+#                        between br0 (its eth0, address A/24) and br1 (its eth1, address B/24)
 
 declare -a BIRD_PID=()
 bird_start() {
@@ -37,4 +39,19 @@ frr_start() {
 	ip netns exec "$ns" /usr/lib/frr/bgpd -d -u frr -g frr -f "$f/bgpd.conf" -i "$f/bgpd.pid" -z "$f/zserv.api" --vty_socket "$f" >"$f/bgpd.out" 2>&1 ||
 		fail "bgpd did not start: $(cat "$f/bgpd.out")"
 	on_exit "kill \$(cat $f/bgpd.pid 2>/dev/null) 2>/dev/null"
+}
+
+rt_two_segments() {
+	ip -n "$UL_NS" link add br1 type bridge
+	ip -n "$UL_NS" link set br1 up
+	RT_NS=$(mk_netns rt)
+	_rt_attach br0 eth0 "$1"
+	_rt_attach br1 eth1 "$2"
+	ip netns exec "$RT_NS" sysctl -qw net.ipv4.ip_forward=1
+}
+_rt_attach() { # _rt_attach BRIDGE IFNAME ADDR
+	ip link add "ul-rt-$2" netns "$UL_NS" type veth peer name "$2" netns "$RT_NS"
+	ip -n "$UL_NS" link set "ul-rt-$2" master "$1" up
+	ip -n "$RT_NS" addr add "$3/24" dev "$2"
+	ip -n "$RT_NS" link set "$2" up
 }

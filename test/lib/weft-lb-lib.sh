@@ -8,6 +8,7 @@
 #   lb_slice NAME SERVICE READY NODE...  its EndpointSlice: node I's pod, ready true|false
 #   lb_ingress NAME               the ingress IPs status holds ("" if none)
 #   weftd_metric I FAMILY         a sample's value from node I's /metrics
+#   lb_servers NODE...            a pod on each node running svc.py's server named pI (killed on exit)
 
 lb_config() {
 	etcdctl_ put "$ETCD_PREFIX/config" "$(cluster_config_json | jq -c --argjson p "$1" '. + {LoadBalancer: {Pools: $p}}')" >/dev/null
@@ -25,3 +26,16 @@ lb_slice() {
 }
 lb_ingress() { etcdctl_ get --print-value-only "$ETCD_PREFIX/objects/services/shop/$1" | jq -r '[.status.loadBalancer.ingress[]?.ip] | join(",")'; }
 weftd_metric() { http_get "$1" /metrics; awk -v m="$2" '$1 == m { print $2 }' <<<"$HTTP_BODY"; }
+
+declare -a LB_SERVER=()
+lb_servers() {
+	local i
+	for i in "$@"; do
+		pod_create "$i"
+		ip netns exec "$(pod_ns "$i")" python3 "$TOP/test/netns/service/svc.py" serve "p$i" >"$T/serve.$i" 2>&1 &
+		LB_SERVER[i]=$!
+	done
+	on_exit lb_servers_kill
+	for i in "$@"; do wait_for 30 grep -q ready "$T/serve.$i" || fail "server $i did not start"; done
+}
+lb_servers_kill() { kill "${LB_SERVER[@]}" 2>/dev/null; return 0; }

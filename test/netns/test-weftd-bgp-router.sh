@@ -27,18 +27,7 @@ CLUSTER_EXTRA_BACKEND='"ASNumber": 64600, "Peers": [{"IP": "'$RT_A'", "ASNumber"
 cluster_init 2 bgp
 
 # second segment, the router, node3 on it
-ip -n "$UL_NS" link add br1 type bridge
-ip -n "$UL_NS" link set br1 up
-RT_NS=$(mk_netns rt)
-rt_attach() { # rt_attach BRIDGE IFNAME ADDR
-	ip link add "ul-rt-$2" netns "$UL_NS" type veth peer name "$2" netns "$RT_NS"
-	ip -n "$UL_NS" link set "ul-rt-$2" master "$1" up
-	ip -n "$RT_NS" addr add "$3/24" dev "$2"
-	ip -n "$RT_NS" link set "$2" up
-}
-rt_attach br0 eth0 "$RT_A"
-rt_attach br1 eth1 "$RT_B"
-ip netns exec "$RT_NS" sysctl -qw net.ipv4.ip_forward=1
+rt_two_segments "$RT_A" "$RT_B"
 N3=$(mk_netns n3)
 ip link add ul-n3 netns "$UL_NS" type veth peer name eth0 netns "$N3"
 ip -n "$UL_NS" link set ul-n3 master br1 up

@@ -31,18 +31,7 @@ cluster_init 3 bgp --no-config
 lb_config '[{"Name": "public", "CIDRs": ["192.0.2.0/28"]}]'
 
 # the router and the outside segment
-ip -n "$UL_NS" link add br1 type bridge
-ip -n "$UL_NS" link set br1 up
-RT_NS=$(mk_netns rt)
-rt_attach() { # rt_attach BRIDGE IFNAME ADDR
-	ip link add "ul-rt-$2" netns "$UL_NS" type veth peer name "$2" netns "$RT_NS"
-	ip -n "$UL_NS" link set "ul-rt-$2" master "$1" up
-	ip -n "$RT_NS" addr add "$3/24" dev "$2"
-	ip -n "$RT_NS" link set "$2" up
-}
-rt_attach br0 eth0 "$RT_A"
-rt_attach br1 eth1 "$RT_B"
-ip netns exec "$RT_NS" sysctl -qw net.ipv4.ip_forward=1
+rt_two_segments "$RT_A" "$RT_B"
 # ECMP by flow (addresses and ports): new connections of one client spread over the nodes
 ip netns exec "$RT_NS" sysctl -qw net.ipv4.fib_multipath_hash_policy=1
 EXT_NS=$(mk_netns ext)
@@ -99,15 +88,7 @@ wait_for 60 is 3 established || fail "router: $(established) of 3 sessions Estab
 
 ext_tcp() { ip netns exec "$EXT_NS" python3 "$SVC" tcp "$1" 80 1; }
 
-declare -a SERVER=()
-for i in 2 3; do
-	pod_create "$i"
-	ip netns exec "$(pod_ns "$i")" python3 "$SVC" serve "p$i" >"$T/serve.$i" 2>&1 &
-	SERVER[i]=$!
-done
-kill_servers() { kill "${SERVER[@]}" 2>/dev/null; return 0; }
-on_exit kill_servers
-for i in 2 3; do wait_for 30 grep -q ready "$T/serve.$i" || fail "server $i did not start"; done
+lb_servers 2 3
 lb_put namespaces/shop '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"}}'
 
 info "case: externalTrafficPolicy Cluster: every node announces, ECMP on the router"

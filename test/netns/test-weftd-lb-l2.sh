@@ -45,15 +45,7 @@ owners() {
 }
 out_neigh() { ip -n "$OUT_NS" -j neigh show 192.0.2.1 | jq -r '.[0].lladdr // empty'; }
 
-declare -a SERVER=()
-for i in 1 2 3; do
-	pod_create "$i"
-	ip netns exec "$(pod_ns "$i")" python3 "$SVC" serve "p$i" >"$T/serve.$i" 2>&1 &
-	SERVER[i]=$!
-done
-kill_servers() { kill "${SERVER[@]}" 2>/dev/null; return 0; }
-on_exit kill_servers
-for i in 1 2 3; do wait_for 30 grep -q ready "$T/serve.$i" || fail "server $i did not start"; done
+lb_servers 1 2 3
 lb_put namespaces/shop '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"}}'
 
 info "case: member keys"
