@@ -25,6 +25,7 @@
 #include "daemon/cache/object-source-etcd.h"
 #include "daemon/cache/object-source-kube.h"
 #include "daemon/loadbalancer/lb-agent.h"
+#include "daemon/loadbalancer/lb-announce.h"
 #include "daemon/policy/policy-agent.h"
 #include "daemon/service/service-agent.h"
 #include "daemon/weftd.h"
@@ -283,6 +284,19 @@ static int collect_addr(const NlAddr *a, void *userdata) {
 	return addr_list_add(userdata, &a->prefix.addr);
 }
 
+/* LbAnnounceConfig: the backend announces (bgp), the underlay answers (l2). */
+static int lb_bgp_set(void *userdata, const IpAddr *addrs, size_t n) {
+	Manager *m = userdata;
+
+	return backend_announce(&m->backend, addrs, n);
+}
+
+static int lb_underlay_ifindex(void *userdata) {
+	Manager *m = userdata;
+
+	return m->backend.underlay_ifindex;
+}
+
 /* ServiceAgentConfig.node_addresses: this node's link addresses and every accepted lease's public
  * IP (any node of the cluster). */
 static int node_addresses(void *userdata, IpAddr **ret, size_t *ret_n) {
@@ -442,6 +456,24 @@ int manager_objects_start(Manager *m) {
 		r = manager_objects_add_consumer(m, &lb_agent_handlers, s->lb);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up LoadBalancer address assignment: %m");
+	r = lb_announce_new(s->cache, m->loop,
+			    &(LbAnnounceConfig) {
+					    .node = m->args.node_name,
+					    .network = &m->config,
+					    /* Kubernetes mode has no member source yet (lb-members.h) */
+					    .members_ops = s->etcd ? &lb_members_etcd_ops : NULL,
+					    .members = { .node = m->args.node_name,
+							 .prefix = m->args.etcd_prefix,
+							 .etcd = s->etcd },
+					    .bgp_set = lb_bgp_set,
+					    .underlay_ifindex = lb_underlay_ifindex,
+					    .userdata = m,
+			    },
+			    &s->announce);
+	if (r >= 0)
+		r = manager_objects_add_consumer(m, &lb_announce_handlers, s->announce);
+	if (r < 0)
+		return log_error_errno(r, "Failed to set up LoadBalancer announcement: %m");
 	r = object_cache_attach(s->cache, m->loop);
 	if (r < 0)
 		return log_error_errno(r, "Failed to attach the object cache: %m");
@@ -473,6 +505,7 @@ void manager_objects_done(Manager *m) {
 	policy_agent_free(s->policy);
 	service_agent_free(s->services);
 	lb_agent_free(s->lb);
+	lb_announce_free(s->announce);
 	event_source_free(s->client_io);
 	event_source_free(s->relist_timer);
 	kube_object_source_free(s->kube_source);
@@ -541,6 +574,7 @@ int manager_objects_render_metrics(Manager *m, FILE *f) {
 	if (m->objects.services)
 		service_agent_render_metrics(m->objects.services, f);
 	lb_agent_render_metrics(m->objects.lb, f);
+	lb_announce_render_metrics(m->objects.announce, f);
 	metric_per_kind(f, c, "weft_cache_synced", "gauge", "1 once the kind's first list is in the object cache.",
 			get_synced);
 	metric_per_kind(f, c, "weft_cache_objects", "gauge", "Objects of the kind in the object cache.", get_objects);

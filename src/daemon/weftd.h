@@ -99,7 +99,7 @@ typedef struct ObjectsState {
 	KubeObjectSource *kube_source;
 	EtcdObjectSource *etcd_source;
 	EventSource *client_io, *relist_timer;
-	ObjectConsumer consumers[4];
+	ObjectConsumer consumers[8];
 	size_t n_consumers;
 	double started;                    /* CLOCK_MONOTONIC seconds */
 	double last_delta[_KUBE_KIND_MAX]; /* unix seconds of each kind's last delta (0 = none yet) */
@@ -107,6 +107,7 @@ typedef struct ObjectsState {
 	struct PolicyAgent *policy;        /* NetworkPolicy enforcement (policy/policy-agent.h) */
 	struct ServiceAgent *services;     /* Services, kube-proxy's job (service/service-agent.h) */
 	struct LbAgent *lb;                /* LoadBalancer addresses (loadbalancer/lb-agent.h) */
+	struct LbAnnouncer *announce;      /* ...and their announcement (loadbalancer/lb-announce.h) */
 	size_t n_rejected_seen;
 	IpAddr *infra; /* the datastore and API server addresses weftd uses (resolved at start) */
 	size_t n_infra;

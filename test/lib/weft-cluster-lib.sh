@@ -313,6 +313,23 @@ seen_peer() {
 	cat "$f" 2>/dev/null || echo none
 }
 
+# loop_outage FILE: "failures window_ms" of a `svc.py loop` log (window: from the last success
+# before the first failure to the first success after the last one; "0 0" if nothing failed)
+loop_outage() {
+	python3 - "$1" <<'EOF'
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+ok = [(float(r[0]), len(r) > 1 and r[1].startswith("p")) for r in rows]
+fails = [i for i, (_, g) in enumerate(ok) if not g]
+if not fails:
+    print(0, 0)
+    sys.exit()
+before = max([t for t, g in ok[: fails[0]] if g] or [ok[0][0]])
+after = min([t for t, g in ok[fails[-1] :] if g] or [ok[-1][0]])
+print(len(fails), int((after - before) * 1000))
+EOF
+}
+
 # Kernel state helpers (JSON through jq)
 # routes_weft I: "dst via gw dev" lines of weft routes (protocol 0xfc = 252) in node I
 routes_weft() {

@@ -15,6 +15,7 @@
 # node; node3 leaves: withdrawn from the router and the nodes within 10 s.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/weft-bgp-lib.sh"
 require_root
 require_cmd ip jq curl nft etcd etcdctl python3 ping bird birdc vtysh
 require_built "$WEFTD"
@@ -26,18 +27,7 @@ CLUSTER_EXTRA_BACKEND='"ASNumber": 64600, "Peers": [{"IP": "'$RT_A'", "ASNumber"
 cluster_init 2 bgp
 
 # second segment, the router, node3 on it
-ip -n "$UL_NS" link add br1 type bridge
-ip -n "$UL_NS" link set br1 up
-RT_NS=$(mk_netns rt)
-rt_attach() { # rt_attach BRIDGE IFNAME ADDR
-	ip link add "ul-rt-$2" netns "$UL_NS" type veth peer name "$2" netns "$RT_NS"
-	ip -n "$UL_NS" link set "ul-rt-$2" master "$1" up
-	ip -n "$RT_NS" addr add "$3/24" dev "$2"
-	ip -n "$RT_NS" link set "$2" up
-}
-rt_attach br0 eth0 "$RT_A"
-rt_attach br1 eth1 "$RT_B"
-ip netns exec "$RT_NS" sysctl -qw net.ipv4.ip_forward=1
+rt_two_segments "$RT_A" "$RT_B"
 N3=$(mk_netns n3)
 ip link add ul-n3 netns "$UL_NS" type veth peer name eth0 netns "$N3"
 ip -n "$UL_NS" link set ul-n3 master br1 up
@@ -50,17 +40,6 @@ for i in 1 2; do ip -n "$(node_ns "$i")" route add default via "$RT_A"; done
 ip -n "$N3" route add default via "$RT_B"
 ip -n "$ETCD_NS" route add 10.98.0.0/24 via "$RT_A"
 
-declare -a BIRD_PID=()
-bird_start() {
-	local d
-	d=$(node_dir "$1")
-	ip netns exec "$(node_ns "$1")" bird -f -c "$d/run/bird.conf" -s "$d/run/bird.ctl" -P "$d/run/bird.pid" \
-		>>"$d/bird.log" 2>&1 &
-	BIRD_PID[$1]=$!
-	wait_for 30 test -S "$d/run/bird.ctl" || fail "BIRD on node$1 did not come up: $(tail -3 "$d/bird.log")"
-}
-bird_stop_all() { local i; for i in "${!BIRD_PID[@]}"; do [ -n "${BIRD_PID[$i]}" ] && kill -KILL "${BIRD_PID[$i]}" 2>/dev/null; done; return 0; }
-birdc_() { birdc -s "$(node_dir "$1")/run/bird.ctl" "${@:2}"; }
 established() { birdc_ "$1" show protocols | grep -c ' BGP .*Established' || true; }
 routes_bird() {
 	ip -n "$(node_ns "$1")" -j route show proto bird | jq -r '.[] | "\(.dst) \(.gateway // "-") \(.dev)"' | sort
@@ -80,11 +59,7 @@ for i in 1 2 3; do SUBNET[$i]=$(node_subnet "$i"); done
 F=$T/frr
 # the upper half of node2's subnet (its pods are in the lower half: the router's own traffic to them is unaffected)
 S2_HIGH=$(python3 -c 'import ipaddress,sys; print(list(ipaddress.ip_network(sys.argv[1]).subnets(1))[1])' "${SUBNET[2]}")
-mkdir -p "$F"
-# FRR drops to its own user (frr, in group frrvty): let it into the test's directory
-chmod o+x "$T"
-chown frr:frr "$F"
-: >"$F/zebra.conf"
+frr_dir "$F"
 cat >"$F/bgpd.conf" <<EOC
 frr defaults traditional
 hostname rt
@@ -108,13 +83,7 @@ router bgp 65000
  exit-address-family
 !
 EOC
-ip netns exec "$RT_NS" /usr/lib/frr/zebra -d -u frr -g frr -f "$F/zebra.conf" -i "$F/zebra.pid" -z "$F/zserv.api" --vty_socket "$F" >"$F/zebra.out" 2>&1 ||
-	fail "zebra did not start: $(cat "$F/zebra.out")"
-on_exit "kill \$(cat $F/zebra.pid 2>/dev/null) 2>/dev/null"
-wait_for 5 test -S "$F/zserv.api" || fail "zebra socket missing"
-ip netns exec "$RT_NS" /usr/lib/frr/bgpd -d -u frr -g frr -f "$F/bgpd.conf" -i "$F/bgpd.pid" -z "$F/zserv.api" --vty_socket "$F" >"$F/bgpd.out" 2>&1 ||
-	fail "bgpd did not start: $(cat "$F/bgpd.out")"
-on_exit "kill \$(cat $F/bgpd.pid 2>/dev/null) 2>/dev/null"
+frr_start "$RT_NS" "$F"
 for i in 1 2 3; do
 	wait_for 5 test -s "$(node_dir "$i")/run/bird.conf" || fail "node$i: weftd wrote no bird.conf"
 	bird_start "$i"

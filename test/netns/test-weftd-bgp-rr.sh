@@ -17,22 +17,11 @@
 # lease): its own BIRD no longer announces its subnet, withdrawn everywhere within 10 s.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/weft-bgp-lib.sh"
 require_root
 require_cmd ip jq curl nft etcd etcdctl python3 ping bird birdc
 require_built "$WEFTD"
 
-declare -a BIRD_PID=()
-bird_start() {
-	local d
-	d=$(node_dir "$1")
-	ip netns exec "$(node_ns "$1")" bird -f -c "$d/run/bird.conf" -s "$d/run/bird.ctl" -P "$d/run/bird.pid" \
-		>>"$d/bird.log" 2>&1 &
-	BIRD_PID[$1]=$!
-	wait_for 30 test -S "$d/run/bird.ctl" || fail "BIRD on node$1 did not come up: $(tail -3 "$d/bird.log")"
-}
-bird_kill() { kill -KILL "${BIRD_PID[$1]}" 2>/dev/null; wait "${BIRD_PID[$1]}" 2>/dev/null || true; BIRD_PID[$1]=; }
-bird_stop_all() { local i; for i in "${!BIRD_PID[@]}"; do [ -n "${BIRD_PID[$i]}" ] && kill -KILL "${BIRD_PID[$i]}" 2>/dev/null; done; return 0; }
-birdc_() { birdc -s "$(node_dir "$1")/run/bird.ctl" "${@:2}"; }
 # established I -> the names of node I's Established BGP sessions, sorted
 established() { birdc_ "$1" show protocols | awk '$2 == "BGP" && /Established/ { print $1 }' | sort | tr '\n' ' '; }
 proto_of() { echo "node_$(node_ip "$1" | tr . _)"; }

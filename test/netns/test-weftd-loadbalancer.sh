@@ -180,7 +180,7 @@ fi
 while read -r _ _ fam _; do
 	grep_q "\`$fam\`" <"$TOP/docs/metrics.md" || check_fail "$fam is not in docs/metrics.md"
 done < <(grep '^# TYPE weft_loadbalancer_' <<<"$HTTP_BODY")
-[ "$(grep -c '^# TYPE weft_loadbalancer_' <<<"$HTTP_BODY")" = 5 ] || check_fail "expected 5 weft_loadbalancer_ families"
+[ "$(grep -c '^# TYPE weft_loadbalancer_' <<<"$HTTP_BODY")" = 9 ] || check_fail "expected 9 weft_loadbalancer_ families (5 of the assigner, 4 of the announcement)"
 
 case_ "no address held twice (shared ones excepted)"
 all=$(etcdctl_ get --prefix --print-value-only "$ETCD_PREFIX/objects/services/shop/" |

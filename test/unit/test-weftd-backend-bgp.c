@@ -264,6 +264,66 @@ static void test_render_reflector(void **state) {
 	free(c);
 }
 
+/* LoadBalancer addresses (lb-announce.h): a static protocol of /32 blackholes exported to the
+ * external peers only, and replaced alone when the set changes. */
+static void test_render_announce(void **state) {
+	BgpPeer peer = { .ip = A("10.99.0.12"), .subnets = { P("10.244.2.0/24") }, .n_subnets = 1 };
+	BgpExternalPeer ext = { .ip = A("10.99.0.1"), .asn = 65000 };
+	IpAddr lb[3] = { A("192.0.2.1"), A("2001:db8::1"), A("192.0.2.7") };
+	BirdConfInput in = {
+		.router_id = A("10.99.0.11"),
+		.local_ip = A("10.99.0.11"),
+		.asn = 64600,
+		.self = { P("10.244.1.0/24") },
+		.n_self = 1,
+		.peers = &peer,
+		.n_peers = 1,
+		.external = &ext,
+		.n_external = 1,
+		.announce = lb,
+		.n_announce = 3,
+	};
+	char *c = NULL, *c2 = NULL, *none = NULL, *stripped = NULL;
+
+	assert_int_equal(bird_conf_render(&in, &c), 0);
+	/* IPv6 is skipped: the config is IPv4-only */
+	assert_contains(c, "protocol static weft_lb {\n\tipv4;\n\troute 192.0.2.1/32 blackhole;\n"
+			   "\troute 192.0.2.7/32 blackhole;\n}\n");
+	assert_null(strstr(c, "2001:db8::1"));
+	/* to the router, within its filters; the node mesh never gets them */
+	assert_contains(c, "protocol bgp ext_10_99_0_1 {");
+	assert_contains(c, "export where proto = \"weft_self\" || proto = \"weft_lb\";\n\t\tnext hop self;");
+	assert_contains(c, "protocol bgp node_10_99_0_12 {");
+	assert_contains(c, "\t\texport where proto = \"weft_self\";\n\t\tnext hop self;");
+
+	/* replacing the set gives what rendering with the new set gives */
+	in.n_announce = 1;
+	assert_int_equal(bird_conf_render(&in, &c2), 0);
+	free(c2);
+	c2 = NULL;
+	assert_int_equal(bird_conf_set_announced(c, lb, 1, &c2), 0);
+	{
+		char *want = NULL;
+
+		assert_int_equal(bird_conf_render(&in, &want), 0);
+		assert_string_equal(c2, want);
+		free(want);
+	}
+	/* and none: an empty protocol (BIRD accepts it) */
+	assert_int_equal(bird_conf_set_announced(c, NULL, 0, &none), 0);
+	assert_contains(none, "protocol static weft_lb {\n\tipv4;\n}\n");
+	assert_null(strstr(none, "192.0.2."));
+	/* stripping our subnet on shutdown leaves the LB protocol alone */
+	assert_int_equal(bird_conf_strip_self(c, &stripped), 0);
+	assert_contains(stripped, "\troute 192.0.2.1/32 blackhole;");
+	assert_null(strstr(stripped, "10.244.1.0/24 blackhole"));
+	assert_int_equal(bird_conf_set_announced("router id 1.2.3.4;\n", lb, 1, &c2), -EINVAL);
+	free(c);
+	free(c2);
+	free(none);
+	free(stripped);
+}
+
 static void test_config_reflectors(void **state) {
 	NetworkConfig *c = NULL;
 	char *err = NULL;
@@ -298,6 +358,7 @@ int main(void) {
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_render_reflector),
 		cmocka_unit_test(test_config_reflectors),
+		cmocka_unit_test(test_render_announce),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

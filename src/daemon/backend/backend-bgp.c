@@ -47,6 +47,20 @@ static void proto_name(const IpAddr *ip, char buf[static 32]) {
 	snprintf(buf, 32, "node_%u_%u_%u_%u", ip->bytes[0], ip->bytes[1], ip->bytes[2], ip->bytes[3]);
 }
 
+#define BIRD_LB_PROTO "protocol static weft_lb {\n"
+
+/* The LoadBalancer addresses this node announces (lb-announce.h): to the external peers only,
+ * never to the node mesh (every node reaches them through its own Service rules). */
+static void render_lb(FILE *f, const IpAddr *addrs, size_t n) {
+	char a[IP_ADDR_STRLEN];
+
+	fputs(BIRD_LB_PROTO "\tipv4;\n", f);
+	for (size_t i = 0; i < n; i++)
+		if (addrs[i].family == AF_INET)
+			fprintf(f, "\troute %s/32 blackhole;\n", ip_addr_to_string(&addrs[i], a));
+	fputs("}\n", f);
+}
+
 int bird_conf_render(const BirdConfInput *in, char **ret) {
 	char a[IP_ADDR_STRLEN], p[IP_PREFIX_STRLEN], name[32];
 	_cleanup_free_ char *buf = NULL;
@@ -73,7 +87,8 @@ int bird_conf_render(const BirdConfInput *in, char **ret) {
 	for (size_t i = 0; i < in->n_self; i++)
 		if (in->self[i].addr.family == AF_INET)
 			fprintf(f, "\troute %s blackhole;\n", ip_prefix_to_string(&in->self[i], p));
-	fputs("}\n", f);
+	fputs("}\n\n# LoadBalancer addresses: to the routers only, never installed.\n", f);
+	render_lb(f, in->announce, in->n_announce);
 
 	for (size_t i = 0; i < in->n_peers; i++) {
 		const BgpPeer *peer = &in->peers[i];
@@ -144,8 +159,33 @@ int bird_conf_render(const BirdConfInput *in, char **ret) {
 				fprintf(f, "%s%s", j ? ", " : "", ip_prefix_to_string(&in->external_accept[j], p));
 			fputs(" ] then accept;\n\t\t\treject;\n\t\t};\n", f);
 		}
-		fputs("\t\texport where proto = \"weft_self\";\n\t\tnext hop self;\n\t};\n}\n", f);
+		fputs("\t\texport where proto = \"weft_self\" || proto = \"weft_lb\";\n\t\tnext hop self;\n\t};\n}\n",
+		      f);
 	}
+	if (fclose(f) != 0 || !buf)
+		return -ENOMEM;
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int bird_conf_set_announced(const char *conf, const IpAddr *addrs, size_t n, char **ret) {
+	const char *start = strstr(conf, BIRD_LB_PROTO), *end;
+	_cleanup_free_ char *buf = NULL;
+	size_t size = 0;
+	FILE *f;
+
+	if (!start)
+		return -EINVAL;
+	end = strstr(start, "\n}\n");
+	if (!end)
+		return -EINVAL;
+	end += 3;
+	f = open_memstream(&buf, &size);
+	if (!f)
+		return -ENOMEM;
+	fwrite(conf, 1, (size_t) (start - conf), f);
+	render_lb(f, addrs, n);
+	fputs(end, f);
 	if (fclose(f) != 0 || !buf)
 		return -ENOMEM;
 	*ret = TAKE_PTR(buf);
@@ -306,6 +346,8 @@ typedef struct BgpBackend {
 	size_t n_pending, alloc;
 	char *applied; /* the config BIRD last accepted; NULL = none yet */
 	bool logged_down;
+	IpAddr *announce; /* LoadBalancer addresses (bgp_announce()) */
+	size_t n_announce;
 } BgpBackend;
 
 static BgpBackend *bgp(const Backend *b) {
@@ -318,6 +360,8 @@ static void bgp_done(Backend *b) {
 	s->pending = mfree(s->pending);
 	s->n_pending = s->alloc = 0;
 	s->applied = mfree(s->applied);
+	s->announce = mfree(s->announce);
+	s->n_announce = 0;
 }
 
 static void bgp_paths(const Backend *b, char conf[static 512], char sock[static 512]) {
@@ -510,6 +554,8 @@ static void bgp_commit(Backend *b) {
 	in.external = ext;
 	in.external_accept = accept;
 	in.n_external_accept = n_accept;
+	in.announce = s->announce;
+	in.n_announce = s->n_announce;
 	r = bird_conf_render(&in, &conf);
 	if (r < 0) {
 		log_error_errno(r, "bgp: failed to render bird.conf: %m");
@@ -525,6 +571,40 @@ static void bgp_commit(Backend *b) {
 	s->applied = TAKE_PTR(conf);
 done:
 	s->n_pending = 0;
+}
+
+/* The LoadBalancer addresses change: BIRD gets the config it has with only weft_lb's routes
+ * replaced, at once (a configure that changes a static protocol alone keeps every session; BIRD
+ * withdraws and announces the difference in milliseconds). Without a config yet (no lease), the
+ * addresses wait for the first commit. */
+static int bgp_announce(Backend *b, const IpAddr *addrs, size_t n) {
+	BgpBackend *s = bgp(b);
+	_cleanup_free_ char *conf = NULL;
+	IpAddr *v = NULL;
+	int r;
+
+	if (n) {
+		v = malloc(n * sizeof(IpAddr));
+		if (!v)
+			return -ENOMEM;
+		memcpy(v, addrs, n * sizeof(IpAddr));
+	}
+	free(s->announce);
+	s->announce = v;
+	s->n_announce = n;
+	if (!s->applied)
+		return 0;
+	r = bird_conf_set_announced(s->applied, addrs, n, &conf);
+	if (r < 0)
+		return r;
+	if (streq(conf, s->applied))
+		return 0;
+	r = bgp_apply(b, conf);
+	if (r < 0)
+		return r;
+	free(s->applied);
+	s->applied = TAKE_PTR(conf);
+	return 0;
 }
 
 /* Whether BIRD answers (1) or not (0), and how many of its BGP sessions are Established. */
@@ -598,4 +678,5 @@ const BackendOps backend_bgp_ops = {
 	.render_metrics = bgp_render_metrics,
 	.probe = bgp_probe,
 	.withdraw = bgp_withdraw,
+	.announce = bgp_announce,
 };

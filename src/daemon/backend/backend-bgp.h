@@ -53,6 +53,8 @@ typedef struct BirdConfInput {
 	bool reflector;            /* we are a route reflector: export what node peers gave us */
 	const BgpRoute *reflected; /* every accepted remote subnet with its node as next hop: the */
 	size_t n_reflected;        /* only routes accepted from a reflector besides its own subnet */
+	const IpAddr *announce;    /* LoadBalancer addresses this node announces (lb-announce.h): */
+	size_t n_announce;         /* /32s to the external peers only (IPv6 ones are skipped) */
 } BirdConfInput;
 
 /*
@@ -61,11 +63,17 @@ typedef struct BirdConfInput {
  * iBGP session per peer (full mesh) whose import filter accepts exactly that peer's leased
  * subnet(s) with that peer as next hop, with graceful restart. What the import filters refuse (a
  * prefix outside the cluster network, a prefix overlapping another node's subnet, our own subnet)
- * is never installed. External peers (routers) get our subnet and may give us exactly the
+ * is never installed. External peers (routers) get our subnet and the LoadBalancer addresses we
+ * announce (the static protocol weft_lb, blackholes BIRD never installs), and may give us exactly the
  * subnets in external_accept (the accepted leases of nodes beyond our segment); "allow local as"
  * because those come back with our own AS in their path. *ret is malloc'ed. 0, -EINVAL (no IPv4 router id) or -ENOMEM.
  */
 int bird_conf_render(const BirdConfInput *in, char **ret);
+
+/* conf (rendered by bird_conf_render()) with the weft_lb protocol's routes replaced by addrs: what a
+ * change of the announced LoadBalancer addresses alone needs. *ret is malloc'ed. 0, -EINVAL (no
+ * weft_lb protocol in conf) or -ENOMEM. */
+int bird_conf_set_announced(const char *conf, const IpAddr *addrs, size_t n, char **ret);
 
 /* in's config without our own subnets (a node that released its lease stops announcing it):
  * the "route ... blackhole;" lines of the weft_self protocol removed. *ret is malloc'ed. 0 or -ENOMEM. */

@@ -151,6 +151,12 @@ void backend_withdraw(Backend *b) {
 		b->ops->withdraw(b);
 }
 
+int backend_announce(Backend *b, const IpAddr *addrs, size_t n) {
+	if (!b->ops || !b->ops->announce || !b->state)
+		return -EOPNOTSUPP;
+	return b->ops->announce(b, addrs, n);
+}
+
 typedef struct DefaultScan {
 	int family;
 	int oif;

@@ -106,6 +106,9 @@ typedef struct BackendOps {
 	int (*probe)(const Backend *b, BackendProbe *ret);
 	/* Optional: after our lease is released on shutdown, stops announcing our subnet (bgp). */
 	void (*withdraw)(Backend *b);
+	/* Optional: makes the LoadBalancer addresses this node announces to the routers exactly
+	 * addrs (lb-announce.h; bgp: /32s to the external peers), at once. 0 or -errno. */
+	int (*announce)(Backend *b, const IpAddr *addrs, size_t n);
 } BackendOps;
 
 /* What every kind shares. The kind's own fields are in *state (see BackendOps.object_size). */
@@ -172,6 +175,7 @@ int backend_neigh_ifindex(const Backend *b); /* 0 = none */
 void backend_render_metrics(const Backend *b, FILE *f);
 int backend_probe(const Backend *b, BackendProbe *ret); /* -EOPNOTSUPP: the kind has nothing to report */
 void backend_withdraw(Backend *b);
+int backend_announce(Backend *b, const IpAddr *addrs, size_t n); /* -EOPNOTSUPP: the kind cannot */
 /* True if ip lies in a network directly connected to the underlay. */
 bool backend_is_direct(const Backend *b, const IpAddr *ip);
 /* The host-gw route for a remote (used by host-gw, and by vxlan with DirectRouting). */
