@@ -11,7 +11,8 @@
 # transactions are slowed (0.15 s) so it is stopped (SIGSTOP) with status writes queued. Its lease
 # expires, node2 or node3 takes the key and gives the addresses node1 had not written yet to 14
 # Services that ask for them by name (the batch Services still without one stay pending). node1
-# resumes with its lease keepalive slowed (3 s) and its watch held back as long, so for a while it
+# resumes with its lease keepalive and election transaction slowed (3 s) and its watches and lists
+# held back, so for a while it
 # still believes it leads and assigns from what it knew: every such write carries the guard "the
 # leader key's create_revision is still mine" and is refused. Replaying every version of every Service (etcdctl watch from revision 1)
 # finds no address ever held by two; without the guard node1's writes land and it does.
@@ -27,7 +28,9 @@ etcdctl_ put "$ETCD_PREFIX/config" '{"Network": "10.244.0.0/16", "SubnetLen": 24
  "LoadBalancer": {"Pools": [
    {"Name": "batch", "CIDRs": ["198.51.100.0/28"], "ServiceSelector": {"matchLabels": {"tier": "batch"}}}],
   "Announce": "l2"}}' >/dev/null
-echo '[]' >"$RULES"
+# set_rules: stdin becomes the proxy's rules at once (it reads the file at every step: never half-written)
+set_rules() { cat >"$RULES.new" && mv "$RULES.new" "$RULES"; }
+echo '[]' | set_rules
 ip netns exec "$(node_ns 1)" python3 "$PROXY" 127.0.0.1:2399 "$ETCD_IP:2379" "$RULES" >"$T/proxy.log" 2>&1 &
 PROXY_PID=$!
 on_exit "kill $PROXY_PID 2>/dev/null"
@@ -58,14 +61,15 @@ leader() {
 }
 
 info "node1 leads; 14 batch Services, node1's transactions slowed to catch it mid-way"
-echo '[{"path": "^/v3/kv/txn", "seconds": 0.15}]' >"$RULES"
+echo '[{"path": "^/v3/kv/txn", "seconds": 0.15}]' | set_rules
 for k in $(seq -w 1 14); do svc "b$k" "10.96.1.$((10#$k))"; done | txn
 for _ in $(seq $((200 * WEFT_TEST_SLACK))); do [ "$(assigned b)" -ge 3 ] && break; sleep 0.05; done
 kill -STOP "${WEFTD_PID[1]}"
 on_exit "kill -CONT ${WEFTD_PID[1]} 2>/dev/null"
 t0=$(date +%s%N)
-# from now on what node1 is told by its watches waits (a stalled stream), until after it resumes
-echo '[{"path": "^/v3/watch", "hold": true}]' >"$RULES"
+# from now on what node1 is told by its watches and lists waits (a stalled stream), until after it
+# resumes
+echo '[{"path": "^/v3/(watch|kv/range)", "hold": true}]' | set_rules
 sleep 0.5 # a write in flight lands
 before=$(assigned b)
 info "  node1 stopped with $before of 14 batch Services written"
@@ -82,11 +86,17 @@ wait_for 20 sh -c "[ \"\$(ip netns exec $ETCD_NS etcdctl --endpoints $ETCD_URL g
 	check_fail "node$L gave $(assigned z) addresses to the asking Services, expected $((14 - before))"
 
 info "node1 resumes, learning late (keepalive slowed, watch held back) that its lease is gone"
-echo '[{"path": "^/v3/lease/keepalive", "seconds": 3}, {"path": "^/v3/watch", "hold": true}]' >"$RULES"
+# (the election's own transaction, "is the leader key still the one I created?", is slowed too)
+leader_b64=$(printf %s "$ETCD_PREFIX/loadbalancer/leader" | base64 -w0)
+set_rules <<EOF
+[{"path": "^/v3/lease/keepalive", "seconds": 3},
+ {"path": "^/v3/kv/txn", "body": "request_range\"\\\\s*:\\\\s*\\\\{\\\\s*\"key\"\\\\s*:\\\\s*\"$leader_b64\"", "seconds": 3},
+ {"path": "^/v3/(watch|kv/range)", "hold": true}]
+EOF
 kill -CONT "${WEFTD_PID[1]}"
 wait_for 15 sh -c "[ \"\$(ip netns exec $(node_ns 1) curl -s http://127.0.0.1:9876/metrics | awk '\$1 == \"weft_loadbalancer_leader\" { print \$2 }')\" = 0 ]" ||
 	check_fail "node1 still believes it leads"
-echo '[]' >"$RULES"
+echo '[]' | set_rules
 sleep 1
 conflicts=$(metric 1 'weft_loadbalancer_status_writes_total{result="conflict"}')
 info "  node1: $conflicts writes refused by the guard"

@@ -6,8 +6,8 @@ gateway here), to catch a writer mid-way or make one of its reads slow.
   http-delay-proxy.py LISTEN-HOST:PORT TARGET-HOST:PORT RULES-FILE
 
 RULES-FILE (read again for every request; missing or empty: no delay) is a JSON list of
-{"path": REGEX, "seconds": S}: a request whose path matches the first rule waits S seconds before it
-is forwarded; and {"path": REGEX, "hold": true}: the response to a matching request (a stream
+{"path": REGEX, "body"?: REGEX, "seconds": S}: a request whose path (and body, if given) matches
+the first rule waits S seconds before it is forwarded; and {"path": REGEX, "hold": true}: the response to a matching request (a stream
 already open too) is not relayed any further while that rule is in the file. Keep-alive connections are kept (one upstream connection per client connection);
 responses are relayed as they arrive, chunk by chunk, so streams (etcd's /v3/watch) work.
 Prints "ready" on stdout once listening.
@@ -47,9 +47,10 @@ def rules():
         return []
 
 
-def delay_for(path):
+def delay_for(path, body):
     for r in rules():
-        if not r.get("hold") and re.search(r.get("path", ""), path):
+        if not r.get("hold") and re.search(r.get("path", ""), path) and \
+                re.search(r.get("body", ""), body.decode("latin-1")):
             return float(r.get("seconds", 0))
     return 0
 
@@ -100,6 +101,8 @@ def relay_body(src, dst, lines, is_response, path=None):
             data = src.read1(65536)
             if not data:
                 return False
+            if path:
+                wait_unheld(path)
             dst.write(data)
             dst.flush()
     return True
@@ -129,7 +132,7 @@ class Handler(socketserver.StreamRequestHandler):
                         pass
                 if not relay_body(self.rfile, Buf(), lines, False):
                     return
-                secs = delay_for(path)
+                secs = delay_for(path, b"".join(body))
                 if secs > 0:
                     time.sleep(secs)
                 upw.write(b"".join(lines) + b"\r\n" + b"".join(body))
@@ -138,6 +141,7 @@ class Handler(socketserver.StreamRequestHandler):
                     rlines = read_head(upr)
                     if not rlines:
                         return
+                    wait_unheld(path)
                     self.wfile.write(b"".join(rlines) + b"\r\n")
                     self.wfile.flush()
                     if not rlines[0].split(b" ")[1].startswith(b"1"):
