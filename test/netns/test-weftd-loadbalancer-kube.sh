@@ -21,12 +21,12 @@
 # writes are not sent, and no address is ever held twice.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/kube-fixture-lib.sh"
 
 require_root
 require_cmd ip jq curl python3 kubectl openssl
 require_built "$WEFTD"
 
-FIXTURE=$TOP/test/kube/fake-apiserver.py
 API_IP=$ETCD_IP
 API_URL=https://$API_IP:6443
 TOKEN=weft-lb-kube-token
@@ -35,32 +35,8 @@ NET_CONF=$T/net-conf.json
 LEASE=/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/weft-loadbalancer
 
 cluster_init 3 host-gw --no-etcd
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=fake-apiserver \
-	-addext "subjectAltName=IP:$API_IP" -keyout "$T/apiserver.key" -out "$T/apiserver.crt" >"$T/openssl.log" 2>&1 ||
-	fail "openssl could not make a certificate: $(cat "$T/openssl.log")"
-ip netns exec "$ETCD_NS" python3 "$FIXTURE" --bind "$API_IP" --port 6443 --token "$TOKEN" \
-	--cert "$T/apiserver.crt" --key "$T/apiserver.key" \
-	--node node1=10.244.1.0/24 --node node2=10.244.2.0/24 --node node3=10.244.3.0/24 >"$T/fixture.log" 2>&1 &
-FIXTURE_PID=$!
-on_exit "kill $FIXTURE_PID 2>/dev/null; wait $FIXTURE_PID 2>/dev/null"
-wait_listen "$ETCD_NS" 6443 || { cat "$T/fixture.log" >&2; fail "fake-apiserver did not come up"; }
-cat >"$KUBECONFIG_FILE" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster:
-    server: $API_URL
-    certificate-authority: $T/apiserver.crt
-contexts:
-- name: weft@test
-  context: {cluster: test, user: weft}
-current-context: weft@test
-users:
-- name: weft
-  user:
-    token: $TOKEN
-EOF
+fixture_start_ns "$ETCD_NS" "$API_IP" "$TOKEN" \
+	--node node1=10.244.1.0/24 --node node2=10.244.2.0/24 --node node3=10.244.3.0/24
 cat >"$NET_CONF" <<EOF
 {"Network": "10.244.0.0/16", "SubnetLen": 24, "Backend": {"Type": "host-gw"},
  "LoadBalancer": {"Pools": [
@@ -162,12 +138,14 @@ lb marker
 wait_ingress marker 192.0.2.2 || check_fail "marker: '$(ingress marker)'"
 for s in outside thief garbled foreign; do assert_eq "$(ingress $s)" "" "$s ingress"; done
 LOG=$(node_dir "$L")/weftd.log
-grep_q 'Service shop/outside refused: requested address 10.1.2.3 is outside every LoadBalancer pool' <"$LOG" ||
-	check_fail "no refusal logged for outside: $(grep LoadBalancer "$LOG" | tail -5)"
-grep_q 'Service shop/thief refused: requested address 192.0.2.1 is held by shop/web' <"$LOG" ||
-	check_fail "no refusal logged for thief"
-grep_q 'Service shop/garbled refused: weft.dev/loadbalancer-ips: "192.0.2.300" is not a list of IP addresses' <"$LOG" ||
-	check_fail "no refusal logged for garbled"
+while IFS='|' read -r svc why; do
+	grep_q -F "Service shop/$svc refused: $why" <"$LOG" ||
+		check_fail "no refusal logged for $svc: $(grep "shop/$svc" "$LOG" | tail -2)"
+done <<'EOF'
+outside|requested address 10.1.2.3 is outside every LoadBalancer pool
+thief|requested address 192.0.2.1 is held by shop/web
+garbled|weft.dev/loadbalancer-ips: "192.0.2.300" is not a list of IP addresses
+EOF
 assert_eq "$(metric "$L" 'weft_loadbalancer_services{state="refused"}')" 3 "refused gauge"
 for i in 1 2 3; do
 	[ "$i" = "$L" ] && continue
@@ -179,10 +157,13 @@ case_ "failover: the leader killed with -9; another takes the Lease once it expi
 OLD=$L
 weftd_stop "$OLD" KILL
 t0=$(date +%s%N)
-L=
-for _ in $(seq $((150 * WEFT_TEST_SLACK))); do L=$(leader); [ -n "$L" ] && break; sleep 0.1; done
-[ -n "$L" ] || fail "no new leader after node$OLD was killed"
+wait_for $((30 * WEFT_TEST_SLACK)) sh -c "[ -n \"\$(ip netns exec $ETCD_NS curl -s --cacert $T/apiserver.crt -H 'Authorization: Bearer $TOKEN' $API_URL$LEASE | jq -r '.spec.holderIdentity | select(. != \"node$OLD\")')\" ]" ||
+	fail "nobody took the Lease after node$OLD was killed"
 FAILOVER_MS=$((($(date +%s%N) - t0) / 1000000))
+L=$(holder)
+L=${L#node}
+wait_for 5 sh -c "ip netns exec $(node_ns "$L") curl -s http://127.0.0.1:9876/metrics | grep -q '^weft_loadbalancer_leader 1'" ||
+	check_fail "node$L holds the Lease but does not say it leads"
 info "  node$L took the Lease $FAILOVER_MS ms after the kill (leaseDurationSeconds 6)"
 [ "$FAILOVER_MS" -ge 3000 ] || check_fail "node$L took the Lease after $FAILOVER_MS ms, before it could expire"
 lease=$(api GET "$LEASE")
