@@ -20,6 +20,7 @@
 #include <sys/epoll.h>
 #include <time.h>
 
+#include "basic/fileio.h"
 #include "basic/log.h"
 #include "basic/string-util.h"
 #include "daemon/cache/object-source-etcd.h"
@@ -387,6 +388,23 @@ static int open_etcd_client(Manager *m) {
 	return 0;
 }
 
+/* weftd's namespace in Kubernetes mode, where the LoadBalancer Lease lives: $POD_NAMESPACE (the
+ * downward API), else the service account's, else kube-system (where deploy/kubernetes puts the
+ * DaemonSet). */
+static char *own_namespace(void) {
+	_cleanup_free_ char *sa = NULL;
+	const char *env = getenv("POD_NAMESPACE");
+
+	if (!isempty(env))
+		return strdup(env);
+	if (read_full_file(KUBE_SA_DIR "/namespace", &sa, NULL) >= 0) {
+		sa[strcspn(sa, " \t\r\n")] = 0;
+		if (!isempty(sa))
+			return TAKE_PTR(sa);
+	}
+	return strdup("kube-system");
+}
+
 int manager_objects_start(Manager *m) {
 	ObjectsState *s = &m->objects;
 	int r, fd;
@@ -446,11 +464,18 @@ int manager_objects_start(Manager *m) {
 		r = manager_objects_add_consumer(m, &service_agent_handlers, s->services);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up Services: %m");
+	if (s->kube) {
+		s->namespace = own_namespace();
+		if (!s->namespace)
+			return log_error_errno(-ENOMEM, "Failed to set up LoadBalancer address assignment: %m");
+	}
 	r = lb_agent_new(s->cache, m->loop,
 			 &(LbAgentConfig) { .node = m->args.node_name,
 					    .network = &m->config,
 					    .etcd = s->etcd,
-					    .prefix = m->args.etcd_prefix },
+					    .prefix = m->args.etcd_prefix,
+					    .kube = s->kube,
+					    .namespace = s->namespace },
 			 &s->lb);
 	if (r >= 0)
 		r = manager_objects_add_consumer(m, &lb_agent_handlers, s->lb);
@@ -506,6 +531,7 @@ void manager_objects_done(Manager *m) {
 	service_agent_free(s->services);
 	lb_agent_free(s->lb);
 	lb_announce_free(s->announce);
+	s->namespace = mfree(s->namespace);
 	event_source_free(s->client_io);
 	event_source_free(s->relist_timer);
 	kube_object_source_free(s->kube_source);

@@ -108,6 +108,7 @@ typedef struct ObjectsState {
 	struct ServiceAgent *services;     /* Services, kube-proxy's job (service/service-agent.h) */
 	struct LbAgent *lb;                /* LoadBalancer addresses (loadbalancer/lb-agent.h) */
 	struct LbAnnouncer *announce;      /* ...and their announcement (loadbalancer/lb-announce.h) */
+	char *namespace;                   /* Kubernetes: weftd's own (the LoadBalancer Lease's) */
 	size_t n_rejected_seen;
 	IpAddr *infra; /* the datastore and API server addresses weftd uses (resolved at start) */
 	size_t n_infra;

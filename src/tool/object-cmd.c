@@ -924,24 +924,81 @@ static int pod_cells(const json_t *spec, const json_t *status, char **cells) {
 	return 3;
 }
 
-/* TYPE, CLUSTER-IP, EXTERNAL-IP (ExternalName, LB ingress, externalIPs), PORT(S) */
+static int str_cmp(const void *a, const void *b) {
+	return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* The width kube-apiserver's printer cuts the ingress list to (loadBalancerWidth, without -o wide). */
+#define LB_COLUMN_WIDTH 16
+
+/*
+ * EXTERNAL-IP as kube-apiserver prints it (pkg/printers/internalversion getServiceExternalIP):
+ * ClusterIP and NodePort: spec.externalIPs, else <none>; LoadBalancer: the ingress IPs (a hostname
+ * where there is no IP), sorted and unique, cut to 16 characters ("..."), then spec.externalIPs,
+ * else <pending>; ExternalName: spec.externalName; any other type: <unknown>.
+ */
+static char *service_external_ip(const char *type, const json_t *spec, const json_t *status) {
+	const json_t *ingress = json_object_get(json_object_get(status, "loadBalancer"), "ingress"), *x;
+	_cleanup_free_ const char **v = NULL;
+	_cleanup_free_ char *lb = NULL;
+	char *ext = NULL;
+	size_t n = 0, i;
+
+	if (streq(type, "ExternalName"))
+		return strdup(json_string_value(json_object_get(spec, "externalName")) ?: "");
+	json_array_foreach(json_object_get(spec, "externalIPs"), i, x)
+		if (join(&ext, json_string_value(x) ?: "") < 0)
+			return NULL;
+	if (streq(type, "ClusterIP") || streq(type, "NodePort"))
+		return or_none(ext, "<none>");
+	if (!streq(type, "LoadBalancer")) {
+		free(ext);
+		return strdup("<unknown>");
+	}
+	v = calloc(json_array_size(ingress) + 1, sizeof(char *));
+	if (!v) {
+		free(ext);
+		return NULL;
+	}
+	json_array_foreach(ingress, i, x) {
+		const char *ip = json_string_value(json_object_get(x, "ip"));
+
+		if (isempty(ip))
+			ip = json_string_value(json_object_get(x, "hostname"));
+		if (!isempty(ip))
+			v[n++] = ip;
+	}
+	qsort(v, n, sizeof(char *), str_cmp);
+	for (i = 0; i < n; i++)
+		if ((i == 0 || !streq(v[i], v[i - 1])) && join(&lb, v[i]) < 0) {
+			free(ext);
+			return NULL;
+		}
+	if (lb && strlen(lb) > LB_COLUMN_WIDTH)
+		strcpy(lb + LB_COLUMN_WIDTH - 3, "...");
+	if (lb && ext) {
+		char *both = strdup_printf("%s,%s", lb, ext);
+
+		free(ext);
+		return both;
+	}
+	if (ext)
+		return ext;
+	return lb ? TAKE_PTR(lb) : strdup("<pending>");
+}
+
+/* TYPE, CLUSTER-IP, EXTERNAL-IP, PORT(S) */
 static int service_cells(const json_t *spec, const json_t *status, char **cells) {
 	const char *type = json_string_value(json_object_get(spec, "type")) ?: "ClusterIP";
-	char *ext = NULL, *acc = NULL;
+	char *acc = NULL;
 	const json_t *x;
 	size_t i;
 
 	cells[0] = strdup(type);
 	cells[1] = strdup(json_string_value(json_object_get(spec, "clusterIP")) ?: "<none>");
-	if (streq(type, "ExternalName"))
-		ext = strdup(json_string_value(json_object_get(spec, "externalName")) ?: "");
-	json_array_foreach(json_object_get(json_object_get(status, "loadBalancer"), "ingress"), i, x)
-		if (join(&ext, json_string_value(json_object_get(x, "ip")) ?: "") < 0)
-			return -ENOMEM;
-	json_array_foreach(json_object_get(spec, "externalIPs"), i, x)
-		if (join(&ext, json_string_value(x) ?: "") < 0)
-			return -ENOMEM;
-	cells[2] = or_none(ext, streq(type, "LoadBalancer") ? "<pending>" : "<none>");
+	cells[2] = service_external_ip(type, spec, status);
+	if (!cells[2])
+		return -ENOMEM;
 	json_array_foreach(json_object_get(spec, "ports"), i, x) {
 		long long port = json_integer_value(json_object_get(x, "port"));
 		long long np = json_integer_value(json_object_get(x, "nodePort"));

@@ -11,6 +11,8 @@ Kinds (resource, short names):
   v1                    nodes (no), namespaces (ns), pods (po), services (svc)
   networking.k8s.io/v1  networkpolicies (netpol)
   discovery.k8s.io/v1   endpointslices
+  coordination.k8s.io/v1  leases (leader election: get/create/update like any object, 409 on a
+                        stale resourceVersion; the Table shows the holder as kube-apiserver does)
 Paths: /api/v1/RES[/NAME[/status]] for cluster-scoped kinds; /api/v1/namespaces/NS/RES[/NAME[/status]]
 and /api/v1/RES (all namespaces) for namespaced ones; /apis/GROUP/v1/... the same; the old
 /api/v1/watch/... prefix too. Pods, Nodes, Namespaces and Services have a status subresource: writes to
@@ -70,6 +72,11 @@ Test control (no auth):
   POST   /fixture/drop-watches   every open watch connection is cut without the final chunk
   POST   /fixture/bookmark       every watch with allowWatchBookmarks gets a BOOKMARK now
   POST   /fixture/token          body {"token": "..."}: the accepted token from now on
+  POST   /fixture/delay          body {"rules": [{"seconds": S, "path": REGEX, "method"?, "client"?}]}:
+                                 a GET or PUT whose path (query included) matches, with that method and
+                                 from that client address if given, waits S seconds before it is
+                                 processed (a slow writer caught mid-way, a slow read); the rules
+                                 replace the previous ones ({"rules": []} ends them)
   GET    /fixture/stats          {"watches": open watches, "lists", "watches_started", "patches",
                                  "resourceVersion"}
 
@@ -121,6 +128,26 @@ def _get(o, path, default=None):
     return o
 
 
+def _external_ip(o):
+    """kube-apiserver's printer (pkg/printers/internalversion getServiceExternalIP): ClusterIP and
+    NodePort show spec.externalIPs or <none>; LoadBalancer the ingress IPs (else hostnames), sorted
+    and unique, cut to 16 characters with "...", then externalIPs, or <pending> if neither;
+    ExternalName its name."""
+    t = _get(o, "spec.type", "ClusterIP")
+    ext = _get(o, "spec.externalIPs", []) or []
+    if t == "ExternalName":
+        return _get(o, "spec.externalName", "")
+    if t in ("ClusterIP", "NodePort"):
+        return ",".join(ext) or "<none>"
+    if t != "LoadBalancer":
+        return "<unknown>"
+    lb = ",".join(sorted({i.get("ip") or i.get("hostname", "") for i in
+                          _get(o, "status.loadBalancer.ingress", []) or [] if i.get("ip") or i.get("hostname")}))
+    if len(lb) > 16:
+        lb = lb[:13] + "..."
+    return ",".join(([lb] if lb else []) + ext) or "<pending>"
+
+
 def _ports(o):
     return ",".join("%s%s/%s" % (p.get("port"), ":%s" % p["nodePort"] if p.get("nodePort") else "",
                                  p.get("protocol", "TCP")) for p in _get(o, "spec.ports", []) or []) or "<none>"
@@ -143,9 +170,7 @@ KINDS = [
     Kind("", "services", "Service", True, ["svc"], True, ["spec.clusterIP", "spec.type"], columns=[
         ("Type", "string", "spec.type", lambda o: _get(o, "spec.type", "")),
         ("Cluster-IP", "string", "spec.clusterIP", lambda o: _get(o, "spec.clusterIP", "<none>")),
-        ("External-IP", "string", "external addresses", lambda o: _get(o, "spec.externalName") or ",".join(
-            i.get("ip") or i.get("hostname", "") for i in _get(o, "status.loadBalancer.ingress", []) or [])
-            or "<none>"),
+        ("External-IP", "string", "external addresses", _external_ip),
         ("Port(s)", "string", "spec.ports", _ports)]),
     Kind("networking.k8s.io", "networkpolicies", "NetworkPolicy", True, ["netpol"], False, [],
          generation=True, returns_object=False, columns=[
@@ -159,6 +184,8 @@ KINDS = [
                  str(p.get("port")) for p in o.get("ports") or []) or "<unset>"),
              ("Endpoints", "string", "addresses", lambda o: ",".join(
                  a for e in o.get("endpoints") or [] for a in e.get("addresses", [])) or "<unset>")]),
+    Kind("coordination.k8s.io", "leases", "Lease", True, [], False, [], returns_object=False, columns=[
+        ("Holder", "string", "spec.holderIdentity", lambda o: _get(o, "spec.holderIdentity", "") or "")]),
 ]
 BY_GV_RES = {(k.group, k.resource): k for k in KINDS}
 BY_KIND = {(k.api_version, k.kind): k for k in KINDS}
@@ -173,6 +200,7 @@ DROP_GEN = [0]      # bumped by /fixture/drop-watches
 END_GEN = [0]       # bumped by /fixture/end-watches
 BOOKMARK_GEN = [0]
 TOKEN = [None]
+DELAYS = []         # /fixture/delay rules: (path regex, method or None, client address or None, seconds)
 STATS = {"watches": 0, "lists": 0, "watches_started": 0, "patches": 0}
 NEXT_IP = [10]      # Service clusterIPs from 10.96.0.0/16
 NEXT_NODEPORT = [30000]
@@ -1188,6 +1216,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     # ---- verbs ----
 
     def do_GET(self):
+        self.delay("GET")
         parts, q = self.route()
         if parts == ["fixture", "stats"]:
             with STATE:
@@ -1214,7 +1243,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not self.api("PATCH"):
             self.authorized() and self.not_found()
 
+    def delay(self, method):
+        """The first /fixture/delay rule that matches: wait before the request is processed (outside
+        STATE: other requests go on)."""
+        for rx, m, client, secs in list(DELAYS):
+            if m in (None, method) and client in (None, self.client_address[0]) and rx.search(self.path):
+                time.sleep(secs)
+                return
+
     def do_PUT(self):
+        self.delay("PUT")
         if not self.api("PUT"):
             self.authorized() and self.not_found()
 
@@ -1267,6 +1305,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.send_json(200, {})
             if parts == ["fixture", "token"]:
                 TOKEN[0] = body.get("token")
+                return self.send_json(200, {})
+            if parts == ["fixture", "delay"]:
+                DELAYS[:] = [(re.compile(r.get("path", "")), r.get("method"), r.get("client"),
+                              float(r.get("seconds", 0))) for r in body.get("rules", [])]
                 return self.send_json(200, {})
         self.not_found()
 

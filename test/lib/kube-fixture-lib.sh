@@ -6,6 +6,11 @@
 #   fixture_start [FIXTURE ARGS...]   https on 127.0.0.1, a free port, a bearer token (plain http and
 #                                     no token without openssl); sets FIXTURE_URL, FIXTURE_TOKEN,
 #                                     FIXTURE_CA (empty on http), FIXTURE_KUBECONFIG, FIXTURE_PID
+#   fixture_start_ns NS IP TOKEN [FIXTURE ARGS...]
+#                                     https on IP:6443 inside namespace NS (a weftd cluster's etcd
+#                                     namespace, reached over the underlay), with a certificate for IP
+#                                     ($T/apiserver.crt) and the bearer token TOKEN; sets the same
+#                                     FIXTURE_* variables (the kubeconfig is $T/kubeconfig)
 #   fixture_api METHOD PATH [CURL ARGS...]   one API request (token, CA); prints the body
 #   fixture_populate                  every object of objects/cluster.yaml through /fixture/apply (no
 #                                     kubectl needed), then the pod IPs of objects/pod-ips.txt through
@@ -43,6 +48,11 @@ fixture_start() {
 	done
 	[ -s "$T/fixture.port" ] || fail "fake-apiserver did not come up: $(cat "$T/fixture.log")"
 	FIXTURE_URL=$scheme://127.0.0.1:$(cat "$T/fixture.port")
+	fixture_kubeconfig
+}
+
+# fixture_kubeconfig: $T/kubeconfig for FIXTURE_URL, FIXTURE_CA and FIXTURE_TOKEN
+fixture_kubeconfig() {
 	FIXTURE_KUBECONFIG=$T/kubeconfig
 	{
 		echo "apiVersion: v1"
@@ -62,6 +72,23 @@ fixture_start() {
 		echo "  context: {cluster: fixture, user: fixture}"
 		echo "current-context: fixture"
 	} >"$FIXTURE_KUBECONFIG"
+}
+
+fixture_start_ns() {
+	local ns=$1 ip=$2
+	FIXTURE_TOKEN=$3
+	shift 3
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=fake-apiserver \
+		-addext "subjectAltName=IP:$ip" -keyout "$T/apiserver.key" -out "$T/apiserver.crt" >"$T/openssl.log" 2>&1 ||
+		fail "openssl could not make a certificate: $(cat "$T/openssl.log")"
+	ip netns exec "$ns" python3 "$FIXTURE_SCRIPT" --bind "$ip" --port 6443 --token "$FIXTURE_TOKEN" \
+		--cert "$T/apiserver.crt" --key "$T/apiserver.key" "$@" >"$T/fixture.log" 2>&1 &
+	FIXTURE_PID=$!
+	on_exit "kill $FIXTURE_PID 2>/dev/null; wait $FIXTURE_PID 2>/dev/null"
+	wait_listen "$ns" 6443 || { cat "$T/fixture.log" >&2; fail "fake-apiserver did not come up"; }
+	FIXTURE_URL=https://$ip:6443
+	FIXTURE_CA=$T/apiserver.crt
+	fixture_kubeconfig
 }
 
 fixture_api() {

@@ -160,6 +160,50 @@ assert_eq "$RC/$OUT" "0/" "get --ignore-not-found"
 w get deployments
 assert_eq "$RC/$ERR" '1/error: the server doesn'"'"'t have a resource type "deployments"' "get an unknown kind"
 
+info "get svc: EXTERNAL-IP as kube-apiserver prints it, AGE from the creationTimestamp apply stamps"
+cat >"$T/lb.yaml" <<'EOF'
+apiVersion: v1
+kind: Namespace
+metadata: {name: lbview}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: lb-pending, namespace: lbview}
+spec: {type: LoadBalancer, clusterIP: 10.96.7.1, ports: [{port: 80, nodePort: 30701}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: lb-two, namespace: lbview}
+spec: {type: LoadBalancer, clusterIP: 10.96.7.2, ports: [{port: 80, nodePort: 30702}]}
+status: {loadBalancer: {ingress: [{ip: 192.0.2.9}, {ip: 192.0.2.10}, {ip: 192.0.2.9}]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: lb-ext, namespace: lbview}
+spec: {type: LoadBalancer, clusterIP: 10.96.7.3, externalIPs: [198.51.100.7], ports: [{port: 80, nodePort: 30703}]}
+status: {loadBalancer: {ingress: [{ip: 192.0.2.1, ipMode: VIP}]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: cip-ext, namespace: lbview}
+spec: {clusterIP: 10.96.7.4, externalIPs: [198.51.100.8, 198.51.100.9], ports: [{port: 80}]}
+status: {loadBalancer: {ingress: [{ip: 192.0.2.2}]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: np, namespace: lbview}
+spec: {type: NodePort, clusterIP: 10.96.7.5, ports: [{port: 80, nodePort: 30705}]}
+EOF
+w_ok apply -f "$T/lb.yaml"
+w_ok get svc -n lbview
+for row in "lb-pending <pending>" "lb-two 192.0.2.10,19..." "lb-ext 192.0.2.1,198.51.100.7" \
+	"cip-ext 198.51.100.8,198.51.100.9" "np <none>"; do
+	assert_eq "$(awk -v n="${row%% *}" '$1 == n {print $1, $4}' <<<"$OUT")" "$row" "get svc EXTERNAL-IP"
+done
+grep_q -E '^lb-two +LoadBalancer +10\.96\.7\.2 +192\.0\.2\.10,19\.\.\. +80:30702/TCP +[0-9]+s$' <<<"$OUT" ||
+	check_fail "get svc: lb-two's row (AGE in seconds): $OUT"
+w_ok delete -f "$T/lb.yaml"
+
 # ---------------------------------------------------------------- apply again, with changes
 info "apply again: uid and creationTimestamp kept, changed values stored, the rest unchanged"
 before_uid=$(etcd_get "$PREFIX/objects/networkpolicies/shop/web-allow" | jq -r .metadata.uid)

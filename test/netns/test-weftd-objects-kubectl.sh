@@ -15,12 +15,12 @@
 # pod (each kind's cache from before them must differ: the comparison can fail); kubectl delete -f.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/kube-fixture-lib.sh"
 
 require_root
 require_cmd ip jq curl python3 kubectl openssl # client-go sends a bearer token only over TLS
 require_built "$WEFTD"
 
-FIXTURE=$TOP/test/kube/fake-apiserver.py
 OBJECTS=$TOP/test/kube/objects
 API_IP=$ETCD_IP
 API_URL=https://$API_IP:6443
@@ -31,32 +31,7 @@ KINDS="namespaces pods networkpolicies services endpointslices"
 
 cluster_init 1 host-gw --no-etcd
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=fake-apiserver \
-	-addext "subjectAltName=IP:$API_IP" -keyout "$T/apiserver.key" -out "$T/apiserver.crt" >"$T/openssl.log" 2>&1 ||
-	fail "openssl could not make a certificate: $(cat "$T/openssl.log")"
-ip netns exec "$ETCD_NS" python3 "$FIXTURE" --bind "$API_IP" --port 6443 --token "$TOKEN" \
-	--cert "$T/apiserver.crt" --key "$T/apiserver.key" --node node1=10.244.1.0/24 --namespace-deletion-delay 0.2 \
-	>"$T/fixture.log" 2>&1 &
-FIXTURE_PID=$!
-on_exit "kill $FIXTURE_PID 2>/dev/null; wait $FIXTURE_PID 2>/dev/null"
-wait_listen "$ETCD_NS" 6443 || { cat "$T/fixture.log" >&2; fail "fake-apiserver did not come up"; }
-cat >"$KUBECONFIG_FILE" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster:
-    server: $API_URL
-    certificate-authority: $T/apiserver.crt
-contexts:
-- name: weft@test
-  context: {cluster: test, user: weft}
-current-context: weft@test
-users:
-- name: weft
-  user:
-    token: $TOKEN
-EOF
+fixture_start_ns "$ETCD_NS" "$API_IP" "$TOKEN" --node node1=10.244.1.0/24 --namespace-deletion-delay 0.2
 cluster_config_json >"$NET_CONF"
 
 # k ARGS...: kubectl from the API server's namespace (the underlay is not reachable from the host)

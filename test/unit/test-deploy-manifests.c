@@ -293,7 +293,8 @@ static void test_kinds(void **state) {
 		yaml_document_t *crb, *sa, *cr;
 
 		printf("# %s: %zu documents\n", m->file, m->n_docs);
-		assert_int_equal(m->n_docs, ELEMENTSOF(kinds));
+		/* + the LoadBalancer Lease's Role and RoleBinding with the kubernetes datastore */
+		assert_int_equal(m->n_docs, ELEMENTSOF(kinds) + (m->kubernetes_datastore ? 2 : 0));
 		for (size_t k = 0; k < ELEMENTSOF(kinds); k++)
 			if (!find_doc(m, kinds[k], NULL))
 				fail_msg("%s: no %s", m->file, kinds[k]);
@@ -304,7 +305,8 @@ static void test_kinds(void **state) {
 			assert_non_null(path_str(d, root(d), "apiVersion"));
 			assert_non_null(path_str(d, root(d), "metadata.name"));
 			/* Namespaced objects live in kube-system (system-node-critical needs it too). */
-			if (!streq(kind, "ClusterRole") && !streq(kind, "ClusterRoleBinding"))
+			if (!streq(kind, "ClusterRole") && !streq(kind, "ClusterRoleBinding") && !streq(kind, "Role") &&
+			    !streq(kind, "RoleBinding"))
 				assert_string_equal(path_str(d, root(d), "metadata.namespace") ?: "(none)",
 						    "kube-system");
 		}
@@ -323,20 +325,25 @@ static void test_kinds(void **state) {
 	}
 }
 
-/* The rules granting `verb` on `resource` in the core API group. */
-static bool rbac_allows(yaml_document_t *d, const char *resource, const char *verb) {
-	yaml_node_t *rules = map_get(d, root(d), "rules");
+/* The rules granting `verb` on `resource` in API group `group`. */
+static bool rbac_allows_group(yaml_document_t *d, const char *group, const char *resource, const char *verb) {
+	yaml_node_t *rules = d ? map_get(d, root(d), "rules") : NULL;
 
 	for (size_t i = 0; i < seq_len(rules); i++) {
 		yaml_node_t *r = seq_at(d, rules, i);
 
-		if (seq_has_str(d, map_get(d, r, "apiGroups"), "") &&
+		if (seq_has_str(d, map_get(d, r, "apiGroups"), group) &&
 		    (seq_has_str(d, map_get(d, r, "resources"), resource) ||
 		     seq_has_str(d, map_get(d, r, "resources"), "*")) &&
 		    (seq_has_str(d, map_get(d, r, "verbs"), verb) || seq_has_str(d, map_get(d, r, "verbs"), "*")))
 			return true;
 	}
 	return false;
+}
+
+/* The same in the core API group. */
+static bool rbac_allows(yaml_document_t *d, const char *resource, const char *verb) {
+	return rbac_allows_group(d, "", resource, verb);
 }
 
 static void test_rbac(void **state) {
@@ -354,6 +361,25 @@ static void test_rbac(void **state) {
 					 want ? "missing" : "granted but not needed");
 		}
 		assert_true(rbac_allows(cr, "nodes/status", "patch") == m->kubernetes_datastore);
+		/* LoadBalancer addresses in Kubernetes mode: the assigner writes Service status, and is
+		 * elected through a Lease in its own namespace (a Role there, not cluster-wide). */
+		assert_true(rbac_allows(cr, "services/status", "update") == m->kubernetes_datastore);
+		assert_false(rbac_allows_group(cr, "coordination.k8s.io", "leases", "update"));
+		if (m->kubernetes_datastore) {
+			yaml_document_t *role = find_doc(m, "Role", NULL), *rb = find_doc(m, "RoleBinding", NULL);
+			static const char *const lease_verbs[] = { "get", "create", "update" };
+
+			assert_non_null(role);
+			assert_non_null(rb);
+			for (size_t v = 0; v < ELEMENTSOF(lease_verbs); v++)
+				if (!rbac_allows_group(role, "coordination.k8s.io", "leases", lease_verbs[v]))
+					fail_msg("%s: leases %s is missing", m->file, lease_verbs[v]);
+			assert_false(rbac_allows_group(role, "coordination.k8s.io", "leases", "delete"));
+			assert_string_equal(path_str(rb, root(rb), "roleRef.kind"), "Role");
+			assert_string_equal(path_str(rb, root(rb), "roleRef.name"),
+					    path_str(role, root(role), "metadata.name"));
+		} else
+			assert_null(find_doc(m, "Role", NULL));
 		assert_false(rbac_allows(cr, "secrets", "get"));
 		assert_false(rbac_allows(cr, "pods", "delete"));
 	}

@@ -371,6 +371,7 @@ static int store_upsert(CacheKind *k, KubeObject *o) {
 	if (old)
 		held_drop(k, old);
 	if (old && kube_object_equal(old, o)) {
+		kube_object_take_version(old, o);
 		old->flags &= (uint8_t) ~FLAG_SEEN;
 		k->stats.unchanged++;
 		kube_object_free(o, k->cache->pool);

@@ -17,6 +17,7 @@
 /* One status write: the Service and the ingress it must have. */
 typedef struct WriteJob {
 	char *ns, *name;
+	char *rv; /* Kubernetes: the Service's resourceVersion in the cache (the PUT's precondition) */
 	IpAddr ips[2];
 	size_t n_ips;
 } WriteJob;
@@ -41,6 +42,7 @@ struct LbAgent {
 	WriteJob *queue;
 	size_t n_queue;
 	EtcdRequest *write_inflight;
+	KubeRequest *kube_inflight;
 	char *write_key;   /* the head job's Service key */
 	ObjectOp write_op; /* the GET of the head job */
 
@@ -48,6 +50,7 @@ struct LbAgent {
 	size_t n_reports;
 
 	uint64_t passes, writes, write_failures, fenced;
+	uint64_t fenced_local; /* queued writes not sent: leadership lost, or the Lease past its deadline */
 	uint64_t by_state[_LB_STATE_MAX];
 	uint64_t *pool_used; /* per config pool, last pass (allocated with the config) */
 	bool said_unsupported;
@@ -64,16 +67,29 @@ static void write_next(LbAgent *a);
 static void job_done(WriteJob *j) {
 	free(j->ns);
 	free(j->name);
+	free(j->rv);
 }
 
 static void queue_clear(LbAgent *a) {
 	etcd_request_cancel(a->write_inflight);
 	a->write_inflight = NULL;
+	kube_request_cancel(a->kube_inflight);
+	a->kube_inflight = NULL;
 	etcd_kv_done(&a->write_op.kv);
 	a->write_key = mfree(a->write_key);
 	for (size_t i = 0; i < a->n_queue; i++)
 		job_done(&a->queue[i]);
 	a->n_queue = 0;
+}
+
+/* The queued writes of a leader that may no longer write: counted and said, never sent. */
+static void queue_drop(LbAgent *a, const char *why) {
+	if (a->n_queue > 0) {
+		a->fenced_local += a->n_queue;
+		log_warning("LoadBalancer: %zu status write%s not sent: %s", a->n_queue, a->n_queue == 1 ? "" : "s",
+			    why);
+	}
+	queue_clear(a);
 }
 
 static void queue_pop(LbAgent *a) {
@@ -90,8 +106,10 @@ static int queue_push(LbAgent *a, const KubeService *s, const LbAssignment *out)
 	if (!v)
 		return -ENOMEM;
 	a->queue = v;
-	v[a->n_queue] = (WriteJob) { .ns = strdup(s->meta.namespace), .name = strdup(s->meta.name) };
-	if (!v[a->n_queue].ns || !v[a->n_queue].name) {
+	v[a->n_queue] = (WriteJob) { .ns = strdup(s->meta.namespace),
+				     .name = strdup(s->meta.name),
+				     .rv = s->resource_version ? strdup(s->resource_version) : NULL };
+	if (!v[a->n_queue].ns || !v[a->n_queue].name || (s->resource_version && !v[a->n_queue].rv)) {
 		job_done(&v[a->n_queue]);
 		return -ENOMEM;
 	}
@@ -332,28 +350,36 @@ static int run_pass(LbAgent *a, const LbConfig *lc) {
 
 /* ---- writing status ---- */
 
-/* The stored Service with status.loadBalancer.ingress replaced by the job's addresses (VIP). */
-static char *render_status(const EtcdKv *kv, const WriteJob *j) {
-	_cleanup_(json_decrefp) json_t *obj = json_loadb(kv->value, kv->value_size, 0, NULL);
-	json_t *status, *lb, *ingress = json_array();
+/* {"ingress": [{"ip": ..., "ipMode": "VIP"}, ...]}: status.loadBalancer for the job. */
+static json_t *render_lb_status(const WriteJob *j) {
+	_cleanup_(json_decrefp) json_t *ingress = json_array();
 
-	if (!json_is_object(obj) || !ingress) {
-		json_decref(ingress);
+	if (!ingress)
 		return NULL;
-	}
 	for (size_t i = 0; i < j->n_ips; i++) {
 		char buf[IP_ADDR_STRLEN];
 
-		json_array_append_new(ingress, json_pack("{s:s, s:s}", "ip", ip_addr_to_string(&j->ips[i], buf),
-							 "ipMode", "VIP"));
+		if (json_array_append_new(ingress, json_pack("{s:s, s:s}", "ip", ip_addr_to_string(&j->ips[i], buf),
+							     "ipMode", "VIP")) < 0)
+			return NULL;
+	}
+	return json_pack("{s:O}", "ingress", ingress);
+}
+
+/* The stored Service with status.loadBalancer.ingress replaced by the job's addresses (VIP). */
+static char *render_status(const EtcdKv *kv, const WriteJob *j) {
+	_cleanup_(json_decrefp) json_t *obj = json_loadb(kv->value, kv->value_size, 0, NULL);
+	json_t *status, *lb = render_lb_status(j);
+
+	if (!json_is_object(obj) || !lb) {
+		json_decref(lb);
+		return NULL;
 	}
 	status = json_object_get(obj, "status");
 	if (!json_is_object(status)) {
 		status = json_object();
 		json_object_set_new(obj, "status", status);
 	}
-	lb = json_object();
-	json_object_set_new(lb, "ingress", ingress);
 	json_object_set_new(status, "loadBalancer", lb);
 	return json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
 }
@@ -427,12 +453,68 @@ static void on_get(EtcdClient *c, int error, json_t *resp, void *userdata) {
 	}
 }
 
+/* Kubernetes: 409 (the Service changed since the cache's version) and errors are retried by
+ * the next pass; 404 (gone) is not. */
+static void on_kube_put(KubeClient *c, int error, json_t *resp, void *userdata) {
+	LbAgent *a = userdata;
+
+	a->kube_inflight = NULL;
+	if (error == -EEXIST) {
+		a->fenced++;
+		write_finished(a, true);
+		return;
+	}
+	if (error < 0 && error != -ENOENT) {
+		a->write_failures++;
+		log_warning_errno(error, "LoadBalancer: writing the status of Service %s/%s failed: %s", a->queue[0].ns,
+				  a->queue[0].name, kube_client_last_error(c));
+		write_finished(a, true);
+		return;
+	}
+	if (error >= 0)
+		a->writes++;
+	write_finished(a, false);
+}
+
+/* PUT .../services/NAME/status: only status is taken from the body; metadata.resourceVersion is the
+ * precondition. */
+static int kube_write(LbAgent *a, const WriteJob *j) {
+	_cleanup_(json_decrefp) json_t *obj = NULL;
+	_cleanup_free_ char *body = NULL, *path = NULL;
+	json_t *lb = render_lb_status(j);
+
+	if (!lb)
+		return -ENOMEM;
+	obj = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:o}}", "apiVersion", "v1", "kind", "Service", "metadata",
+			"namespace", j->ns, "name", j->name, "resourceVersion", j->rv ?: "", "status", "loadBalancer",
+			lb);
+	body = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+	path = strdup_printf("/api/v1/namespaces/%s/services/%s/status", j->ns, j->name);
+	if (!body || !path)
+		return -ENOMEM;
+	return kube_client_call_async(a->cfg.kube, "PUT", path, NULL, body, on_kube_put, a, &a->kube_inflight);
+}
+
 static void write_next(LbAgent *a) {
 	_cleanup_(json_decrefp) json_t *req = NULL;
 	int r;
 
-	if (a->write_inflight || a->n_queue == 0 || !lb_election_is_leader(a->election))
+	if (a->write_inflight || a->kube_inflight || a->n_queue == 0 || !lb_election_is_leader(a->election))
 		return;
+	if (!lb_election_may_write(a->election)) {
+		/* leading by our last word, but past the Lease's deadline by our clock: whatever we
+		 * believe, another node may have taken over while we were not looking */
+		queue_drop(a, "the Lease is past its renewal deadline");
+		return;
+	}
+	if (a->cfg.kube) {
+		r = kube_write(a, &a->queue[0]);
+		if (r < 0) {
+			a->write_failures++;
+			queue_pop(a);
+		}
+		return;
+	}
 	free(a->write_key);
 	a->write_key = object_key(a->cfg.prefix, KUBE_KIND_SERVICE, a->queue[0].ns, a->queue[0].name);
 	a->write_op = (ObjectOp) { .type = OBJECT_OP_GET, .key = a->write_key };
@@ -472,10 +554,10 @@ static int on_tick(EventSource *s, void *userdata) {
 
 	if (!lc)
 		return 0;
-	if (!a->cfg.etcd) {
+	if (!a->election) {
 		if (!a->said_unsupported)
 			log_warning("LoadBalancer: the network config has pools, but assigning addresses needs "
-				    "--objects-datastore etcd for now; Services keep what status says");
+				    "an objects datastore; Services keep what status says");
 		a->said_unsupported = true;
 		return 0;
 	}
@@ -495,7 +577,7 @@ static void on_leader(LbElection *e, bool leader, void *userdata) {
 	if (leader)
 		schedule_pass(a);
 	else
-		queue_clear(a);
+		queue_drop(a, "no longer the assigner");
 }
 
 static void on_added(ObjectCache *c, const KubeObject *o, void *userdata) {
@@ -545,8 +627,18 @@ int lb_agent_new(ObjectCache *cache, EventLoop *loop, const LbAgentConfig *cfg, 
 	period = (uint64_t) a->cfg.leader_ttl * 1000000 / 3;
 	a->leader_key = cfg->prefix ? lb_leader_key(cfg->prefix) : strdup("");
 	r = a->leader_key ? 0 : -ENOMEM;
-	if (r >= 0 && cfg->etcd)
-		r = lb_election_new(cfg->etcd, a->leader_key, cfg->node, a->cfg.leader_ttl, on_leader, a, &a->election);
+	if (r >= 0 && (cfg->etcd || cfg->kube))
+		r = lb_election_new(cfg->etcd ? &lb_election_etcd_ops : &lb_election_kube_ops,
+				    &(LbElectionConfig) { .identity = cfg->node,
+							  .ttl = a->cfg.leader_ttl,
+							  .etcd = cfg->etcd,
+							  .key = cfg->etcd ? a->leader_key : NULL,
+							  .kube = cfg->etcd ? NULL : cfg->kube,
+							  .namespace = cfg->namespace ?: "kube-system",
+							  .name = LB_AGENT_LEASE_NAME,
+							  .changed = on_leader,
+							  .userdata = a },
+				    &a->election);
 	if (r >= 0)
 		r = event_loop_add_timer(loop, on_pass, a, &a->pass_timer);
 	if (r >= 0)
@@ -611,7 +703,8 @@ int lb_agent_render_metrics(LbAgent *a, FILE *f) {
 		"# TYPE weft_loadbalancer_status_writes_total counter\n"
 		"weft_loadbalancer_status_writes_total{result=\"ok\"} %" PRIu64 "\n"
 		"weft_loadbalancer_status_writes_total{result=\"conflict\"} %" PRIu64 "\n"
-		"weft_loadbalancer_status_writes_total{result=\"error\"} %" PRIu64 "\n",
-		a->writes, a->fenced, a->write_failures);
+		"weft_loadbalancer_status_writes_total{result=\"error\"} %" PRIu64 "\n"
+		"weft_loadbalancer_status_writes_total{result=\"fenced\"} %" PRIu64 "\n",
+		a->writes, a->fenced, a->write_failures, a->fenced_local);
 	return 0;
 }

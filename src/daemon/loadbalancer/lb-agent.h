@@ -16,10 +16,12 @@
  * the counter weft_loadbalancer_services{state="refused|pending"} and an empty ingress: it is
  * never programmed.
  *
- * Writes: read the Service's key, replace status.loadBalancer.ingress, write it back in one
+ * Writes, etcd: read the Service's key, replace status.loadBalancer.ingress, write it back in one
  * transaction that holds only if the Service did not change in between and the leader key is
- * still ours (the fence). A write that does not hold is retried by the next pass, from the cache
- * as it is then. etcd mode only for now: in Kubernetes mode the agent is not started (weftd says so).
+ * still ours (the fence). Kubernetes: a PUT of the Service's status subresource carrying the
+ * resourceVersion the cache holds (409 if the Service changed since), sent only while the Lease is
+ * ours by our own clock with a margin (lb-election.h). Either way a write that does not hold is
+ * retried by the next pass, from the cache as it is then.
  */
 
 #include <stdint.h>
@@ -29,6 +31,7 @@
 #include "daemon/loadbalancer/lb-config.h"
 #include "daemon/network-config.h"
 #include "shared/client/etcd-client.h"
+#include "shared/client/kube-client.h"
 #include "shared/event/event-loop.h"
 
 /* How long a leader's key outlives it (seconds): a killed leader is replaced within about this. */
@@ -41,11 +44,17 @@ typedef struct LbAgentConfig {
 	/* borrowed: weftd's network config, which may arrive after the agent starts; the agent stays
 	 * idle (no election, no writes) until it is there and has a LoadBalancer section */
 	NetworkConfig *const *network;
-	EtcdClient *etcd;    /* borrowed: the objects' client (driven by weftd's loop); NULL in
-			      * Kubernetes mode, where the agent only says it cannot assign */
-	const char *prefix;  /* --etcd-prefix */
-	uint32_t leader_ttl; /* 0: LB_AGENT_LEADER_TTL */
+	EtcdClient *etcd;      /* borrowed: the objects' client (driven by weftd's loop); NULL in
+				* Kubernetes mode */
+	const char *prefix;    /* --etcd-prefix */
+	KubeClient *kube;      /* borrowed: the objects' client in Kubernetes mode (else NULL); with
+				* neither client the agent only says it cannot assign */
+	const char *namespace; /* Kubernetes: the Lease's namespace (weftd's own) */
+	uint32_t leader_ttl;   /* 0: LB_AGENT_LEADER_TTL */
 } LbAgentConfig;
+
+/* The Lease in Kubernetes mode: <namespace>/LB_AGENT_LEASE_NAME. */
+#define LB_AGENT_LEASE_NAME "weft-loadbalancer"
 
 /* "<prefix>/loadbalancer/leader" (trailing slashes of prefix ignored); NULL on OOM. */
 char *lb_leader_key(const char *prefix);

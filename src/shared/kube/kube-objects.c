@@ -430,6 +430,15 @@ bool kube_object_equal(const KubeObject *a, const KubeObject *b) {
 	}
 }
 
+void kube_object_take_version(KubeObject *to, KubeObject *from) {
+	if (!to || !from || to->kind != KUBE_KIND_SERVICE || from->kind != KUBE_KIND_SERVICE)
+		return;
+	char **a = &((KubeService *) to)->resource_version, **b = &((KubeService *) from)->resource_version, *t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
 size_t kube_object_ips(const KubeObject *o, const IpAddr **ret) {
 	const KubePod *p = KUBE_POD(o);
 

@@ -240,6 +240,9 @@ typedef struct KubeService {
 	IpAddr lb_requested[2];
 	char *lb_request_error; /* with lb_request_bad: why, naming the key and value */
 	char *lb_request_raw;   /* with lb_request_bad: the value as written */
+	/* metadata.resourceVersion (NULL if absent): the precondition of the assigner's status write.
+	 * Not compared by kube_object_equal(); kube_object_take_version() keeps it current. */
+	char *resource_version;
 } KubeService;
 
 #define KUBE_LB_CLASS_WEFT "weft.dev/loadbalancer"
@@ -310,6 +313,9 @@ int kube_object_decode(KubeKind kind, const json_t *j, StringPool *pool, KubeObj
 KubeObject *kube_object_free(KubeObject *o, StringPool *pool);
 /* True if two objects of the same pool hold the same data (the cache fires no update then). */
 bool kube_object_equal(const KubeObject *a, const KubeObject *b);
+/* For the cache, when `from` (a newer version) is equal to `to` and `to` is kept: moves what
+ * kube_object_equal() does not compare but a writer needs (a Service's resourceVersion) to `to`. */
+void kube_object_take_version(KubeObject *to, KubeObject *from);
 /* metadata.namespace and metadata.name of a JSON object without decoding the rest (for DELETED
  * events, which must be honoured even for an object that would not validate). -EINVAL if absent. */
 int kube_object_json_key(const json_t *j, const char **ret_namespace, const char **ret_name);

@@ -24,6 +24,7 @@ void ko_service_free(KubeService *s, StringPool *pool) {
 	free(s->source_ranges);
 	free(s->lb_request_error);
 	free(s->lb_request_raw);
+	free(s->resource_version);
 	string_pool_unref(pool, s->lb_class);
 	string_pool_unref(pool, s->lb_sharing_key);
 }
@@ -408,6 +409,9 @@ int ko_service_decode(const json_t *j, StringPool *pool, KubeObject **ret, Decod
 	r = service_created(j, v, err);
 	if (r < 0)
 		goto fail;
+	if (ko_jstr(ko_jget(j, "metadata"), "resourceVersion", &s) >= 0 && !isempty(s) &&
+	    !(v->resource_version = strdup(s)))
+		goto oom;
 
 	r = ko_meta_move(&m, KUBE_KIND_SERVICE, &v->meta);
 	if (r < 0)
