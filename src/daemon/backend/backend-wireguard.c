@@ -386,6 +386,15 @@ static int wireguard_probe(const Backend *b, BackendProbe *ret) {
 	return 0;
 }
 
+/* weft-wg and weft-wg-v6: kernel WireGuard links, or wireguard-go's TUNs (wireguard-go exits when its
+ * TUN goes, and removes its UAPI socket) */
+static int wireguard_uninstall(NlSock *nl) {
+	int r = backend_delete_links(nl, "wireguard", BACKEND_WIREGUARD_DEVICE);
+
+	RET_GATHER(r, backend_delete_links(nl, "tun", BACKEND_WIREGUARD_DEVICE));
+	return r;
+}
+
 const BackendOps backend_wireguard_ops = {
 	.name = "wireguard",
 	.object_size = sizeof(WireguardBackend),
@@ -396,4 +405,5 @@ const BackendOps backend_wireguard_ops = {
 	.lease_attrs = wireguard_lease_attrs,
 	.render_metrics = wireguard_render_metrics,
 	.probe = wireguard_probe,
+	.uninstall = wireguard_uninstall,
 };

@@ -10,6 +10,12 @@
 #include "basic/string-util.h"
 #include "daemon/backend/backend.h"
 
+/* Every kind, for what concerns them all (uninstall). */
+static const BackendOps *const all_ops[] = {
+	&backend_hostgw_ops, &backend_vxlan_ops, &backend_udp_ops,
+	&backend_ipip_ops,   &backend_bgp_ops,   &backend_wireguard_ops,
+};
+
 const BackendOps *backend_ops_find(NetworkBackendType type) {
 	switch (type) {
 	case NETWORK_BACKEND_HOST_GW: return &backend_hostgw_ops;
@@ -297,29 +303,25 @@ void backend_vtep_mac(const char *node_name, uint32_t vni, uint8_t ret[6]) {
 	ret[0] = (uint8_t) ((ret[0] & 0xfe) | 0x02); /* unicast, locally administered */
 }
 
-typedef struct VtepScan {
+typedef struct LinkScan {
+	const char *kind, *prefix;
 	int ifindex[64];
 	size_t n;
-} VtepScan;
+} LinkScan;
 
-static int vtep_scan_cb(const NlLink *l, void *userdata) {
-	VtepScan *s = userdata;
+static int link_scan_cb(const NlLink *l, void *userdata) {
+	LinkScan *s = userdata;
 
-	bool ours = ((streq(l->kind, "vxlan") || streq(l->kind, "ipip")) && startswith(l->name, BACKEND_VTEP_PREFIX)) ||
-		    /* kernel WireGuard, or wireguard-go's TUN (it exits when its link goes) */
-		    ((streq(l->kind, "wireguard") || streq(l->kind, "tun")) &&
-		     startswith(l->name, BACKEND_WIREGUARD_DEVICE));
-
-	if (ours && s->n < ELEMENTSOF(s->ifindex))
+	if (streq(l->kind, s->kind) && startswith(l->name, s->prefix) && s->n < ELEMENTSOF(s->ifindex))
 		s->ifindex[s->n++] = l->ifindex;
 	return 0;
 }
 
-int backend_uninstall_links(NlSock *nl) {
-	VtepScan s = {};
+int backend_delete_links(NlSock *nl, const char *kind, const char *name_prefix) {
+	LinkScan s = { .kind = kind, .prefix = name_prefix };
 	int r;
 
-	r = nl_link_dump(nl, vtep_scan_cb, &s);
+	r = nl_link_dump(nl, link_scan_cb, &s);
 	if (r < 0)
 		return r;
 	r = 0;
@@ -328,6 +330,15 @@ int backend_uninstall_links(NlSock *nl) {
 		if (k != -ENODEV)
 			RET_GATHER(r, k);
 	}
+	return r;
+}
+
+int backend_uninstall_all(NlSock *nl) {
+	int r = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(all_ops); i++)
+		if (all_ops[i]->uninstall)
+			RET_GATHER(r, all_ops[i]->uninstall(nl));
 	return r;
 }
 

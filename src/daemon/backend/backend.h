@@ -106,6 +106,11 @@ typedef struct BackendOps {
 	int (*probe)(const Backend *b, BackendProbe *ret);
 	/* Optional: after our lease is released on shutdown, stops announcing our subnet (bgp). */
 	void (*withdraw)(Backend *b);
+	/* Optional: `weftd uninstall` removes the links the kind creates (vxlan: weft.<VNI>, wireguard:
+	 * weft-wg and weft-wg-v6, ...). Called for every kind, with no state and no config (the one
+	 * configured may be gone), so it goes by link kind and name. A missing link is no error; 0 or
+	 * the first error (the rest is still tried). */
+	int (*uninstall)(NlSock *nl);
 } BackendOps;
 
 /* What every kind shares. The kind's own fields are in *state (see BackendOps.object_size). */
@@ -196,5 +201,8 @@ int backend_device_finish(Backend *b, const NlLink *l, bool with_v6, uint32_t v6
  * and reinstalls, so a restarted node need not republish it and peers' FDB stays valid. */
 void backend_vtep_mac(const char *node_name, uint32_t vni, uint8_t ret[6]);
 
-/* weftd uninstall: deletes every vxlan and ipip link named weft.* (ENODEV ignored). */
-int backend_uninstall_links(NlSock *nl);
+/* For the kinds' uninstall(): deletes every link of this kind ("vxlan", "tun", ...) whose name starts
+ * with name_prefix (a link gone meanwhile is no error). 0 or the first error. */
+int backend_delete_links(NlSock *nl, const char *kind, const char *name_prefix);
+/* weftd uninstall: every kind's uninstall() (each removes its own links). 0 or the first error. */
+int backend_uninstall_all(NlSock *nl);
