@@ -126,6 +126,9 @@ struct Backend {
 	char underlay_name[IFNAMSIZ];
 	unsigned underlay_mtu;
 	IpAddr public_ip;
+	/* With an IPv4 public_ip: the underlay's first global IPv6 address, AF_UNSPEC = none. What the
+	 * wireguard backend publishes for weft-wg-v6 (NodeLease.public_ip6). */
+	IpAddr public_ip6;
 	IpPrefix connected[16]; /* the underlay link's addresses: directly connected networks */
 	size_t n_connected;
 	IpPrefix *local; /* every address of this node (all links), with its prefix length */
@@ -136,6 +139,9 @@ struct Backend {
 	NodeLease self;
 
 	unsigned mtu; /* pod MTU */
+	/* The cluster's families (Network, Network6), set with config: wireguard's Mode separate makes
+	 * weft-wg for the one and weft-wg-v6 for the other. */
+	bool ipv4, ipv6;
 
 	/* Context a kind may use (not owned; set by weftd before the first ensure()): the loop a kind
 	 * that moves packets itself watches its fds in (udp), and the directory for files a routing
@@ -196,6 +202,9 @@ int backend_refresh_mtu(Backend *b, unsigned overhead);
 /* The end of it for the kind's device l: its MTU b->mtu, and once the lease is held its addresses
  * (backend_sync_device_addresses()) and link up. 0 or a negative errno. */
 int backend_device_finish(Backend *b, const NlLink *l, bool with_v6, uint32_t v6_flags);
+/* The same for a device that carries one family or both (wireguard's weft-wg-v6 has no IPv4
+ * address): the addresses of the families asked for only. */
+int backend_device_finish_families(Backend *b, const NlLink *l, bool with_v4, bool with_v6, uint32_t v6_flags);
 
 /* A MAC derived from the node name and VNI: locally administered unicast, stable across restarts
  * and reinstalls, so a restarted node need not republish it and peers' FDB stays valid. */
