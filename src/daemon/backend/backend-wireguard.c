@@ -86,22 +86,19 @@ static WireguardBackend *wg(const Backend *b) {
 	return b->state;
 }
 
-/* Our underlay addresses per family (AF_UNSPEC when the node has none of it). */
-static IpAddr local_addr(const Backend *b, int family) {
+/* A node's underlay address of a family from its public IP and IPv6 one (AF_UNSPEC: none). */
+static IpAddr family_addr(const IpAddr *public_ip, const IpAddr *public_ip6, int family) {
 	if (family == AF_INET)
-		return b->public_ip.family == AF_INET ? b->public_ip : (IpAddr) {};
-	return ip_addr_is_set(&b->public_ip6)    ? b->public_ip6
-	       : b->public_ip.family == AF_INET6 ? b->public_ip
-						 : (IpAddr) {};
+		return public_ip->family == AF_INET ? *public_ip : (IpAddr) {};
+	return ip_addr_is_set(public_ip6) ? *public_ip6 : public_ip->family == AF_INET6 ? *public_ip : (IpAddr) {};
 }
 
-/* A remote node's, from its lease. */
+static IpAddr local_addr(const Backend *b, int family) {
+	return family_addr(&b->public_ip, &b->public_ip6, family);
+}
+
 static IpAddr remote_addr(const NodeLease *l, int family) {
-	if (family == AF_INET)
-		return l->public_ip.family == AF_INET ? l->public_ip : (IpAddr) {};
-	return ip_addr_is_set(&l->public_ip6)    ? l->public_ip6
-	       : l->public_ip.family == AF_INET6 ? l->public_ip
-						 : (IpAddr) {};
+	return family_addr(&l->public_ip, &l->public_ip6, family);
 }
 
 /* RFC 1918 and RFC 4193 (Go's net.IP.IsPrivate, which Flannel's choice uses). */
