@@ -88,6 +88,8 @@ int manager_validate_config(Manager *m) {
 	if (!ops)
 		return startup_fail_config(m, "unknown backend");
 	m->backend.config = m->config->backend;
+	m->backend.ipv4 = ip_addr_is_set(&m->config->network.addr);
+	m->backend.ipv6 = ip_addr_is_set(&m->config->network6.addr);
 	r = backend_init(&m->backend, ops);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up backend %s: %m", ops->name);

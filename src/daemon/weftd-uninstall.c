@@ -72,7 +72,7 @@ int manager_uninstall(Manager *m) {
 	else
 		log_info("Removed %zu nftables Service objects svc-*", n_policy);
 
-	r = backend_uninstall_links(m->nl);
+	r = backend_uninstall_all(m->nl);
 	if (r < 0)
 		RET_GATHER(ret, log_error_errno(r, "Failed to remove the VTEP: %m"));
 

@@ -19,23 +19,15 @@
 # its peer removed on the others.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/weft-cluster-lib.sh"
+. "$(dirname "$0")/../lib/wireguard-lib.sh"
 require_root
 require_cmd ip jq curl etcd etcdctl python3 ping tcpdump unshare
 require_built "$WEFTD"
 [ -c /dev/net/tun ] || skip "no /dev/net/tun"
 command -v wireguard-go >/dev/null || skip "wireguard-go is not installed (and the test does not use the kernel module)"
 
-# weftd in a private mount namespace with the node's own /run/wireguard (see above)
-REAL_WEFTD=$WEFTD
-WEFTD=$T/weftd-wrapper
-cat >"$WEFTD" <<EOF
-#!/bin/sh
-prev= d=
-for a; do [ "\$prev" = --state-dir ] && d=\$a; prev=\$a; done
-mkdir -p "\$d/../wg"
-exec unshare -m --propagation private sh -c 'mount -t tmpfs tmpfs /run && mkdir /run/wireguard && mount --bind "\$0" /run/wireguard && exec "\$@"' "\$d/../wg" "$REAL_WEFTD" "\$@"
-EOF
-chmod +x "$WEFTD"
+# weftd in a private mount namespace with the node's own /run/wireguard (wireguard-lib.sh)
+wg_private_run_wrapper
 
 cluster_init 3 wireguard
 for i in 1 2 3; do weftd_start "$i"; done

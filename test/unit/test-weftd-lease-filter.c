@@ -540,6 +540,78 @@ static NodeLease keyed(NodeLease l, const char *key, int64_t created) {
 	return l;
 }
 
+/* publicIPv6, the IPv6 underlay address next to an IPv4 public IP (wireguard's weft-wg-v6): read
+ * from etcd ("publicIPv6") and Kubernetes (weft.dev/public-ip6 with weft.dev/public-ip), and
+ * checked by the filter as a public IP is. */
+static void test_public_ip6(void **state) {
+	static const char *const pfx = "/weft/network/subnets/";
+	static const char *const key = "/weft/network/subnets/10.250.130.0-24";
+	_cleanup_(node_lease_done) NodeLease l = {};
+	LeaseFilter f = filter();
+	_cleanup_free_ char *detail = NULL;
+	IpAddr want = A("fd99::12");
+
+	assert_int_equal(etcd_parse(pfx, key,
+				    "{\"node\":\"node2\",\"publicIP\":\"10.250.100.12\",\"publicIPv6\":\"fd99::12\"}",
+				    &l),
+			 0);
+	assert_int_equal(l.invalid, LEASE_ACCEPTED);
+	assert_true(ip_addr_equal(&l.public_ip6, &want));
+	assert_int_equal(lease_filter_check(&f, &l, &detail), LEASE_ACCEPTED);
+	/* without it: none */
+	assert_int_equal(etcd_parse(pfx, key, "{\"node\":\"node2\",\"publicIP\":\"10.250.100.12\"}", &l), 0);
+	assert_false(ip_addr_is_set(&l.public_ip6));
+	/* not an IPv6 address */
+	assert_int_equal(etcd_parse(pfx, key,
+				    "{\"node\":\"node2\",\"publicIP\":\"10.250.100.12\",\"publicIPv6\":\"10.0.0.1\"}",
+				    &l),
+			 0);
+	assert_int_equal(l.invalid, LEASE_REJECT_PUBLIC_IP);
+	assert_int_equal(etcd_parse(pfx, key, "{\"node\":\"node2\",\"publicIP\":\"10.250.100.12\",\"publicIPv6\":7}",
+				    &l),
+			 0);
+	assert_int_equal(l.invalid, LEASE_REJECT_PUBLIC_IP);
+	/* the filter: loopback, multicast and ours refused, as for publicIP */
+	static const char *const bad[] = { "::1", "ff02::1", "::" };
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		NodeLease b = lease("node2", "10.250.130.0/24", "10.250.100.12", 2);
+
+		b.public_ip6 = A(bad[i]);
+		detail = mfree(detail);
+		assert_int_equal(lease_filter_check(&f, &b, &detail), LEASE_REJECT_PUBLIC_IP);
+		assert_non_null(strstr(detail, "publicIPv6"));
+	}
+	local_addrs[1] = P("fd99::11/64"); /* one of ours */
+	NodeLease b = lease("node2", "10.250.130.0/24", "10.250.100.12", 2);
+	b.public_ip6 = A("fd99::11");
+	detail = mfree(detail);
+	assert_int_equal(lease_filter_check(&f, &b, &detail), LEASE_REJECT_PUBLIC_IP);
+	assert_non_null(strstr(detail, "one of this node's own addresses"));
+	/* only next to an IPv4 public IP */
+	b = lease("node2", "10.250.130.0/24", "fd99::13", 2);
+	b.public_ip6 = A("fd99::12");
+	detail = mfree(detail);
+	assert_int_equal(lease_filter_check(&f, &b, &detail), LEASE_REJECT_PUBLIC_IP);
+
+	/* Kubernetes: both annotations */
+	assert_int_equal(
+			kube_parse("{\"metadata\":{\"name\":\"node2\",\"annotations\":{\"weft.dev/public-ip\":\"10.250.100.12\","
+				   "\"weft.dev/public-ip6\":\"fd99::12\"}},\"spec\":{\"podCIDRs\":[\"10.250.130.0/24\"]}}",
+				   &l),
+			1);
+	assert_int_equal(l.invalid, LEASE_ACCEPTED);
+	assert_int_equal(l.public_ip.family, AF_INET);
+	assert_true(ip_addr_equal(&l.public_ip6, &want));
+	/* public-ip6 alone is still an IPv6 node's public IP */
+	assert_int_equal(
+			kube_parse("{\"metadata\":{\"name\":\"node2\",\"annotations\":{\"weft.dev/public-ip6\":\"fd99::12\"}},"
+				   "\"spec\":{\"podCIDRs\":[\"10.250.130.0/24\"]}}",
+				   &l),
+			1);
+	assert_true(ip_addr_equal(&l.public_ip, &want));
+	assert_false(ip_addr_is_set(&l.public_ip6));
+}
+
 static void test_keyed_by_datastore_key(void **state) {
 	Reconciler r;
 	Metrics m = {};
@@ -621,6 +693,7 @@ int main(void) {
 		cmocka_unit_test(test_resolve_5000),        cmocka_unit_test(test_etcd_parse),
 		cmocka_unit_test(test_kube_parse),          cmocka_unit_test(test_keyed_by_datastore_key),
 		cmocka_unit_test(test_vtep_mac_long_names), cmocka_unit_test(test_public_key),
+		cmocka_unit_test(test_public_ip6),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -92,9 +92,14 @@ static int ipip_render(Backend *b, const NodeLease *remote, NodeObjects *ret) {
 	return 0;
 }
 
+static int ipip_uninstall(NlSock *nl) {
+	return backend_delete_links(nl, "ipip", BACKEND_VTEP_PREFIX);
+}
+
 const BackendOps backend_ipip_ops = {
 	.name = "ipip",
 	.object_size = sizeof(IpipBackend),
 	.ensure = ipip_ensure,
 	.render = ipip_render,
+	.uninstall = ipip_uninstall,
 };

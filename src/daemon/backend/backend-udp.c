@@ -426,6 +426,11 @@ static void udp_render_metrics(const Backend *b, FILE *f) {
 			u->drop_inbound[v]);
 }
 
+/* weft0 goes with weftd's fd; this removes one a weftd still running holds (its fd then dies) */
+static int udp_uninstall(NlSock *nl) {
+	return backend_delete_links(nl, "tun", UDP_BACKEND_TUN_NAME);
+}
+
 const BackendOps backend_udp_ops = {
 	.name = "udp",
 	.object_size = sizeof(UdpBackend),
@@ -435,4 +440,5 @@ const BackendOps backend_udp_ops = {
 	.render = udp_render,
 	.commit = udp_commit,
 	.render_metrics = udp_render_metrics,
+	.uninstall = udp_uninstall,
 };

@@ -157,6 +157,11 @@ static int vxlan_neigh_ifindex(const Backend *b) {
 	return vxlan(b)->vtep_ifindex;
 }
 
+/* every VTEP weft.<VNI> (any VNI: the configured one may have changed) */
+static int vxlan_uninstall(NlSock *nl) {
+	return backend_delete_links(nl, "vxlan", BACKEND_VTEP_PREFIX);
+}
+
 const BackendOps backend_vxlan_ops = {
 	.name = "vxlan",
 	.object_size = sizeof(VxlanBackend),
@@ -164,4 +169,5 @@ const BackendOps backend_vxlan_ops = {
 	.render = vxlan_render,
 	.lease_attrs = vxlan_lease_attrs,
 	.neigh_ifindex = vxlan_neigh_ifindex,
+	.uninstall = vxlan_uninstall,
 };

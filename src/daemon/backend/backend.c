@@ -10,6 +10,12 @@
 #include "basic/string-util.h"
 #include "daemon/backend/backend.h"
 
+/* Every kind, for what concerns them all (uninstall). */
+static const BackendOps *const all_ops[] = {
+	&backend_hostgw_ops, &backend_vxlan_ops, &backend_udp_ops,
+	&backend_ipip_ops,   &backend_bgp_ops,   &backend_wireguard_ops,
+};
+
 const BackendOps *backend_ops_find(NetworkBackendType type) {
 	switch (type) {
 	case NETWORK_BACKEND_HOST_GW: return &backend_hostgw_ops;
@@ -237,6 +243,7 @@ int backend_find_underlay(Backend *b, const char *iface, const IpAddr *public_ip
 	snprintf(b->underlay_name, sizeof(b->underlay_name), "%s", l.name);
 	b->underlay_mtu = l.mtu;
 	b->public_ip = have_ip ? *public_ip : ip_addr_is_set(&s.first4) ? s.first4 : s.first6;
+	b->public_ip6 = b->public_ip.family == AF_INET ? s.first6 : (IpAddr) {};
 	memcpy(b->connected, s.connected, sizeof(s.connected));
 	b->n_connected = s.n_connected;
 	return refresh_local(b);
@@ -303,29 +310,25 @@ void backend_vtep_mac(const char *node_name, uint32_t vni, uint8_t ret[6]) {
 	ret[0] = (uint8_t) ((ret[0] & 0xfe) | 0x02); /* unicast, locally administered */
 }
 
-typedef struct VtepScan {
+typedef struct LinkScan {
+	const char *kind, *prefix;
 	int ifindex[64];
 	size_t n;
-} VtepScan;
+} LinkScan;
 
-static int vtep_scan_cb(const NlLink *l, void *userdata) {
-	VtepScan *s = userdata;
+static int link_scan_cb(const NlLink *l, void *userdata) {
+	LinkScan *s = userdata;
 
-	bool ours = ((streq(l->kind, "vxlan") || streq(l->kind, "ipip")) && startswith(l->name, BACKEND_VTEP_PREFIX)) ||
-		    /* kernel WireGuard, or wireguard-go's TUN (it exits when its link goes) */
-		    ((streq(l->kind, "wireguard") || streq(l->kind, "tun")) &&
-		     startswith(l->name, BACKEND_WIREGUARD_DEVICE));
-
-	if (ours && s->n < ELEMENTSOF(s->ifindex))
+	if (streq(l->kind, s->kind) && startswith(l->name, s->prefix) && s->n < ELEMENTSOF(s->ifindex))
 		s->ifindex[s->n++] = l->ifindex;
 	return 0;
 }
 
-int backend_uninstall_links(NlSock *nl) {
-	VtepScan s = {};
+int backend_delete_links(NlSock *nl, const char *kind, const char *name_prefix) {
+	LinkScan s = { .kind = kind, .prefix = name_prefix };
 	int r;
 
-	r = nl_link_dump(nl, vtep_scan_cb, &s);
+	r = nl_link_dump(nl, link_scan_cb, &s);
 	if (r < 0)
 		return r;
 	r = 0;
@@ -334,6 +337,15 @@ int backend_uninstall_links(NlSock *nl) {
 		if (k != -ENODEV)
 			RET_GATHER(r, k);
 	}
+	return r;
+}
+
+int backend_uninstall_all(NlSock *nl) {
+	int r = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(all_ops); i++)
+		if (all_ops[i]->uninstall)
+			RET_GATHER(r, all_ops[i]->uninstall(nl));
 	return r;
 }
 
@@ -353,16 +365,9 @@ static int device_addr_cb(const NlAddr *a, void *userdata) {
 }
 
 /* ip addr replace 10.244.1.0/32 dev weft.1 (and the /128 of subnet6); stale ones removed */
-int backend_sync_device_addresses(Backend *b, int ifindex, bool with_v6, uint32_t v6_flags) {
-	IpPrefix want[2];
-	size_t n_want = 0;
+static int sync_wanted(Backend *b, int ifindex, const IpPrefix *want, size_t n_want, uint32_t v6_flags) {
 	DeviceAddrs v = {};
 	int r;
-
-	if (ip_addr_is_set(&b->self.subnet.addr))
-		want[n_want++] = (IpPrefix) { .addr = ip_prefix_mask(&b->self.subnet).addr, .len = 32 };
-	if (with_v6 && ip_addr_is_set(&b->self.subnet6.addr))
-		want[n_want++] = (IpPrefix) { .addr = ip_prefix_mask(&b->self.subnet6).addr, .len = 128 };
 
 	r = nl_addr_dump(b->nl, AF_UNSPEC, ifindex, device_addr_cb, &v);
 	if (r < 0)
@@ -385,6 +390,33 @@ int backend_sync_device_addresses(Backend *b, int ifindex, bool with_v6, uint32_
 	return 0;
 }
 
+int backend_sync_device_addresses(Backend *b, int ifindex, bool with_v6, uint32_t v6_flags) {
+	IpPrefix want[2];
+	size_t n_want = 0;
+
+	if (ip_addr_is_set(&b->self.subnet.addr))
+		want[n_want++] = (IpPrefix) { .addr = ip_prefix_mask(&b->self.subnet).addr, .len = 32 };
+	if (with_v6 && ip_addr_is_set(&b->self.subnet6.addr))
+		want[n_want++] = (IpPrefix) { .addr = ip_prefix_mask(&b->self.subnet6).addr, .len = 128 };
+	return sync_wanted(b, ifindex, want, n_want, v6_flags);
+}
+
+/* The host address of each of our subnets whose family is wanted (an IPv6-only cluster's subnet is
+ * IPv6: by family, not by field). */
+static int sync_family_addresses(Backend *b, int ifindex, bool with_v4, bool with_v6, uint32_t v6_flags) {
+	const IpPrefix *ours[] = { &b->self.subnet, &b->self.subnet6 };
+	IpPrefix want[2];
+	size_t n_want = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(ours); i++) {
+		int f = ours[i]->addr.family;
+
+		if ((f == AF_INET && with_v4) || (f == AF_INET6 && with_v6))
+			want[n_want++] = (IpPrefix) { .addr = ip_prefix_mask(ours[i]).addr, .len = ip_family_bits(f) };
+	}
+	return sync_wanted(b, ifindex, want, n_want, v6_flags);
+}
+
 int backend_refresh_mtu(Backend *b, unsigned overhead) {
 	int r;
 
@@ -397,7 +429,8 @@ int backend_refresh_mtu(Backend *b, unsigned overhead) {
 	return 0;
 }
 
-int backend_device_finish(Backend *b, const NlLink *l, bool with_v6, uint32_t v6_flags) {
+/* by_family: sync_family_addresses(), else the tunnel kinds' backend_sync_device_addresses() */
+static int device_finish(Backend *b, const NlLink *l, bool by_family, bool with_v4, bool with_v6, uint32_t v6_flags) {
 	int r;
 
 	if (l->mtu != b->mtu) {
@@ -407,10 +440,19 @@ int backend_device_finish(Backend *b, const NlLink *l, bool with_v6, uint32_t v6
 	}
 	if (!b->have_lease)
 		return 0;
-	r = backend_sync_device_addresses(b, l->ifindex, with_v6, v6_flags);
+	r = by_family ? sync_family_addresses(b, l->ifindex, with_v4, with_v6, v6_flags)
+		      : backend_sync_device_addresses(b, l->ifindex, with_v6, v6_flags);
 	if (r < 0)
 		return r;
 	if (!(l->flags & IFF_UP))
 		return nl_link_set_up(b->nl, l->ifindex, true);
 	return 0;
+}
+
+int backend_device_finish(Backend *b, const NlLink *l, bool with_v6, uint32_t v6_flags) {
+	return device_finish(b, l, false, true, with_v6, v6_flags);
+}
+
+int backend_device_finish_families(Backend *b, const NlLink *l, bool with_v4, bool with_v6, uint32_t v6_flags) {
+	return device_finish(b, l, true, with_v4, with_v6, v6_flags);
 }

@@ -109,6 +109,11 @@ typedef struct BackendOps {
 	/* Optional: makes the LoadBalancer addresses this node announces to the routers exactly
 	 * addrs (lb-announce.h; bgp: /32s to the external peers), at once. 0 or -errno. */
 	int (*announce)(Backend *b, const IpAddr *addrs, size_t n);
+	/* Optional: `weftd uninstall` removes the links the kind creates (vxlan: weft.<VNI>, wireguard:
+	 * weft-wg and weft-wg-v6, ...). Called for every kind, with no state and no config (the one
+	 * configured may be gone), so it goes by link kind and name. A missing link is no error; 0 or
+	 * the first error (the rest is still tried). */
+	int (*uninstall)(NlSock *nl);
 } BackendOps;
 
 /* What every kind shares. The kind's own fields are in *state (see BackendOps.object_size). */
@@ -124,6 +129,9 @@ struct Backend {
 	char underlay_name[IFNAMSIZ];
 	unsigned underlay_mtu;
 	IpAddr public_ip;
+	/* With an IPv4 public_ip: the underlay's first global IPv6 address, AF_UNSPEC = none. What the
+	 * wireguard backend publishes for weft-wg-v6 (NodeLease.public_ip6). */
+	IpAddr public_ip6;
 	IpPrefix connected[16]; /* the underlay link's addresses: directly connected networks */
 	size_t n_connected;
 	IpPrefix *local; /* every address of this node (all links), with its prefix length */
@@ -134,6 +142,9 @@ struct Backend {
 	NodeLease self;
 
 	unsigned mtu; /* pod MTU */
+	/* The cluster's families (Network, Network6), set with config: wireguard's Mode separate makes
+	 * weft-wg for the one and weft-wg-v6 for the other. */
+	bool ipv4, ipv6;
 
 	/* Context a kind may use (not owned; set by weftd before the first ensure()): the loop a kind
 	 * that moves packets itself watches its fds in (udp), and the directory for files a routing
@@ -195,10 +206,16 @@ int backend_refresh_mtu(Backend *b, unsigned overhead);
 /* The end of it for the kind's device l: its MTU b->mtu, and once the lease is held its addresses
  * (backend_sync_device_addresses()) and link up. 0 or a negative errno. */
 int backend_device_finish(Backend *b, const NlLink *l, bool with_v6, uint32_t v6_flags);
+/* The same for a device that carries one family or both (wireguard's weft-wg-v6 has no IPv4
+ * address): the addresses of the families asked for only. */
+int backend_device_finish_families(Backend *b, const NlLink *l, bool with_v4, bool with_v6, uint32_t v6_flags);
 
 /* A MAC derived from the node name and VNI: locally administered unicast, stable across restarts
  * and reinstalls, so a restarted node need not republish it and peers' FDB stays valid. */
 void backend_vtep_mac(const char *node_name, uint32_t vni, uint8_t ret[6]);
 
-/* weftd uninstall: deletes every vxlan and ipip link named weft.* (ENODEV ignored). */
-int backend_uninstall_links(NlSock *nl);
+/* For the kinds' uninstall(): deletes every link of this kind ("vxlan", "tun", ...) whose name starts
+ * with name_prefix (a link gone meanwhile is no error). 0 or the first error. */
+int backend_delete_links(NlSock *nl, const char *kind, const char *name_prefix);
+/* weftd uninstall: every kind's uninstall() (each removes its own links). 0 or the first error. */
+int backend_uninstall_all(NlSock *nl);

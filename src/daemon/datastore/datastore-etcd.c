@@ -156,6 +156,8 @@ static char *lease_to_json(const NodeLease *l) {
 	json_object_set_new(o, "node", json_string(l->node_name));
 	if (ip_addr_is_set(&l->public_ip))
 		json_object_set_new(o, "publicIP", json_string(ip_addr_to_string(&l->public_ip, a)));
+	if (l->public_ip6.family == AF_INET6)
+		json_object_set_new(o, "publicIPv6", json_string(ip_addr_to_string(&l->public_ip6, a)));
 	if (l->backend[0])
 		json_object_set_new(o, "backend", json_string(l->backend));
 	if (l->has_vtep_mac)
@@ -223,6 +225,12 @@ int datastore_etcd_lease_parse(const char *subnets_prefix, const char *key, cons
 		if (!json_is_string(v) || ip_addr_parse(json_string_value(v), &l.public_ip) < 0) {
 			l.public_ip = (IpAddr) {};
 			set_invalid(&l, LEASE_REJECT_PUBLIC_IP, "\"publicIP\" is missing or not an IP address");
+		}
+		v = json_object_get(o, "publicIPv6");
+		if (v && (!json_is_string(v) || ip_addr_parse(json_string_value(v), &l.public_ip6) < 0 ||
+			  l.public_ip6.family != AF_INET6)) {
+			l.public_ip6 = (IpAddr) {};
+			set_invalid(&l, LEASE_REJECT_PUBLIC_IP, "\"publicIPv6\" is not an IPv6 address");
 		}
 		v = json_object_get(o, "backend");
 		if (json_is_string(v)) {

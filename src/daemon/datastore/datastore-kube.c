@@ -6,6 +6,7 @@
  * Node object:
  *
  *   weft.dev/public-ip     192.0.2.1            (underlay address; weft.dev/public-ip6 if IPv6)
+ *   weft.dev/public-ip6    2001:db8::1          (with public-ip: the IPv6 underlay address, wireguard)
  *   weft.dev/backend-type  vxlan | host-gw
  *   weft.dev/vtep-mac      aa:bb:cc:dd:ee:ff    (vxlan)
  *   weft.dev/public-key    <base64 of 32 bytes> (wireguard)
@@ -208,6 +209,13 @@ int datastore_kube_node_parse(const json_t *node, NodeLease *ret) {
 			return 1;
 		}
 	}
+	/* with both annotations, public-ip6 is the node's second (IPv6) underlay address */
+	s = annotation(node, ANNOTATION_PUBLIC_IP6);
+	if (s && annotation(node, ANNOTATION_PUBLIC_IP) &&
+	    (ip_addr_parse(s, &l.public_ip6) < 0 || l.public_ip6.family != AF_INET6)) {
+		l.public_ip6 = (IpAddr) {};
+		set_invalid(&l, LEASE_REJECT_PUBLIC_IP, "annotation weft.dev/public-ip6 is not an IPv6 address");
+	}
 	s = annotation(node, ANNOTATION_BACKEND);
 	if (s) {
 		if (strlen(s) < sizeof(l.backend))
@@ -267,9 +275,9 @@ static void check_own_node(Datastore *d, const NodeLease *l) {
 
 	if (!d->have_lease || !streq_ptr(l->node_name, s->node_name))
 		return;
-	if (ip_addr_equal(&l->public_ip, &s->public_ip) && streq(l->backend, s->backend) &&
-	    l->has_vtep_mac == s->has_vtep_mac && (!s->has_vtep_mac || memcmp(l->vtep_mac, s->vtep_mac, 6) == 0) &&
-	    l->has_public_key == s->has_public_key &&
+	if (ip_addr_equal(&l->public_ip, &s->public_ip) && ip_addr_equal(&l->public_ip6, &s->public_ip6) &&
+	    streq(l->backend, s->backend) && l->has_vtep_mac == s->has_vtep_mac &&
+	    (!s->has_vtep_mac || memcmp(l->vtep_mac, s->vtep_mac, 6) == 0) && l->has_public_key == s->has_public_key &&
 	    (!s->has_public_key || memcmp(l->public_key, s->public_key, sizeof(s->public_key)) == 0))
 		return;
 	if (!d->republish)
@@ -558,7 +566,10 @@ static char *annotations_patch(const NodeLease *self) {
 	json_object_set_new(ann, ANNOTATION_PUBLIC_IP,
 			    self && !v6 ? json_string(ip_addr_to_string(&self->public_ip, a)) : json_null());
 	json_object_set_new(ann, ANNOTATION_PUBLIC_IP6,
-			    self && v6 ? json_string(ip_addr_to_string(&self->public_ip, a)) : json_null());
+			    self && v6 ? json_string(ip_addr_to_string(&self->public_ip, a))
+			    : self && self->public_ip6.family == AF_INET6
+					    ? json_string(ip_addr_to_string(&self->public_ip6, a))
+					    : json_null());
 	json_object_set_new(ann, ANNOTATION_BACKEND,
 			    self && self->backend[0] ? json_string(self->backend) : json_null());
 	json_object_set_new(ann, ANNOTATION_VTEP_MAC,

@@ -88,8 +88,8 @@ int node_lease_copy(NodeLease *dst, const NodeLease *src) {
 bool node_lease_equal(const NodeLease *a, const NodeLease *b) {
 	return streq_ptr(a->node_name, b->node_name) && ip_prefix_equal(&a->subnet, &b->subnet) &&
 	       ip_prefix_equal(&a->subnet6, &b->subnet6) && ip_addr_equal(&a->public_ip, &b->public_ip) &&
-	       streq(a->backend, b->backend) && a->has_vtep_mac == b->has_vtep_mac &&
-	       (!a->has_vtep_mac || memcmp(a->vtep_mac, b->vtep_mac, 6) == 0) &&
+	       ip_addr_equal(&a->public_ip6, &b->public_ip6) && streq(a->backend, b->backend) &&
+	       a->has_vtep_mac == b->has_vtep_mac && (!a->has_vtep_mac || memcmp(a->vtep_mac, b->vtep_mac, 6) == 0) &&
 	       a->has_public_key == b->has_public_key &&
 	       (!a->has_public_key || memcmp(a->public_key, b->public_key, sizeof(a->public_key)) == 0) &&
 	       a->created == b->created && a->invalid == b->invalid;

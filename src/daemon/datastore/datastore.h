@@ -65,7 +65,8 @@ typedef struct NodeLease {
 	char *node_name;     /* malloc'ed; NULL = not known (a DELETE by key, an unreadable value) */
 	IpPrefix subnet;     /* pod subnet of that node (IPv4; subnet6 for dual-stack) */
 	IpPrefix subnet6;    /* AF_UNSPEC = none */
-	IpAddr public_ip;    /* underlay address other nodes use */
+	IpAddr public_ip;    /* underlay address other nodes use (public_ip6 too: compared with it) */
+	IpAddr public_ip6;   /* next to an IPv4 public_ip, the IPv6 one ("publicIPv6"; wireguard) */
 	char backend[16];    /* "host-gw" | "vxlan" */
 	uint8_t vtep_mac[6]; /* vxlan */
 	bool has_vtep_mac;

@@ -159,6 +159,16 @@ LeaseReject lease_filter_check(const LeaseFilter *f, const NodeLease *l, char **
 						      : strdup("no publicIP");
 		return LEASE_REJECT_PUBLIC_IP;
 	}
+	if (ip_addr_is_set(&l->public_ip6)) {
+		why = l->public_ip.family != AF_INET ? "only allowed next to an IPv4 publicIP"
+						     : public_ip_problem(f, &l->public_ip6);
+		if (why) {
+			if (ret_detail)
+				*ret_detail = strdup_printf("publicIPv6 %s is %s", ip_addr_to_string(&l->public_ip6, a),
+							    why);
+			return LEASE_REJECT_PUBLIC_IP;
+		}
+	}
 	if (l->has_vtep_mac) {
 		static const uint8_t zero[6];
 
