@@ -18,6 +18,7 @@
 #
 # Knobs (environment): CLUSTER_NETWORK (10.244.0.0/16), CLUSTER_SUBNET_LEN (24),
 # CLUSTER_MASQ (true), CLUSTER_EXTRA_BACKEND (extra JSON members for "Backend", e.g. '"DirectRouting": true'),
+# CLUSTER_EXTRA_CONFIG (extra top-level JSON members, e.g. '"LoadBalancer": {...}'),
 # WEFTD_ARGS (extra weftd args for every node), WEFTD_LEASE_TTL (default 10),
 # CLUSTER_UNDERLAY (first three octets of the underlay /24, default 10.99.0; set before sourcing).
 
@@ -26,6 +27,7 @@ CLUSTER_NETWORK6=${CLUSTER_NETWORK6:-}   # e.g. fd00:10:244::/56 for dual-stack 
 CLUSTER_SUBNET_LEN=${CLUSTER_SUBNET_LEN:-24}
 CLUSTER_MASQ=${CLUSTER_MASQ:-true}
 CLUSTER_EXTRA_BACKEND=${CLUSTER_EXTRA_BACKEND:-}
+CLUSTER_EXTRA_CONFIG=${CLUSTER_EXTRA_CONFIG:-}
 WEFTD_LEASE_TTL=${WEFTD_LEASE_TTL:-10}
 WEFTD=${WEFTD:-$WEFT_BIN/weftd}
 CLUSTER_UNDERLAY=${CLUSTER_UNDERLAY:-10.99.0}
@@ -90,8 +92,8 @@ cluster_config_json() {
 	[ -n "$CLUSTER_EXTRA_BACKEND" ] && extra=", $CLUSTER_EXTRA_BACKEND"
 	local net6=""
 	[ -n "$CLUSTER_NETWORK6" ] && net6=$(printf ', "Network6": "%s", "SubnetLen6": 64' "$CLUSTER_NETWORK6")
-	printf '{"Network": "%s", "SubnetLen": %s%s, "Backend": {%s%s}, "Masquerade": %s}\n' \
-		"$CLUSTER_NETWORK" "$CLUSTER_SUBNET_LEN" "$net6" "$be" "$extra" "$CLUSTER_MASQ"
+	printf '{"Network": "%s", "SubnetLen": %s%s, "Backend": {%s%s}, "Masquerade": %s%s}\n' \
+		"$CLUSTER_NETWORK" "$CLUSTER_SUBNET_LEN" "$net6" "$be" "$extra" "$CLUSTER_MASQ" "${CLUSTER_EXTRA_CONFIG:+, $CLUSTER_EXTRA_CONFIG}"
 }
 
 etcdctl_() { ip netns exec "$ETCD_NS" etcdctl --endpoints "$ETCD_URL" --dial-timeout 2s "$@"; }
