@@ -19,17 +19,10 @@ done
 
 # weftd in a private mount namespace with the node's own /run/wireguard: the wrapper finds the node
 # from --state-dir (weft-cluster-lib.sh passes $T/nI/state) and uses $T/nI/wg
-DEMO_WG_WEFTD=$WEFTD
-[ -x "$DEMO_WG_WEFTD" ] || { echo "demo: $DEMO_WG_WEFTD is not built (run make)" >&2; exit 1; }
-WEFTD=$T/weftd-wg
-cat >"$WEFTD" <<EOF
-#!/bin/sh
-prev= d=
-for a; do [ "\$prev" = --state-dir ] && d=\$a; prev=\$a; done
-mkdir -p "\$d/../wg"
-exec unshare -m --propagation private sh -c 'mount -t tmpfs tmpfs /run && mkdir /run/wireguard && mount --bind "\$0" /run/wireguard && exec "\$@"' "\$d/../wg" "$DEMO_WG_WEFTD" "\$@"
-EOF
-chmod +x "$WEFTD"
+[ -x "$WEFTD" ] || { echo "demo: $WEFTD is not built (run make)" >&2; exit 1; }
+# shellcheck source=../test/lib/wireguard-lib.sh
+. "$TOP/test/lib/wireguard-lib.sh"
+wg_private_run_wrapper
 
 # demo_wg I ARGS...: wg ARGS in node I's namespace, with the node's /run/wireguard
 demo_wg() {
