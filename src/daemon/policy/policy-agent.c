@@ -676,6 +676,10 @@ int policy_agent_render_metrics(PolicyAgent *a, FILE *f) {
 	return 0;
 }
 
+struct PolicyDrops *policy_agent_drop_log(PolicyAgent *a) {
+	return a->drops;
+}
+
 int policy_agent_drops(PolicyAgent *a, const char *query, int *ret_status, char **ret_body) {
 	_cleanup_free_ char *since_s = query_get(query, "since");
 	unsigned long long since = 0;
