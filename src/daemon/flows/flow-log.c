@@ -23,7 +23,7 @@
 
 struct FlowLog {
 	struct mnl_socket *nl;
-	EventSource *io;
+	EventSource *io, *timer;
 	const FlowLogOps *ops;
 	void *userdata;
 	char *rbuf;
@@ -252,10 +252,12 @@ static int msg_cb(const struct nlmsghdr *nlh, void *data) {
 	return MNL_CB_OK;
 }
 
-static int on_io(EventSource *s, int fd, uint32_t revents, void *userdata) {
+/* The timer: read what queued since the first event woke us, then watch the socket again. */
+static int on_timer(EventSource *s, void *userdata) {
 	FlowLog *l = userdata;
+	int fd = mnl_socket_get_fd(l->nl);
 
-	/* bounded per wake-up: what stays queued is read on the next turn, or lost to ENOBUFS */
+	/* bounded per turn: what stays queued waits for the next one, or is lost to ENOBUFS */
 	for (int i = 0; i < FLOW_LOG_BATCH; i++) {
 		ssize_t n = recv(fd, l->rbuf, RBUF_SIZE, MSG_DONTWAIT);
 
@@ -268,10 +270,24 @@ static int on_io(EventSource *s, int fd, uint32_t revents, void *userdata) {
 			}
 			if (errno != EAGAIN)
 				log_debug_errno(errno, "Flow log: recv: %m");
-			return 0;
+			break;
 		}
 		(void) mnl_cb_run(l->rbuf, (size_t) n, 0, 0, msg_cb, l);
 	}
+	(void) event_source_set_io_events(l->io, EPOLLIN);
+	return 0;
+}
+
+/*
+ * An event is queued: wait FLOW_LOG_COALESCE_USEC and read the whole batch then, rather than wake
+ * for every connection (at 1,000 new connections a second, one wake-up per 10 ms instead of 1,000).
+ */
+static int on_io(EventSource *s, int fd, uint32_t revents, void *userdata) {
+	FlowLog *l = userdata;
+
+	(void) event_source_set_io_events(l->io, 0);
+	if (event_source_arm(l->timer, FLOW_LOG_COALESCE_USEC, 0) < 0)
+		return on_timer(l->timer, l);
 	return 0;
 }
 
@@ -306,7 +322,8 @@ int flow_log_new(EventLoop *loop, const FlowLogOps *ops, void *userdata, unsigne
 		if (mnl_socket_setsockopt(l->nl, NETLINK_ADD_MEMBERSHIP, &g, sizeof(g)) < 0)
 			return negative_errno();
 	}
-	if (event_loop_add_io(loop, fd, EPOLLIN, on_io, l, &l->io) < 0)
+	if (event_loop_add_io(loop, fd, EPOLLIN, on_io, l, &l->io) < 0 ||
+	    event_loop_add_timer(loop, on_timer, l, &l->timer) < 0)
 		return -ENOMEM;
 	*ret = TAKE_PTR(l);
 	return 0;
@@ -316,6 +333,7 @@ FlowLog *flow_log_free(FlowLog *l) {
 	if (!l)
 		return NULL;
 	event_source_free(l->io);
+	event_source_free(l->timer);
 	if (l->nl)
 		mnl_socket_close(l->nl);
 	for (size_t i = 0; i < FLOW_LOG_RING; i++)

@@ -12,8 +12,9 @@
  * It never blocks the datapath: the kernel queues events on the socket (FLOW_LOG_RCVBUF) and
  * drops what does not fit, which the next recv() reports as ENOBUFS (counted: lost, kernel);
  * events over the rate are counted (lost, rate), and so are records the ring overwrote before
- * any reader fetched them (lost, ring). One wake-up reads at most FLOW_LOG_BATCH events, so a
- * flood cannot starve weftd's loop.
+ * any reader fetched them (lost, ring). The first queued event arms a timer: FLOW_LOG_COALESCE_USEC
+ * later one turn reads what queued meanwhile, at most FLOW_LOG_BATCH events, so weftd wakes at
+ * most 100 times a second for the log and a flood cannot starve its loop.
  */
 
 #include <stdbool.h>
@@ -28,7 +29,8 @@
 #define FLOW_LOG_RING 4096
 #define FLOW_LOG_RATE_DEFAULT 1000 /* records a second */
 #define FLOW_LOG_RCVBUF (4 * 1024 * 1024)
-#define FLOW_LOG_BATCH 256
+#define FLOW_LOG_BATCH 1024                /* events read per turn at most */
+#define FLOW_LOG_COALESCE_USEC (10 * 1000) /* the first event's wake-up reads the batch this much later */
 
 typedef enum FlowEventType {
 	FLOW_EVENT_NEW,
