@@ -16,12 +16,6 @@
 #include "daemon/policy/policy-explain.h"
 #include "shared/netns/netns.h"
 
-typedef struct Objects {
-	const KubeObject **v;
-	size_t n, cap;
-	bool oom;
-} Objects;
-
 enum {
 	OBJ_POD,
 	OBJ_NAMESPACE,
@@ -39,27 +33,9 @@ struct FlowAgent {
 	PolicyDrops *drops; /* the policy agent's, observed */
 	/* the model the verdicts and Service names are read from, collected again after any delta
 	 * (the pointers are the cache's: a delta may free them) */
-	Objects objs[_OBJ_MAX];
+	ObjectVec objs[_OBJ_MAX];
 	bool stale;
 };
-
-static int collect(const KubeObject *o, void *userdata) {
-	Objects *c = userdata;
-
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 64;
-		const KubeObject **v = reallocarray(c->v, cap, sizeof(*v));
-
-		if (!v) {
-			c->oom = true;
-			return -ENOMEM;
-		}
-		c->v = v;
-		c->cap = cap;
-	}
-	c->v[c->n++] = o;
-	return 0;
-}
 
 /* false: out of memory (nothing is described from a partial model) */
 static bool refresh(FlowAgent *a) {
@@ -68,7 +44,7 @@ static bool refresh(FlowAgent *a) {
 	for (size_t k = 0; k < _OBJ_MAX; k++) {
 		a->objs[k].n = 0;
 		a->objs[k].oom = false;
-		object_cache_foreach(a->cache, obj_kinds[k], collect, &a->objs[k]);
+		object_cache_foreach(a->cache, obj_kinds[k], object_vec_append, &a->objs[k]);
 		if (a->objs[k].oom)
 			return false;
 	}
@@ -122,7 +98,7 @@ static bool ip_in(const IpAddr *ip, const IpAddr *v, size_t n) {
  * outside the pod network), and the port's name. NULL if none. */
 static const KubeService *service_lookup(FlowAgent *a, const IpAddr *dst, uint16_t port, KubeProtocol proto,
 					 const KubeServicePort **ret_port) {
-	const Objects *svcs = &a->objs[OBJ_SERVICE];
+	const ObjectVec *svcs = &a->objs[OBJ_SERVICE];
 
 	for (size_t i = 0; i < svcs->n; i++) {
 		const KubeService *s = (const KubeService *) svcs->v[i];
