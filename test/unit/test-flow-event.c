@@ -27,8 +27,8 @@
 
 #define BUF 4096
 
-static void put_tuple(struct nlmsghdr *nlh, uint16_t type, int family, const char *src, const char *dst,
-		      uint8_t proto, uint16_t sport, uint16_t dport) {
+static void put_tuple(struct nlmsghdr *nlh, uint16_t type, int family, const char *src, const char *dst, uint8_t proto,
+		      uint16_t sport, uint16_t dport) {
 	struct nlattr *t = mnl_attr_nest_start(nlh, type), *ip, *p;
 	uint8_t a[16], b[16];
 	size_t len = family == AF_INET ? 4 : 16;
