@@ -378,6 +378,14 @@ int manager_objects_start(Manager *m) {
 	ObjectsState *s = &m->objects;
 	int r, fd;
 
+	if (m->args.objects_datastore == OBJECTS_DATASTORE_NONE && m->args.flow_log && !s->cache) {
+		/* once: s->cache stays NULL, so say it on the first call only */
+		static bool warned;
+
+		if (!warned)
+			log_warning("--flow-log needs an object source (--objects-datastore): the flow log is off");
+		warned = true;
+	}
 	if (m->args.objects_datastore == OBJECTS_DATASTORE_NONE || s->cache)
 		return 0;
 	if (needs_datastore_config(m) && !m->ds)
