@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "basic/macro.h"
 #include "daemon/flows/flow-log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -54,9 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
 		if (flow_event_parse(nlh, size - off, &ev) >= 0)
 			check(&ev);
-		if (nlh->nlmsg_len < sizeof(struct nlmsghdr) || NLMSG_ALIGN(nlh->nlmsg_len) > size - off)
+		/* in size_t: NLMSG_ALIGN(0xffffffff) is 0 in 32 bits */
+		if (nlh->nlmsg_len < sizeof(struct nlmsghdr) || nlh->nlmsg_len > size - off)
 			break;
-		off += NLMSG_ALIGN(nlh->nlmsg_len);
+		off += MIN((size_t) NLMSG_ALIGN((size_t) nlh->nlmsg_len), size - off);
 	}
 	free(buf);
 	return 0;

@@ -195,6 +195,10 @@ static void test_malformed(void **state) {
 	nlh = new_dnat(buf);
 	assert_int_equal(flow_event_parse(nlh, nlh->nlmsg_len - 4, &ev), -EBADMSG);
 	assert_int_equal(flow_event_parse(nlh, 8, &ev), -EBADMSG);
+	/* a length of 0xffffffff (mnl_nlmsg_ok() takes it: it compares as an int) */
+	nlh = new_dnat(buf);
+	nlh->nlmsg_len = UINT32_MAX;
+	assert_int_equal(flow_event_parse(nlh, BUF, &ev), -EBADMSG);
 	/* no nfgenmsg */
 	nlh = new_dnat(buf);
 	nlh->nlmsg_len = MNL_NLMSG_HDRLEN;

@@ -85,7 +85,8 @@ int flow_event_parse(const void *nlmsg, size_t len, FlowEvent *ret) {
 	bool orig = false, reply = false;
 	FlowEvent ev = {};
 
-	if (len < sizeof(*nlh) || !mnl_nlmsg_ok(nlh, (int) len))
+	/* not mnl_nlmsg_ok(): it compares nlmsg_len as an int, so 0xffffffff passes */
+	if (len < sizeof(*nlh) || nlh->nlmsg_len < sizeof(*nlh) || nlh->nlmsg_len > len)
 		return -EBADMSG;
 	if (NFNL_SUBSYS_ID(nlh->nlmsg_type) != NFNL_SUBSYS_CTNETLINK)
 		return -ENOENT;
