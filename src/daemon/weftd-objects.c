@@ -25,6 +25,7 @@
 #include "basic/string-util.h"
 #include "daemon/cache/object-source-etcd.h"
 #include "daemon/cache/object-source-kube.h"
+#include "daemon/flows/flow-agent.h"
 #include "daemon/loadbalancer/lb-agent.h"
 #include "daemon/loadbalancer/lb-announce.h"
 #include "daemon/policy/policy-agent.h"
@@ -409,6 +410,14 @@ int manager_objects_start(Manager *m) {
 	ObjectsState *s = &m->objects;
 	int r, fd;
 
+	if (m->args.objects_datastore == OBJECTS_DATASTORE_NONE && m->args.flow_log && !s->cache) {
+		/* once: s->cache stays NULL, so say it on the first call only */
+		static bool warned;
+
+		if (!warned)
+			log_warning("--flow-log needs an object source (--objects-datastore): the flow log is off");
+		warned = true;
+	}
 	if (m->args.objects_datastore == OBJECTS_DATASTORE_NONE || s->cache)
 		return 0;
 	if (needs_datastore_config(m) && !m->ds)
@@ -437,7 +446,8 @@ int manager_objects_start(Manager *m) {
 	}
 	object_cache_set_all_synced(s->cache, on_all_synced, m);
 	r = policy_agent_new(s->cache, m->loop, m->args.node_name,
-			     m->args.policy_log_drops || getenv("WEFT_POLICY_LOG_DROPS"), &s->policy);
+			     m->args.policy_log_drops || m->args.flow_log || getenv("WEFT_POLICY_LOG_DROPS"),
+			     &s->policy);
 	if (r >= 0)
 		r = manager_objects_add_consumer(m, &policy_agent_handlers, s->policy);
 	if (r < 0)
@@ -468,6 +478,20 @@ int manager_objects_start(Manager *m) {
 		s->namespace = own_namespace();
 		if (!s->namespace)
 			return log_error_errno(-ENOMEM, "Failed to set up LoadBalancer address assignment: %m");
+	}
+	if (m->args.flow_log) {
+		r = flow_agent_new(s->cache, m->loop,
+				   &(FlowAgentConfig) { .node = m->args.node_name,
+							.network = &m->config,
+							.service_ranges = m->args.service_ranges,
+							.n_service_ranges = m->args.n_service_ranges,
+							.rate = m->args.flow_log_rate,
+							.policy = s->policy },
+				   &s->flows);
+		if (r >= 0)
+			r = manager_objects_add_consumer(m, &flow_agent_handlers, s->flows);
+		if (r < 0)
+			return log_error_errno(r, "Failed to start the flow log (conntrack events): %m");
 	}
 	r = lb_agent_new(s->cache, m->loop,
 			 &(LbAgentConfig) { .node = m->args.node_name,
@@ -527,6 +551,7 @@ void manager_objects_done(Manager *m) {
 
 	/* The cache first: it cancels its requests on the clients. */
 	s->cache = object_cache_free(s->cache);
+	flow_agent_free(s->flows); /* before the policy agent, whose drop log it observes */
 	policy_agent_free(s->policy);
 	service_agent_free(s->services);
 	lb_agent_free(s->lb);
@@ -601,6 +626,8 @@ int manager_objects_render_metrics(Manager *m, FILE *f) {
 		service_agent_render_metrics(m->objects.services, f);
 	lb_agent_render_metrics(m->objects.lb, f);
 	lb_announce_render_metrics(m->objects.announce, f);
+	if (m->objects.flows)
+		flow_agent_render_metrics(m->objects.flows, f);
 	metric_per_kind(f, c, "weft_cache_synced", "gauge", "1 once the kind's first list is in the object cache.",
 			get_synced);
 	metric_per_kind(f, c, "weft_cache_objects", "gauge", "Objects of the kind in the object cache.", get_objects);

@@ -86,6 +86,13 @@ static void help(void) {
 	       "                            class): read from nfnetlink_log group 30565, logged at\n"
 	       "                            info and served at /policy/drops (`weft policy drops`);\n"
 	       "                            without nfnetlink_log, to the kernel log (default off)\n"
+	       "  --flow-log                log every new connection of pods and Services with its\n"
+	       "                            pods, Service, endpoint and verdict, and its bytes when it\n"
+	       "                            ends (conntrack events; turns --policy-log-drops on, sets\n"
+	       "                            nf_conntrack_acct); served at /flows (`weft flows`)\n"
+	       "                            (default off)\n"
+	       "  --flow-log-rate N         at most N flow records a second, the rest counted as lost\n"
+	       "                            (default 1000)\n"
 	       "  --ipam-data-dir DIR       pod address store written into the conflist\n"
 	       "                            (default: host-local's /var/lib/cni/networks)\n"
 	       "  --service-cluster-ip-range CIDR[,CIDR6]  the Service ranges (as kube-apiserver's):\n"
@@ -121,6 +128,8 @@ enum {
 	ARG_KUBECONFIG,
 	ARG_OBJECTS_DATASTORE,
 	ARG_POLICY_LOG_DROPS,
+	ARG_FLOW_LOG,
+	ARG_FLOW_LOG_RATE,
 	ARG_SERVICE_CLUSTER_IP_RANGE,
 	ARG_SERVICE_EXTERNAL_IP_CIDRS,
 	ARG_SERVICE_NODE_PORT_RANGE,
@@ -151,6 +160,8 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 		{ "kubeconfig", required_argument, NULL, ARG_KUBECONFIG },
 		{ "objects-datastore", required_argument, NULL, ARG_OBJECTS_DATASTORE },
 		{ "policy-log-drops", no_argument, NULL, ARG_POLICY_LOG_DROPS },
+		{ "flow-log", no_argument, NULL, ARG_FLOW_LOG },
+		{ "flow-log-rate", required_argument, NULL, ARG_FLOW_LOG_RATE },
 		{ "service-cluster-ip-range", required_argument, NULL, ARG_SERVICE_CLUSTER_IP_RANGE },
 		{ "service-external-ip-cidrs", required_argument, NULL, ARG_SERVICE_EXTERNAL_IP_CIDRS },
 		{ "service-node-port-range", required_argument, NULL, ARG_SERVICE_NODE_PORT_RANGE },
@@ -191,6 +202,14 @@ int weftd_parse_args(int argc, char *argv[], Args *a) {
 		case ARG_KEEP_LEASE: a->keep_lease = true; break;
 		case ARG_ROTATE_KEY: a->rotate_key = true; break;
 		case ARG_POLICY_LOG_DROPS: a->policy_log_drops = true; break;
+		case ARG_FLOW_LOG: a->flow_log = true; break;
+		case ARG_FLOW_LOG_RATE:
+			if (safe_atou32(optarg, &a->flow_log_rate) < 0 || a->flow_log_rate == 0 ||
+			    a->flow_log_rate > 1000000)
+				return log_error_errno(EINVAL,
+						       "Invalid --flow-log-rate '%s' (records a second, 1-1000000)",
+						       optarg);
+			break;
 		case ARG_IPAM_DATA_DIR: a->ipam_data_dir = optarg; break;
 		case ARG_KUBECONFIG: a->kubeconfig = optarg; break;
 		case ARG_DATASTORE:

@@ -9,6 +9,7 @@
 
 #include "basic/string-util.h"
 #include "daemon/cni-conf.h"
+#include "daemon/flows/flow-agent.h"
 #include "daemon/policy/policy-agent.h"
 #include "daemon/weftd.h"
 
@@ -128,6 +129,14 @@ int manager_status_handler(const char *method, const char *path, const char *que
 	if (streq(path, "/policy/drops") && m->objects.policy) {
 		resp->content_type = "application/x-ndjson";
 		return policy_agent_drops(m->objects.policy, query, &resp->status, &resp->body);
+	}
+	if (streq(path, "/flows")) {
+		resp->content_type = m->objects.flows ? "application/x-ndjson" : "text/plain; charset=utf-8";
+		if (m->objects.flows)
+			return flow_agent_serve(m->objects.flows, query, &resp->status, &resp->body);
+		resp->status = 404;
+		resp->body = strdup("the flow log is off (weftd --flow-log)\n");
+		return resp->body ? 0 : -ENOMEM;
 	}
 	resp->status = 404;
 	return 0;

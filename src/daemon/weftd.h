@@ -69,6 +69,8 @@ typedef struct Args {
 	bool keep_lease;
 	bool rotate_key;            /* --rotate-key: the wireguard backend replaces its key pair on start-up */
 	bool policy_log_drops;      /* --policy-log-drops (or WEFT_POLICY_LOG_DROPS set) */
+	bool flow_log;              /* --flow-log (flows/flow-agent.h; turns the drop log on too) */
+	unsigned flow_log_rate;     /* --flow-log-rate: records a second (0: FLOW_LOG_RATE_DEFAULT) */
 	IpPrefix service_ranges[2]; /* --service-cluster-ip-range: at most one per family */
 	size_t n_service_ranges;
 	IpPrefix *service_external_ip_cidrs; /* --service-external-ip-cidrs (owned; none: no externalIP) */
@@ -109,6 +111,7 @@ typedef struct ObjectsState {
 	struct LbAgent *lb;                /* LoadBalancer addresses (loadbalancer/lb-agent.h) */
 	struct LbAnnouncer *announce;      /* ...and their announcement (loadbalancer/lb-announce.h) */
 	char *namespace;                   /* Kubernetes: weftd's own (the LoadBalancer Lease's) */
+	struct FlowAgent *flows;           /* the flow log, --flow-log (flows/flow-agent.h) */
 	size_t n_rejected_seen;
 	IpAddr *infra; /* the datastore and API server addresses weftd uses (resolved at start) */
 	size_t n_infra;

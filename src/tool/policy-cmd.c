@@ -9,10 +9,7 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "tool/policy-cmd.h"
-
-static size_t on_body(char *p, size_t size, size_t n, void *userdata) {
-	return fwrite(p, size, n, userdata) * size;
-}
+#include "tool/weftd-http.h"
 
 static int usage(void) {
 	fputs("Usage: weft policy explain FROM TO PORT[/TCP|UDP|SCTP] [--weftd URL]\n"
@@ -20,38 +17,6 @@ static int usage(void) {
 	      "       FROM, TO: NAMESPACE/POD or IP; URL: a weftd's listen address (http://127.0.0.1:9876)\n",
 	      stderr);
 	return 2;
-}
-
-/* GET url into *ret_body: 0, or 3 (unreachable) with a message. */
-static int http_get(const char *url, long *ret_code, char **ret_body) {
-	_cleanup_free_ char *body = NULL;
-	size_t size = 0;
-	CURLcode cr;
-	CURL *c;
-	FILE *f;
-
-	c = curl_easy_init();
-	f = open_memstream(&body, &size);
-	if (!c || !f) {
-		if (f)
-			fclose(f);
-		curl_easy_cleanup(c);
-		return 3;
-	}
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 5L);
-	cr = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, ret_code);
-	curl_easy_cleanup(c);
-	fclose(f);
-	if (cr != CURLE_OK) {
-		fprintf(stderr, "weft policy: %s: %s\n", url, curl_easy_strerror(cr));
-		return 3;
-	}
-	*ret_body = TAKE_PTR(body);
-	return 0;
 }
 
 /* One drop, as weftd's JSON line has it:
@@ -95,7 +60,7 @@ static int drops_main(const char *url, bool follow, bool as_json) {
 
 		if (!full)
 			return 3;
-		r = http_get(full, &code, &body);
+		r = weftd_http_get("weft policy", full, &code, &body);
 		if (r != 0)
 			return r;
 		if (code != 200) {
@@ -182,7 +147,7 @@ int policy_cmd_main(int argc, char **argv) {
 	curl_easy_cleanup(c);
 	if (!full)
 		return 3;
-	r = http_get(full, &code, &body);
+	r = weftd_http_get("weft policy", full, &code, &body);
 	if (r != 0)
 		return r;
 	if (code != 200) {

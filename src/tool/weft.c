@@ -9,6 +9,7 @@
  *   weft install-cni ...  the DaemonSet's init step (install-cni.h)
  *   weft apply|delete|get ...  cluster objects in etcd, as kubectl (object-cmd.h)
  *   weft policy ...       ask weftd about NetworkPolicy (policy-cmd.h)
+ *   weft flows ...        the connections weftd logged (flows-cmd.h)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "tool/cni-cmd.h"
+#include "tool/flows-cmd.h"
 #include "tool/install-cni.h"
 #include "tool/object-cmd.h"
 #include "tool/policy-cmd.h"
@@ -32,6 +34,7 @@ static const struct {
 	{ "delete", object_delete_main, "delete objects from etcd" },
 	{ "get", object_get_main, "list or show objects in etcd" },
 	{ "policy", policy_cmd_main, "ask weftd why a connection is allowed or denied, and what was dropped" },
+	{ "flows", flows_cmd_main, "the connections weftd logged: pods, Service, verdict, bytes" },
 };
 
 static void usage(FILE *f) {

@@ -200,6 +200,51 @@ write('netlink', '16-dump', vxlan + bridge + addr4 + route4 + neigh + msg(RTM_DE
 write('netlink', '17-truncated', (vxlan + route4)[:-7])
 write('netlink', '18-bad-attr-len', vxlan[:20] + struct.pack('=HH', 200, 3) + vxlan[24:])
 
+# ---- conntrack events (weftd --flow-log: fuzz-ct-event) ----
+# ctnetlink: subsystem 1; IPCTNL_MSG_CT_NEW 0 (NLM_F_CREATE 0x400 | NLM_F_EXCL 0x200 on a NEW
+# event), IPCTNL_MSG_CT_DELETE 2. CTA_TUPLE_ORIG 1, _REPLY 2, CTA_STATUS 3, CTA_COUNTERS_ORIG 9,
+# _REPLY 10, CTA_ID 12, CTA_TIMESTAMP 20; CTA_TUPLE_IP 1 (V4_SRC 1, V4_DST 2, V6_SRC 3, V6_DST 4),
+# CTA_TUPLE_PROTO 2 (NUM 1, SRC_PORT 2, DST_PORT 3); counters PACKETS 1, BYTES 2 (be64).
+
+
+def nfgen(family):
+    return struct.pack('=BBH', family, 0, 0)
+
+
+def ct_tuple(t, src, dst, proto, sport, dport):
+    fam = socket.AF_INET6 if ':' in src else socket.AF_INET
+    a, b = (3, 4) if fam == socket.AF_INET6 else (1, 2)
+    return nest(t, nest(1, attr(a, socket.inet_pton(fam, src)), attr(b, socket.inet_pton(fam, dst))),
+                nest(2, attr(1, u8(proto)), attr(2, struct.pack('!H', sport)), attr(3, struct.pack('!H', dport))))
+
+
+def ct_counters(t, packets, nbytes):
+    return nest(t, attr(1, struct.pack('!Q', packets)), attr(2, struct.pack('!Q', nbytes)))
+
+
+def ct_event(kind, family, *attrs):
+    t, flags = ((1 << 8) | 0, 0x600) if kind == 'new' else ((1 << 8) | 2, 0)
+    return msg(t, nfgen(family) + b''.join(attrs), flags=flags, seq=0)
+
+
+write('ct-event', '01-new-dnat', ct_event('new', socket.AF_INET,
+      ct_tuple(1, '10.244.0.11', '10.96.0.10', 6, 40112, 80), ct_tuple(2, '10.244.1.13', '10.244.0.11', 6, 8080, 40112),
+      attr(3, struct.pack('!I', 0x188)), attr(12, struct.pack('!I', 0xdeadbeef))))
+write('ct-event', '02-destroy-v6-counters', ct_event('destroy', socket.AF_INET6,
+      ct_tuple(1, 'fd00:10:244::b', 'fd00:10:244:1::d', 17, 5353, 81),
+      ct_tuple(2, 'fd00:10:244:1::d', 'fd00:10:244::b', 17, 81, 5353),
+      ct_counters(9, 20, 20960), ct_counters(10, 19, 19912),
+      nest(20, attr(1, struct.pack('!Q', 10**9)), attr(2, struct.pack('!Q', 125 * 10**7)))))
+write('ct-event', '03-update-and-icmp', msg((1 << 8) | 0, nfgen(socket.AF_INET) + ct_tuple(1, '10.244.0.11', '10.244.0.12', 1, 0, 0) +
+      ct_tuple(2, '10.244.0.12', '10.244.0.11', 1, 0, 0), flags=0, seq=0) + ct_event('new', socket.AF_INET,
+      ct_tuple(1, '10.244.0.11', '10.244.0.12', 1, 0, 0), ct_tuple(2, '10.244.0.12', '10.244.0.11', 1, 0, 0)))
+write('ct-event', '04-mixed-families', ct_event('new', socket.AF_INET,
+      ct_tuple(1, '10.0.0.1', '10.0.0.2', 6, 1, 2), ct_tuple(2, '::2', '::1', 6, 2, 1)))
+write('ct-event', '05-two-events', ct_event('new', socket.AF_INET,
+      ct_tuple(1, '10.0.0.1', '10.0.0.2', 132, 1, 2), ct_tuple(2, '10.0.0.2', '10.0.0.1', 132, 2, 1)) +
+      ct_event('destroy', socket.AF_INET, ct_tuple(1, '10.0.0.1', '10.0.0.2', 132, 1, 2),
+               ct_tuple(2, '10.0.0.2', '10.0.0.1', 132, 2, 1), attr(9 | 0x8000, attr(2, b'\1\2'))))
+
 # ---- etcd (JSON gateway responses carry keys and values in base64) ----
 import base64
 import json

@@ -975,6 +975,24 @@ const KubeObject *object_cache_get(const ObjectCache *c, KubeKind kind, const ch
 	return k && name ? store_find_str(k, ns, name) : NULL;
 }
 
+int object_vec_append(const KubeObject *o, void *userdata) {
+	ObjectVec *c = userdata;
+
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 64;
+		const KubeObject **v = reallocarray(c->v, cap, sizeof(*v));
+
+		if (!v) {
+			c->oom = true;
+			return -ENOMEM;
+		}
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n++] = o;
+	return 0;
+}
+
 int object_cache_foreach(const ObjectCache *c, KubeKind kind, ObjectCacheVisitFn fn, void *userdata) {
 	const CacheKind *k = get_kind(c, kind);
 	KubeObject *o;

@@ -211,6 +211,15 @@ const KubeObject *object_cache_get(const ObjectCache *c, KubeKind kind, const ch
 typedef int (*ObjectCacheVisitFn)(const KubeObject *o, void *userdata);
 
 int object_cache_foreach(const ObjectCache *c, KubeKind kind, ObjectCacheVisitFn fn, void *userdata);
+/* The objects a walk visited, borrowed from the cache (valid until its next delta): the visitor
+ * object_vec_append() grows v; oom says an append failed (-ENOMEM stopped the walk). The caller
+ * frees v. */
+typedef struct ObjectVec {
+	const KubeObject **v;
+	size_t n, cap;
+	bool oom;
+} ObjectVec;
+int object_vec_append(const KubeObject *o, void *userdata);
 int object_cache_foreach_in_namespace(const ObjectCache *c, KubeKind kind, const char *ns, ObjectCacheVisitFn fn,
 				      void *userdata);
 /* Objects with label key=value. */

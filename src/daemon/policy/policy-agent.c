@@ -41,30 +41,6 @@ struct PolicyAgent {
 	size_t last_objects, last_rules, last_elements;
 };
 
-typedef struct Collect {
-	const KubeObject **v;
-	size_t n, cap;
-	bool oom;
-} Collect;
-
-static int collect(const KubeObject *o, void *userdata) {
-	Collect *c = userdata;
-
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 64;
-		const KubeObject **v = reallocarray(c->v, cap, sizeof(*v));
-
-		if (!v) {
-			c->oom = true;
-			return -ENOMEM;
-		}
-		c->v = v;
-		c->cap = cap;
-	}
-	c->v[c->n++] = o;
-	return 0;
-}
-
 static int strv_move_all(char ***to, char **from) {
 	for (size_t i = 0; from && from[i]; i++) {
 		size_t n = strv_length(*to);
@@ -142,14 +118,14 @@ static void set_bridge_nf(PolicyAgent *a) {
  * pass: to what the kernel holds, its np-* objects listed as stale). */
 static int sync_render(NftSync *s, bool full, NftBatch *b, void *userdata) {
 	PolicyAgent *a = userdata;
-	Collect pods = {}, nss = {}, pols = {};
+	ObjectVec pods = {}, nss = {}, pols = {};
 	_cleanup_strv_free_ char **stale_chains = NULL, **stale_sets = NULL;
 	int r;
 
 	a->next = policy_ruleset_free(a->next);
-	object_cache_foreach(a->cache, KUBE_KIND_POD, collect, &pods);
-	object_cache_foreach(a->cache, KUBE_KIND_NAMESPACE, collect, &nss);
-	object_cache_foreach(a->cache, KUBE_KIND_NETWORK_POLICY, collect, &pols);
+	object_cache_foreach(a->cache, KUBE_KIND_POD, object_vec_append, &pods);
+	object_cache_foreach(a->cache, KUBE_KIND_NAMESPACE, object_vec_append, &nss);
+	object_cache_foreach(a->cache, KUBE_KIND_NETWORK_POLICY, object_vec_append, &pols);
 	if (pods.oom || nss.oom || pols.oom) {
 		r = -ENOMEM;
 		goto out;
@@ -604,7 +580,7 @@ static const char *explain_held_reason(const KubeObject *o, void *userdata) {
 int policy_agent_explain(PolicyAgent *a, const char *query, int *ret_status, char **ret_body) {
 	_cleanup_free_ char *from = query_get(query, "from"), *to = query_get(query, "to"),
 			    *port_s = query_get(query, "port"), *proto_s = query_get(query, "proto");
-	Collect pods = {}, nss = {}, pols = {};
+	ObjectVec pods = {}, nss = {}, pols = {};
 	KubeProtocol proto;
 	unsigned port;
 	bool allowed;
@@ -627,9 +603,9 @@ int policy_agent_explain(PolicyAgent *a, const char *query, int *ret_status, cha
 		*ret_body = strdup("proto: TCP, UDP or SCTP\n");
 		return *ret_body ? 0 : -ENOMEM;
 	}
-	object_cache_foreach(a->cache, KUBE_KIND_POD, collect, &pods);
-	object_cache_foreach(a->cache, KUBE_KIND_NAMESPACE, collect, &nss);
-	object_cache_foreach(a->cache, KUBE_KIND_NETWORK_POLICY, collect, &pols);
+	object_cache_foreach(a->cache, KUBE_KIND_POD, object_vec_append, &pods);
+	object_cache_foreach(a->cache, KUBE_KIND_NAMESPACE, object_vec_append, &nss);
+	object_cache_foreach(a->cache, KUBE_KIND_NETWORK_POLICY, object_vec_append, &pols);
 	if (pods.oom || nss.oom || pols.oom)
 		r = -ENOMEM;
 	else
@@ -674,6 +650,10 @@ int policy_agent_render_metrics(PolicyAgent *a, FILE *f) {
 			seen, lost);
 	}
 	return 0;
+}
+
+struct PolicyDrops *policy_agent_drop_log(PolicyAgent *a) {
+	return a->drops;
 }
 
 int policy_agent_drops(PolicyAgent *a, const char *query, int *ret_status, char **ret_body) {

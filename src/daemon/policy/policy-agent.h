@@ -58,3 +58,6 @@ int policy_counters_dump(PolicyCounterFn fn, void *userdata);
  * as JSON lines (policy-drops.h); 404 when the drop log is off or went to the kernel log. 0 with
  * *ret_status and *ret_body, or -ENOMEM. */
 int policy_agent_drops(PolicyAgent *a, const char *query, int *ret_status, char **ret_body);
+/* The drop log (--policy-log-drops, or --flow-log, which merges it into its stream), NULL when
+ * off or when nfnetlink_log could not be bound. */
+struct PolicyDrops *policy_agent_drop_log(PolicyAgent *a);

@@ -29,22 +29,13 @@ struct PolicyDrops {
 	uint16_t group;
 	PolicyDropDescribeFn describe;
 	void *userdata;
+	PolicyDropObserverFn observer;
+	void *observer_userdata;
 	char *rbuf;
 	char *ring[POLICY_DROPS_RING]; /* JSON lines; drop number seq sits at seq % POLICY_DROPS_RING */
 	uint64_t seq;                  /* drops read so far (the last one's number) */
 	uint64_t lost;                 /* ENOBUFS: the socket overflowed */
 };
-
-static const char *proto_name(uint8_t p, char buf[static 8]) {
-	switch (p) {
-	case IPPROTO_TCP: return "TCP";
-	case IPPROTO_UDP: return "UDP";
-	case IPPROTO_SCTP: return "SCTP";
-	case IPPROTO_ICMP: return "ICMP";
-	case IPPROTO_ICMPV6: return "ICMPv6";
-	default: snprintf(buf, 8, "%u", p); return buf;
-	}
-}
 
 int policy_drop_format_flow(const PolicyDrop *d, char **ret) {
 	char s[IP_ADDR_STRLEN], t[IP_ADDR_STRLEN], pb[8];
@@ -56,9 +47,10 @@ int policy_drop_format_flow(const PolicyDrop *d, char **ret) {
 	if (d->has_ports)
 		r = asprintf(ret, "%s %s%s%s:%u -> %s%s%s:%u/%s", d->ingress ? "ingress" : "egress", v6 ? "[" : "", s,
 			     v6 ? "]" : "", d->sport, v6 ? "[" : "", t, v6 ? "]" : "", d->dport,
-			     proto_name(d->proto, pb));
+			     ip_proto_name(d->proto, pb));
 	else
-		r = asprintf(ret, "%s %s -> %s/%s", d->ingress ? "ingress" : "egress", s, t, proto_name(d->proto, pb));
+		r = asprintf(ret, "%s %s -> %s/%s", d->ingress ? "ingress" : "egress", s, t,
+			     ip_proto_name(d->proto, pb));
 	if (r < 0) {
 		*ret = NULL;
 		return -ENOMEM;
@@ -179,7 +171,7 @@ static int record(PolicyDrops *p, const PolicyDrop *d) {
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(when + strlen(when), sizeof(when) - strlen(when), ".%03ldZ", d->when.tv_nsec / 1000000);
 	line = json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:s}", "seq", (json_int_t) (p->seq + 1), "time", when,
-			 "direction", d->ingress ? "ingress" : "egress", "proto", proto_name(d->proto, pb), "src",
+			 "direction", d->ingress ? "ingress" : "egress", "proto", ip_proto_name(d->proto, pb), "src",
 			 ip_addr_to_string(&d->src, s), "dst", ip_addr_to_string(&d->dst, t), "class", d->tag);
 	if (!line)
 		return -ENOMEM;
@@ -189,6 +181,8 @@ static int record(PolicyDrops *p, const PolicyDrop *d) {
 	}
 	if (p->describe)
 		p->describe(d, line, p->userdata);
+	if (p->observer)
+		p->observer(d, line, p->observer_userdata);
 	text = json_dumps(line, JSON_COMPACT);
 	/* the log line: the flow, who, and why */
 	pols = json_object_get(line, "policies");
@@ -326,6 +320,11 @@ PolicyDrops *policy_drops_free(PolicyDrops *p) {
 	free(p->rbuf);
 	free(p);
 	return NULL;
+}
+
+void policy_drops_set_observer(PolicyDrops *p, PolicyDropObserverFn fn, void *userdata) {
+	p->observer = fn;
+	p->observer_userdata = userdata;
 }
 
 int policy_drops_render(PolicyDrops *p, uint64_t since, char **ret) {

@@ -43,11 +43,16 @@ typedef void (*PolicyDropDescribeFn)(const PolicyDrop *d, json_t *line, void *us
 
 typedef struct PolicyDrops PolicyDrops;
 
+/* Sees every drop once it is described (the flow log merges them into its stream); line borrowed. */
+typedef void (*PolicyDropObserverFn)(const PolicyDrop *d, json_t *line, void *userdata);
+
 /* Binds nfnetlink_log group `group` in the current namespace (copy-packet mode, no batching) and
  * watches it in `loop`. 0, -ENOMEM, or the kernel's error: the group is another listener's
  * (-EBUSY), nfnetlink_log is not in the kernel (-EINVAL, -EOPNOTSUPP, -EPROTONOSUPPORT)... */
 int policy_drops_new(EventLoop *loop, uint16_t group, PolicyDropDescribeFn describe, void *userdata, PolicyDrops **ret);
 PolicyDrops *policy_drops_free(PolicyDrops *d);
+/* One observer at most; NULL removes it. */
+void policy_drops_set_observer(PolicyDrops *d, PolicyDropObserverFn fn, void *userdata);
 DEFINE_TRIVIAL_CLEANUP_FUNC(PolicyDrops *, policy_drops_free);
 
 /* The drops kept whose sequence number is above `since`, as JSON lines (oldest first), and the

@@ -14,23 +14,39 @@ typedef struct Endpoint {
 	char label[300];
 } Endpoint;
 
+static void set_label(Endpoint *e) {
+	char a[IP_ADDR_STRLEN];
+
+	ip_addr_to_string(&e->ip, a);
+	if (e->pod)
+		snprintf(e->label, sizeof(e->label), "%s/%s (%s, node %s)", e->pod->meta.namespace, e->pod->meta.name,
+			 a, e->pod->node_name ?: "-");
+	else
+		snprintf(e->label, sizeof(e->label), "%s (no pod)", a);
+}
+
+/* The active pod holding ip, if any (label not set). */
+static void resolve_ip(const PolicyInput *in, const IpAddr *ip, Endpoint *ret) {
+	*ret = (Endpoint) { .ip = *ip };
+	for (size_t i = 0; i < in->n_pods; i++) {
+		const KubePod *p = in->pods[i];
+
+		if (!policy_pod_active(p))
+			continue;
+		for (size_t k = 0; k < p->n_ips; k++)
+			if (ip_addr_equal(&p->ips[k], ip))
+				ret->pod = p;
+	}
+}
+
 static int resolve(const PolicyInput *in, const char *s, Endpoint *ret) {
 	const char *slash = strchr(s, '/');
 	IpAddr ip;
 
 	*ret = (Endpoint) {};
-	if (ip_addr_parse(s, &ip) >= 0) {
-		ret->ip = ip;
-		for (size_t i = 0; i < in->n_pods; i++) {
-			const KubePod *p = in->pods[i];
-
-			if (!policy_pod_active(p))
-				continue;
-			for (size_t k = 0; k < p->n_ips; k++)
-				if (ip_addr_equal(&p->ips[k], &ip))
-					ret->pod = p;
-		}
-	} else if (slash) {
+	if (ip_addr_parse(s, &ip) >= 0)
+		resolve_ip(in, &ip, ret);
+	else if (slash) {
 		for (size_t i = 0; i < in->n_pods; i++) {
 			const KubePod *p = in->pods[i];
 
@@ -47,16 +63,7 @@ static int resolve(const PolicyInput *in, const char *s, Endpoint *ret) {
 			return -ENOENT;
 	} else
 		return -EINVAL;
-	{
-		char a[IP_ADDR_STRLEN];
-
-		ip_addr_to_string(&ret->ip, a);
-		if (ret->pod)
-			snprintf(ret->label, sizeof(ret->label), "%s/%s (%s, node %s)", ret->pod->meta.namespace,
-				 ret->pod->meta.name, a, ret->pod->node_name ?: "-");
-		else
-			snprintf(ret->label, sizeof(ret->label), "%s (no pod)", a);
-	}
+	set_label(ret);
 	return 0;
 }
 
@@ -123,7 +130,7 @@ static void note_held_pod_and_namespace(const PolicyInput *in, const KubePod *p,
 
 /* One direction: 1 allowed, 0 denied. `me` is the pod whose policies apply, `other` the far end. */
 static int direction(const PolicyInput *in, const Endpoint *me, const Endpoint *other, const Endpoint *dst,
-		     uint16_t port, KubeProtocol proto, bool ingress, FILE *f) {
+		     uint16_t port, KubeProtocol proto, bool ingress, FILE *f, PolicyDirVerdict *v) {
 	const char *dir = ingress ? "ingress" : "egress";
 	size_t n_sel = 0;
 	bool allowed = false;
@@ -176,6 +183,10 @@ static int direction(const PolicyInput *in, const Endpoint *me, const Endpoint *
 					rule->peers[peer_idx].has_ip_block ? "ipBlock" : "selectors");
 			if (ports_match(rule, dst, port, proto, f)) {
 				fputs(": ALLOWS\n", f);
+				if (v && !allowed) {
+					v->policy = pol;
+					v->rule = r;
+				}
 				allowed = true;
 			} else
 				fputs("\n", f);
@@ -186,6 +197,8 @@ static int direction(const PolicyInput *in, const Endpoint *me, const Endpoint *
 		return 1;
 	}
 	fprintf(f, "    => %s\n", allowed ? "allowed" : "denied (default deny of an isolated pod: no rule allows it)");
+	if (v)
+		v->isolated = true;
 	return allowed;
 }
 
@@ -209,12 +222,38 @@ int policy_explain(const PolicyInput *in, const char *from, const char *to, uint
 	if (!f)
 		return -ENOMEM;
 	fprintf(f, "%s -> %s %u/%s\n", src.label, dst.label, port, kube_protocol_to_string(proto));
-	eg = direction(in, &src, &dst, &dst, port, proto, false, f);
-	ig = direction(in, &dst, &src, &dst, port, proto, true, f);
+	eg = direction(in, &src, &dst, &dst, port, proto, false, f, NULL);
+	ig = direction(in, &dst, &src, &dst, port, proto, true, f, NULL);
 	fprintf(f, "%s\n", eg && ig ? "ALLOW" : !eg ? "DENY (egress)" : "DENY (ingress)");
 	if (fclose(f) != 0 || !buf)
 		return -ENOMEM;
 	*ret_allowed = eg && ig;
 	*ret_text = TAKE_PTR(buf);
+	return 0;
+}
+
+int policy_verdict(const PolicyInput *in, const IpAddr *src, const IpAddr *dst, uint16_t port, KubeProtocol proto,
+		   PolicyDirVerdict *ret_egress, PolicyDirVerdict *ret_ingress) {
+	_cleanup_free_ char *buf = NULL;
+	PolicyDirVerdict v[2] = {};
+	Endpoint s, d;
+	size_t size = 0;
+	FILE *f;
+
+	resolve_ip(in, src, &s);
+	resolve_ip(in, dst, &d);
+	set_label(&s);
+	set_label(&d);
+	/* the explanation's text goes nowhere: one walk serves both */
+	f = open_memstream(&buf, &size);
+	if (!f)
+		return -ENOMEM;
+	v[0].pod = s.pod;
+	v[1].pod = d.pod;
+	v[0].allowed = direction(in, &s, &d, &d, port, proto, false, f, &v[0]) > 0;
+	v[1].allowed = direction(in, &d, &s, &d, port, proto, true, f, &v[1]) > 0;
+	fclose(f);
+	*ret_egress = v[0];
+	*ret_ingress = v[1];
 	return 0;
 }

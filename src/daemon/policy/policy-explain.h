@@ -17,3 +17,17 @@
  * is unknown), -EINVAL (bad port/protocol), -ENOMEM. */
 int policy_explain(const PolicyInput *in, const char *from, const char *to, uint16_t port, KubeProtocol proto,
 		   char **ret_text, bool *ret_allowed);
+
+/* One direction's verdict, as policy_explain() finds it. */
+typedef struct PolicyDirVerdict {
+	const KubePod *pod;              /* the pod whose policies apply (NULL: not a pod, nothing applies) */
+	bool isolated;                   /* some policy selects it for this direction */
+	bool allowed;                    /* not isolated, or a rule allows */
+	const KubeNetworkPolicy *policy; /* isolated and allowed: the first policy with a rule that allows */
+	size_t rule;                     /* ... and that rule's index */
+} PolicyDirVerdict;
+
+/* The same walk for addresses, without the text (the flow log's verdict for a connection): the
+ * source pod's egress, the destination pod's ingress. 0 or -ENOMEM. */
+int policy_verdict(const PolicyInput *in, const IpAddr *src, const IpAddr *dst, uint16_t port, KubeProtocol proto,
+		   PolicyDirVerdict *ret_egress, PolicyDirVerdict *ret_ingress);

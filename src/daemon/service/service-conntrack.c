@@ -14,16 +14,11 @@
 
 #include "basic/macro.h"
 #include "daemon/service/service-conntrack.h"
+#include "shared/nl/nf-conntrack.h"
 #include "shared/nl/nfnl.h"
 
 /* MNL_SOCKET_BUFFER_SIZE is a sysconf() expression (a VLA); a dump message fits in 16 KiB */
 #define CT_BUF_SIZE 16384
-
-typedef struct Tuple {
-	IpAddr src, dst;
-	uint8_t proto;
-	uint16_t sport, dport;
-} Tuple;
 
 typedef struct Dump {
 	const ServiceCtFilter *f;
@@ -32,55 +27,7 @@ typedef struct Dump {
 	bool oom;
 } Dump;
 
-static int parse_ip(const struct nlattr *nest, Tuple *t) {
-	const struct nlattr *a;
-
-	mnl_attr_for_each_nested(a, nest) {
-		switch (mnl_attr_get_type(a)) {
-		case CTA_IP_V4_SRC:
-		case CTA_IP_V4_DST:
-			if (mnl_attr_get_payload_len(a) != 4)
-				return -EINVAL;
-			*(mnl_attr_get_type(a) == CTA_IP_V4_SRC ? &t->src : &t->dst) = (IpAddr) { .family = AF_INET };
-			memcpy(mnl_attr_get_type(a) == CTA_IP_V4_SRC ? t->src.bytes : t->dst.bytes,
-			       mnl_attr_get_payload(a), 4);
-			break;
-		case CTA_IP_V6_SRC:
-		case CTA_IP_V6_DST:
-			if (mnl_attr_get_payload_len(a) != 16)
-				return -EINVAL;
-			*(mnl_attr_get_type(a) == CTA_IP_V6_SRC ? &t->src : &t->dst) = (IpAddr) { .family = AF_INET6 };
-			memcpy(mnl_attr_get_type(a) == CTA_IP_V6_SRC ? t->src.bytes : t->dst.bytes,
-			       mnl_attr_get_payload(a), 16);
-			break;
-		default: break;
-		}
-	}
-	return 0;
-}
-
-static int parse_tuple(const struct nlattr *nest, Tuple *t) {
-	const struct nlattr *a, *p;
-
-	*t = (Tuple) {};
-	mnl_attr_for_each_nested(a, nest) {
-		if (mnl_attr_get_type(a) == CTA_TUPLE_IP) {
-			if (parse_ip(a, t) < 0)
-				return -EINVAL;
-		} else if (mnl_attr_get_type(a) == CTA_TUPLE_PROTO)
-			mnl_attr_for_each_nested(p, a) {
-				if (mnl_attr_get_type(p) == CTA_PROTO_NUM && mnl_attr_get_payload_len(p) == 1)
-					t->proto = mnl_attr_get_u8(p);
-				else if (mnl_attr_get_type(p) == CTA_PROTO_SRC_PORT && mnl_attr_get_payload_len(p) == 2)
-					t->sport = ntohs(mnl_attr_get_u16(p));
-				else if (mnl_attr_get_type(p) == CTA_PROTO_DST_PORT && mnl_attr_get_payload_len(p) == 2)
-					t->dport = ntohs(mnl_attr_get_u16(p));
-			}
-	}
-	return 0;
-}
-
-static bool matches(const ServiceCtFilter *f, const Tuple *o, const Tuple *r) {
+static bool matches(const ServiceCtFilter *f, const CtTuple *o, const CtTuple *r) {
 	if (o->proto != IPPROTO_UDP)
 		return false;
 	if (f->orig_dst.family != AF_UNSPEC && !ip_addr_equal(&f->orig_dst, &o->dst))
@@ -99,7 +46,7 @@ static bool matches(const ServiceCtFilter *f, const Tuple *o, const Tuple *r) {
 static int on_entry(const struct nlmsghdr *nlh, void *userdata) {
 	Dump *d = userdata;
 	const struct nlattr *a, *orig = NULL, *reply = NULL;
-	Tuple o, r;
+	CtTuple o, r;
 
 	mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
 		if (mnl_attr_get_type(a) == CTA_TUPLE_ORIG)
@@ -107,7 +54,7 @@ static int on_entry(const struct nlmsghdr *nlh, void *userdata) {
 		else if (mnl_attr_get_type(a) == CTA_TUPLE_REPLY)
 			reply = a;
 	}
-	if (!orig || !reply || parse_tuple(orig, &o) < 0 || parse_tuple(reply, &r) < 0 || !matches(d->f, &o, &r))
+	if (!orig || !reply || ct_tuple_parse(orig, &o) < 0 || ct_tuple_parse(reply, &r) < 0 || !matches(d->f, &o, &r))
 		return MNL_CB_OK;
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 16;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,4 +215,15 @@ int64_t ip_addr_distance(const IpAddr *a, const IpAddr *b) {
 	if (v > INT64_MAX)
 		return neg ? INT64_MIN : INT64_MAX;
 	return neg ? -(int64_t) v : (int64_t) v;
+}
+
+const char *ip_proto_name(uint8_t p, char buf[static 8]) {
+	switch (p) {
+	case IPPROTO_TCP: return "TCP";
+	case IPPROTO_UDP: return "UDP";
+	case IPPROTO_SCTP: return "SCTP";
+	case IPPROTO_ICMP: return "ICMP";
+	case IPPROTO_ICMPV6: return "ICMPv6";
+	default: snprintf(buf, 8, "%u", p); return buf;
+	}
 }

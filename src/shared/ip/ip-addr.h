@@ -69,3 +69,6 @@ bool ip_addr_next(const IpAddr *a, IpAddr *ret);
 bool ip_addr_prev(const IpAddr *a, IpAddr *ret);
 /* b - a for addresses of the same family, saturated to INT64 range. */
 int64_t ip_addr_distance(const IpAddr *a, const IpAddr *b);
+
+/* "TCP", "UDP", "SCTP", "ICMP", "ICMPv6", else the number written into buf. */
+const char *ip_proto_name(uint8_t proto, char buf[static 8]);
