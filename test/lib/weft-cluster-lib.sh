@@ -166,6 +166,20 @@ cluster_add_node() {
 	return 0
 }
 
+# node_bridge_dual I: node I's pod bridge cni0 with the gateway addresses of its IPv4 and IPv6
+# subnets, and forwarding on (what the CNI plugin does on ADD), for tests that attach pods by hand
+node_bridge_dual() {
+	local i=$1 gw s6 ns
+	ns=$(node_ns "$i")
+	gw=$(lease_var "$i" WEFT_SUBNET) s6=$(lease_var "$i" WEFT_SUBNET6)
+	[ -n "$s6" ] || fail "node $i has no IPv6 subnet"
+	ip -n "$ns" link add cni0 type bridge
+	ip -n "$ns" addr add "$gw" dev cni0
+	ip -n "$ns" addr add "$(python3 -c 'import ipaddress,sys; print(ipaddress.ip_interface(sys.argv[1]).network[1])' "$s6")/${s6#*/}" dev cni0 nodad
+	ip -n "$ns" link set cni0 up
+	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.forwarding=1 net.ipv4.ip_forward=1
+}
+
 cluster_teardown() {
 	local i
 	for i in "${!WEFTD_PID[@]}"; do

@@ -46,16 +46,7 @@ nth() { python3 -c 'import ipaddress,sys; print(ipaddress.ip_interface(sys.argv[
 PIDS=()
 kill_bg() { local p; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; return 0; }
 on_exit kill_bg
-for i in 1 2; do
-	gw=$(lease_var "$i" WEFT_SUBNET) s6=$(lease_var "$i" WEFT_SUBNET6)
-	[ -n "$s6" ] || fail "node $i has no IPv6 subnet"
-	ip -n "$(node_ns "$i")" link add cni0 type bridge
-	ip -n "$(node_ns "$i")" addr add "$gw" dev cni0
-	ip -n "$(node_ns "$i")" addr add "$(nth "$s6" 1)/${s6#*/}" dev cni0 nodad
-	ip -n "$(node_ns "$i")" link set cni0 up
-	# what the CNI plugin does on ADD (pod_forwarding_enable), in the node namespace this test made
-	ip netns exec "$(node_ns "$i")" sysctl -qw net.ipv6.conf.all.forwarding=1 net.ipv4.ip_forward=1
-done
+for i in 1 2; do node_bridge_dual "$i"; done
 K=0
 # mkpod NS P NODE: netns, veth on the node's bridge, the servers (TCP/UDP 80, 81), record
 mkpod() {
