@@ -358,12 +358,15 @@ static int run_pass(LbAgent *a, const LbConfig *lc) {
 
 /* ---- writing status ---- */
 
-/* {"ingress": [{"ip": ..., "ipMode": "VIP"}, ...]}: status.loadBalancer for the job. */
+/* {"ingress": [{"ip": ..., "ipMode": "VIP"}, ...]}: status.loadBalancer for the job; {} without
+ * addresses (as the API server shows a Service nobody serves). */
 static json_t *render_lb_status(const WriteJob *j) {
 	_cleanup_(json_decrefp) json_t *ingress = json_array();
 
 	if (!ingress)
 		return NULL;
+	if (j->n_ips == 0)
+		return json_object();
 	for (size_t i = 0; i < j->n_ips; i++) {
 		char buf[IP_ADDR_STRLEN];
 
