@@ -13,7 +13,8 @@
 # Cases: exactly one Lease holder, which is the one leader (kubectl get lease shows it); the next
 # free address written to status (kubectl get svc shows it as EXTERNAL-IP, <pending> for a
 # LoadBalancer Service nobody serves, <none> for a ClusterIP); an address asked for; refusals as in
-# etcd mode; the leader killed with -9: another takes the Lease once it expires (measured) and
+# etcd mode, with the status condition weft.dev/LoadBalancerAddressAssigned (and another writer's
+# condition kept by the status PUT); the leader killed with -9: another takes the Lease once it expires (measured) and
 # assigns a new Service; then issue 21 item 5, a handover mid-assignment: the leader is stopped
 # (SIGSTOP) with status writes queued (the fixture slows them down to catch it mid-way), the Lease
 # expires, the other node takes over and gives those addresses to Services that ask for them; the
@@ -147,6 +148,22 @@ thief|requested address 192.0.2.1 is held by shop/web
 garbled|weft.dev/loadbalancer-ips: "192.0.2.300" is not a list of IP addresses
 EOF
 assert_eq "$(metric "$L" 'weft_loadbalancer_services{state="refused"}')" 3 "refused gauge"
+
+case_ "the status condition (kubectl get svc -o json); another writer's condition kept by the status PUT"
+# kcond NAME: our condition as "status|reason|message"
+kcond() {
+	kubectl_ get svc -n shop "$1" -o json |
+		jq -r '[.status.conditions[]? | select(.type == "weft.dev/LoadBalancerAddressAssigned") | "\(.status)|\(.reason)|\(.message)"] | join(";")'
+}
+kcond_is() { [ "$(kcond "$1")" = "$2" ]; }
+want='False|OutsidePools|spec.loadBalancerIP: requested address 10.1.2.3 is outside every LoadBalancer pool'
+wait_for 20 kcond_is outside "$want" || check_fail "outside: condition '$(kcond outside)', expected '$want'"
+FOREIGN='{"type":"example.com/Checked","status":"True","lastTransitionTime":"2020-01-02T03:04:05Z","reason":"Fine","message":"theirs"}'
+api POST /fixture/apply -d "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[$(lb_json kept '"loadBalancerIP":"192.0.2.9"' | jq -c --argjson f "$FOREIGN" '.status = {conditions: [$f]}')]}" >/dev/null
+wait_ingress kept 192.0.2.9 || check_fail "kept: '$(ingress kept)'"
+want='True|Assigned|status.loadBalancer.ingress 192.0.2.9 (pool public)'
+wait_for 20 kcond_is kept "$want" || check_fail "kept: condition '$(kcond kept)', expected '$want'"
+assert_eq "$(kubectl_ get svc -n shop kept -o json | jq -cS '.status.conditions[0]')" "$(jq -cS . <<<"$FOREIGN")" "the foreign condition after the status PUT"
 for i in 1 2 3; do
 	[ "$i" = "$L" ] && continue
 	[ "$(metric "$i" 'weft_loadbalancer_status_writes_total{result="ok"}')" = 0 ] ||

@@ -9,10 +9,13 @@
 # Cases: the next free address, written with ipMode VIP and reached from a node; an address asked
 # for by annotation (manual pool) and by spec.loadBalancerIP; the ServiceSelector; refusals (outside
 # every pool, held by another Service, a malformed annotation) leave the ingress empty with the
-# reason in the leader's log and the refused gauge; the allow-shared-ip rule (same key, disjoint
-# ports share; a port clash is refused); another loadBalancerClass is left alone; pool exhaustion
-# (pending, then assigned when an address frees); exactly one leader, whose key holds its name;
-# failover after the leader is killed with -9 (measured) and no address held twice afterwards.
+# reason in the leader's log, the refused gauge and the status condition
+# weft.dev/LoadBalancerAddressAssigned (False with the reason; True/Assigned once assigned; another
+# writer's condition kept; lastTransitionTime moved only by a flip; nothing rewritten by a pass that
+# changes nothing); the allow-shared-ip rule (same key, disjoint ports share; a port clash is
+# refused); another loadBalancerClass is left alone; pool exhaustion (pending, PoolExhausted, then
+# assigned when an address frees); exactly one leader, whose key holds its name; failover after the
+# leader is killed with -9 (measured) and no address held twice afterwards.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/weft-cluster-lib.sh"
 
@@ -50,6 +53,18 @@ ingress() { etcdctl_ get --print-value-only "$ETCD_PREFIX/objects/services/shop/
 ipmode() { etcdctl_ get --print-value-only "$ETCD_PREFIX/objects/services/shop/$1" | jq -r '[.status.loadBalancer.ingress[]?.ipMode] | join(",")'; }
 # wait_ingress NAME WANT
 wait_ingress() { wait_for 20 sh -c "[ \"\$(ip netns exec $ETCD_NS etcdctl --endpoints $ETCD_URL get --print-value-only $ETCD_PREFIX/objects/services/shop/$1 | jq -r '[.status.loadBalancer.ingress[]?.ip] | join(\",\")')\" = '$2' ]"; }
+COND=weft.dev/LoadBalancerAddressAssigned
+# cond NAME: our condition(s) in status.conditions, as "status|reason|message" (";" between several)
+cond() {
+	etcdctl_ get --print-value-only "$ETCD_PREFIX/objects/services/shop/$1" |
+		jq -r --arg t "$COND" '[.status.conditions[]? | select(.type == $t) | "\(.status)|\(.reason)|\(.message)"] | join(";")'
+}
+cond_is() { [ "$(cond "$1")" = "$2" ]; }
+# wait_cond NAME WANT
+wait_cond() { wait_for 20 cond_is "$1" "$2" || check_fail "$1: condition '$(cond "$1")', expected '$2'"; }
+# field NAME JQ: a field of the stored Service
+field() { etcdctl_ get --print-value-only "$ETCD_PREFIX/objects/services/shop/$1" | jq -r "$2"; }
+mod_rev() { etcdctl_ get -w json "$ETCD_PREFIX/objects/services/shop/$1" | jq -r '.kvs[0].mod_revision'; }
 metric() { http_get "$1" /metrics; awk -v m="$2" '$1 == m { print $2 }' <<<"$HTTP_BODY"; }
 leader() {
 	local i
@@ -114,6 +129,47 @@ for i in 1 2 3; do
 	[[ $nft_out != *10.1.2.3* ]] || check_fail "node$i programmed the refused address 10.1.2.3"
 done
 
+case_ "the status condition: False with the reason and the key on each refused Service, True on assigned ones"
+wait_cond outside 'False|OutsidePools|spec.loadBalancerIP: requested address 10.1.2.3 is outside every LoadBalancer pool'
+wait_cond thief 'False|AddressInUse|weft.dev/loadbalancer-ips: requested address 192.0.2.1 is held by shop/web'
+wait_cond garbled 'False|BadRequest|weft.dev/loadbalancer-ips: "192.0.2.300" is not a list of IP addresses'
+wait_cond web 'True|Assigned|status.loadBalancer.ingress 192.0.2.1 (pool public)'
+wait_cond pinned 'True|Assigned|status.loadBalancer.ingress 203.0.113.5 (pool manual)'
+field outside '.status.conditions[0].lastTransitionTime' | grep_q -E '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$' ||
+	check_fail "outside: lastTransitionTime '$(field outside '.status.conditions[0].lastTransitionTime')' is not RFC 3339"
+assert_eq "$(field outside '.status.conditions[0] | has("observedGeneration")')" false "observedGeneration without metadata.generation"
+
+case_ "the condition beside another writer's: theirs kept; lastTransitionTime only moves when the status flips"
+FOREIGN='{"type":"example.com/Checked","status":"True","lastTransitionTime":"2020-01-02T03:04:05Z","reason":"Fine","message":"theirs"}'
+put services/shop/keeper "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"namespace\":\"shop\",\"name\":\"keeper\",\"generation\":3},\"spec\":{\"type\":\"LoadBalancer\",\"clusterIP\":\"10.96.0.29\",\"ports\":[{\"port\":80,\"targetPort\":8080}],\"loadBalancerIP\":\"10.1.2.4\"},\"status\":{\"conditions\":[$FOREIGN]}}"
+wait_cond keeper 'False|OutsidePools|spec.loadBalancerIP: requested address 10.1.2.4 is outside every LoadBalancer pool'
+assert_eq "$(field keeper '.status.conditions[0] | tojson')" "$(jq -c . <<<"$FOREIGN")" "the foreign condition after the refusal was written"
+assert_eq "$(field keeper ".status.conditions[] | select(.type == \"$COND\") | .observedGeneration")" 3 "observedGeneration"
+ltt0=$(field keeper ".status.conditions[] | select(.type == \"$COND\") | .lastTransitionTime")
+sleep 1.1 # a new lastTransitionTime would differ
+# respec: keeper now asks for a pool address (False -> True), then for another (True -> True)
+respec() { put services/shop/keeper "$(field keeper ".spec.loadBalancerIP = \"$1\" | .metadata.generation += 1 | tojson")"; }
+respec 192.0.2.9
+wait_cond keeper 'True|Assigned|status.loadBalancer.ingress 192.0.2.9 (pool public)'
+ltt1=$(field keeper ".status.conditions[] | select(.type == \"$COND\") | .lastTransitionTime")
+[ "$ltt1" != "$ltt0" ] || check_fail "lastTransitionTime did not move when the status flipped ($ltt0)"
+respec 192.0.2.10
+wait_cond keeper 'True|Assigned|status.loadBalancer.ingress 192.0.2.10 (pool public)'
+assert_eq "$(field keeper ".status.conditions[] | select(.type == \"$COND\") | .lastTransitionTime")" "$ltt1" "lastTransitionTime across a rewrite with the same status"
+assert_eq "$(field keeper ".status.conditions[] | select(.type == \"$COND\") | .observedGeneration")" 5 "observedGeneration after two respecs"
+assert_eq "$(field keeper '.status.conditions[0] | tojson')" "$(jq -c . <<<"$FOREIGN")" "the foreign condition after two more writes"
+assert_eq "$(field keeper '.status.conditions | length')" 2 "conditions (theirs and ours)"
+# passes that change nothing write nothing (the assigner's tick runs one every 2 s)
+rev=$(mod_rev keeper)
+writes=$(metric "$L" 'weft_loadbalancer_status_writes_total{result="ok"}')
+lb nudge 10.96.0.39 '"loadBalancerIP":"10.1.2.5"' # a pass for sure
+wait_cond nudge 'False|OutsidePools|spec.loadBalancerIP: requested address 10.1.2.5 is outside every LoadBalancer pool'
+sleep 4
+assert_eq "$(mod_rev keeper)" "$rev" "keeper's mod_revision across passes that change nothing"
+assert_eq "$(field keeper ".status.conditions[] | select(.type == \"$COND\") | .lastTransitionTime")" "$ltt1" "lastTransitionTime across passes that change nothing"
+assert_eq "$(metric "$L" 'weft_loadbalancer_status_writes_total{result="ok"}')" "$((writes + 1))" "status writes (nudge's only)"
+del services/shop/nudge
+
 case_ "allow-shared-ip: same key and disjoint ports share, a clash is refused"
 SH='"annotations":{"weft.dev/allow-shared-ip":"dns"}'
 lb dns-udp 10.96.0.30 '"ports":[{"port":53,"protocol":"UDP","targetPort":5353}]' "$SH"
@@ -153,11 +209,14 @@ wait_ingress gold2 198.51.100.2 || check_fail "gold2: '$(ingress gold2)'"
 lb gold3 10.96.0.36 '' '"labels":{"tier":"gold"}'
 wait_for 10 grep -q 'Service shop/gold3 pending: no free IPv4 address in a pool open to this Service' "$LOG" ||
 	check_fail "gold3 not reported pending"
+wait_cond gold3 'False|PoolExhausted|no free IPv4 address in a pool open to this Service (with AutoAssign)'
+wait_cond gold2 'True|Assigned|status.loadBalancer.ingress 198.51.100.2 (pool gold)'
 assert_eq "$(ingress gold3)" "" "gold3 ingress while the pool is full"
 [ "$(metric "$L" 'weft_loadbalancer_pool_addresses{pool="gold",state="free"}')" = 0 ] ||
 	check_fail "gold pool free gauge: $(metric "$L" 'weft_loadbalancer_pool_addresses{pool="gold",state="free"}')"
 del services/shop/shiny
 wait_ingress gold3 198.51.100.1 || check_fail "gold3 after shiny left: '$(ingress gold3)'"
+wait_cond gold3 'True|Assigned|status.loadBalancer.ingress 198.51.100.1 (pool gold)'
 
 case_ "failover: the leader killed with -9"
 OLD=$L

@@ -805,6 +805,53 @@ static void test_refused(void **state) {
 	print_message("%u broken objects refused with a reason\n", refused);
 }
 
+/* status.conditions: only the assigner's own is kept (others never refuse the Service); a malformed
+ * or repeated one of ours counts as not there; metadata.generation is read leniently. */
+static void test_service_lb_condition(void **state) {
+	static const char *ours = "{\"type\": \"weft.dev/LoadBalancerAddressAssigned\", \"status\": \"False\", "
+				  "\"observedGeneration\": 4, \"lastTransitionTime\": \"2026-01-02T03:04:05Z\", "
+				  "\"reason\": \"OutsidePools\", \"message\": \"spec.loadBalancerIP: x\"}";
+	json_t *j = fixture("service.json");
+	_cleanup_free_ char *two = NULL, *three = NULL;
+	KubeObject *o;
+	const KubeService *s;
+
+	o = decode_ok(KUBE_KIND_SERVICE, j); /* none */
+	assert_false(KUBE_SERVICE(o)->lb_condition.present);
+	assert_int_equal(KUBE_SERVICE(o)->generation, 0);
+	kube_object_free(o, pool);
+
+	two = strdup_printf("[{\"type\": \"example.com/Other\", \"status\": 7}, %s]", ours);
+	mutate(j, "status|conditions", two);
+	mutate(j, "metadata|generation", "4");
+	o = decode_ok(KUBE_KIND_SERVICE, j);
+	s = KUBE_SERVICE(o);
+	assert_true(s->lb_condition.present);
+	assert_false(s->lb_condition.bad);
+	assert_false(s->lb_condition.status);
+	assert_true(s->lb_condition.has_transition);
+	assert_int_equal(s->lb_condition.observed_generation, 4);
+	assert_string_equal(s->lb_condition.reason, "OutsidePools");
+	assert_string_equal(s->lb_condition.message, "spec.loadBalancerIP: x");
+	assert_int_equal(s->generation, 4);
+	kube_object_free(o, pool);
+
+	three = strdup_printf("[%s, %s]", ours, ours); /* ours twice */
+	mutate(j, "status|conditions", three);
+	mutate(j, "metadata|generation", "\"junk\"");
+	o = decode_ok(KUBE_KIND_SERVICE, j);
+	assert_true(KUBE_SERVICE(o)->lb_condition.bad);
+	assert_int_equal(KUBE_SERVICE(o)->generation, 0);
+	kube_object_free(o, pool);
+
+	mutate(j, "status|conditions", "[{\"type\": \"weft.dev/LoadBalancerAddressAssigned\", \"status\": \"Maybe\"}]");
+	o = decode_ok(KUBE_KIND_SERVICE, j);
+	assert_false(KUBE_SERVICE(o)->lb_condition.present);
+	assert_true(KUBE_SERVICE(o)->lb_condition.bad);
+	kube_object_free(o, pool);
+	json_decref(j);
+}
+
 /* Service limits (docs/service-address-policy.md): at the limit accepted, one over refused with the
  * field and the limit named; port names, port . protocol and nodePort . protocol unique. */
 static void test_service_limits(void **state) {
@@ -819,6 +866,7 @@ static void test_service_limits(void **state) {
 		  "spec.loadBalancerSourceRanges: 65 entries, at most 64" },
 		{ "status|loadBalancer|ingress", KUBE_SERVICE_MAX_LB_INGRESS,
 		  "status.loadBalancer.ingress: 17 entries, at most 16" },
+		{ "status|conditions", KUBE_SERVICE_MAX_CONDITIONS, "status.conditions: 33 entries, at most 32" },
 	};
 	static const struct {
 		const char *path, *value, *reason;
@@ -848,6 +896,9 @@ static void test_service_limits(void **state) {
 				else if (strstr(arrays[i].path, "ingress")) {
 					snprintf(v, sizeof(v), "192.0.2.%d", k + 1);
 					json_array_append_new(a, json_pack("{s:s}", "ip", v));
+				} else if (strstr(arrays[i].path, "conditions")) {
+					snprintf(v, sizeof(v), "example.com/C%d", k);
+					json_array_append_new(a, json_pack("{s:s,s:s}", "type", v, "status", "True"));
 				} else if (strstr(arrays[i].path, "Ranges")) {
 					snprintf(v, sizeof(v), "10.%d.0.0/16", k);
 					json_array_append_new(a, json_string(v));
@@ -1069,6 +1120,7 @@ int main(void) {
 		cmocka_unit_test(test_equal),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_service_limits),
+		cmocka_unit_test(test_service_lb_condition),
 		cmocka_unit_test(test_service_load_balancer),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_kind_names),

@@ -3,23 +3,26 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "daemon/loadbalancer/lb-agent.h"
+#include "daemon/loadbalancer/lb-condition.h"
 #include "daemon/loadbalancer/lb-election.h"
 #include "daemon/loadbalancer/lb-ipam.h"
 #include "shared/client/object-store.h"
 
 #define PASS_DEBOUNCE_USEC (50 * 1000)
 
-/* One status write: the Service and the ingress it must have. */
+/* One status write: the Service, the ingress and the condition it must have. */
 typedef struct WriteJob {
 	char *ns, *name;
 	char *rv; /* Kubernetes: the Service's resourceVersion in the cache (the PUT's precondition) */
 	IpAddr ips[2];
 	size_t n_ips;
+	LbCondition cond;
 } WriteJob;
 
 /* What was last said about one Service, so each distinct refusal is logged once. */
@@ -100,7 +103,7 @@ static void queue_pop(LbAgent *a) {
 	a->n_queue--;
 }
 
-static int queue_push(LbAgent *a, const KubeService *s, const LbAssignment *out) {
+static int queue_push(LbAgent *a, const KubeService *s, const LbAssignment *out, const LbCondition *cond) {
 	WriteJob *v = reallocarray(a->queue, a->n_queue + 1, sizeof(WriteJob));
 
 	if (!v)
@@ -108,7 +111,8 @@ static int queue_push(LbAgent *a, const KubeService *s, const LbAssignment *out)
 	a->queue = v;
 	v[a->n_queue] = (WriteJob) { .ns = strdup(s->meta.namespace),
 				     .name = strdup(s->meta.name),
-				     .rv = s->resource_version ? strdup(s->resource_version) : NULL };
+				     .rv = s->resource_version ? strdup(s->resource_version) : NULL,
+				     .cond = *cond };
 	if (!v[a->n_queue].ns || !v[a->n_queue].name || (s->resource_version && !v[a->n_queue].rv)) {
 		job_done(&v[a->n_queue]);
 		return -ENOMEM;
@@ -319,14 +323,18 @@ static int run_pass(LbAgent *a, const LbConfig *lc) {
 		queue_clear(a);
 		for (size_t i = 0; i < c.n; i++) {
 			const KubeService *s = c.v[i];
+			LbCondition cond;
 
 			if (s->lb_request_bad) { /* the decoder's reason names the key and value */
-				out[i] = (LbAssignment) { .state = LB_REFUSED };
+				out[i] = (LbAssignment) { .state = LB_REFUSED, .cause = LB_CAUSE_BAD_REQUEST };
 				snprintf(out[i].reason, sizeof(out[i].reason), "%s", s->lb_request_error);
 			}
 			a->by_state[out[i].state < _LB_STATE_MAX ? out[i].state : LB_REFUSED]++;
 			report(a, keys[i], &out[i]);
-			if (!ingress_equal(s, &out[i]) && queue_push(a, s, &out[i]) < 0)
+			lb_condition_from(&out[i], s->lb_request_key, s->generation, &cond);
+			/* what is already right is not written again (else every pass would write) */
+			if ((!ingress_equal(s, &out[i]) || !lb_condition_held(&s->lb_condition, &cond)) &&
+			    queue_push(a, s, &out[i], &cond) < 0)
 				r = -ENOMEM;
 		}
 		count_pools(a, lc, out, c.n);
@@ -350,12 +358,15 @@ static int run_pass(LbAgent *a, const LbConfig *lc) {
 
 /* ---- writing status ---- */
 
-/* {"ingress": [{"ip": ..., "ipMode": "VIP"}, ...]}: status.loadBalancer for the job. */
+/* {"ingress": [{"ip": ..., "ipMode": "VIP"}, ...]}: status.loadBalancer for the job; {} without
+ * addresses (as the API server shows a Service nobody serves). */
 static json_t *render_lb_status(const WriteJob *j) {
 	_cleanup_(json_decrefp) json_t *ingress = json_array();
 
 	if (!ingress)
 		return NULL;
+	if (j->n_ips == 0)
+		return json_object();
 	for (size_t i = 0; i < j->n_ips; i++) {
 		char buf[IP_ADDR_STRLEN];
 
@@ -366,21 +377,26 @@ static json_t *render_lb_status(const WriteJob *j) {
 	return json_pack("{s:O}", "ingress", ingress);
 }
 
-/* The stored Service with status.loadBalancer.ingress replaced by the job's addresses (VIP). */
-static char *render_status(const EtcdKv *kv, const WriteJob *j) {
-	_cleanup_(json_decrefp) json_t *obj = json_loadb(kv->value, kv->value_size, 0, NULL);
-	json_t *status, *lb = render_lb_status(j);
+/* A copy of the Service's status (obj's; {} if it has none) with status.loadBalancer.ingress
+ * replaced by the job's addresses (VIP) and our condition put in; the rest of it as it was. */
+static json_t *render_status(const json_t *obj, const WriteJob *j) {
+	const json_t *old = json_object_get(obj, "status");
+	_cleanup_(json_decrefp) json_t *status = json_is_object(old) ? json_deep_copy(old) : json_object();
+	json_t *lb = render_lb_status(j);
 
-	if (!json_is_object(obj) || !lb) {
-		json_decref(lb);
+	if (!status || !lb || json_object_set_new(status, "loadBalancer", lb) < 0 ||
+	    lb_condition_put(status, &j->cond, time(NULL)) < 0)
 		return NULL;
-	}
-	status = json_object_get(obj, "status");
-	if (!json_is_object(status)) {
-		status = json_object();
-		json_object_set_new(obj, "status", status);
-	}
-	json_object_set_new(status, "loadBalancer", lb);
+	return TAKE_PTR(status);
+}
+
+/* etcd: the stored Service with its status rendered. */
+static char *render_etcd_value(const EtcdKv *kv, const WriteJob *j) {
+	_cleanup_(json_decrefp) json_t *obj = json_loadb(kv->value, kv->value_size, 0, NULL);
+	json_t *status = json_is_object(obj) ? render_status(obj, j) : NULL;
+
+	if (!status || json_object_set_new(obj, "status", status) < 0)
+		return NULL;
 	return json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
 }
 
@@ -434,7 +450,7 @@ static void on_get(EtcdClient *c, int error, json_t *resp, void *userdata) {
 		write_finished(a, false);
 		return;
 	}
-	value = render_status(&a->write_op.kv, &a->queue[0]);
+	value = render_etcd_value(&a->write_op.kv, &a->queue[0]);
 	if (!value) {
 		write_finished(a, false);
 		return;
@@ -476,23 +492,62 @@ static void on_kube_put(KubeClient *c, int error, json_t *resp, void *userdata) 
 	write_finished(a, false);
 }
 
-/* PUT .../services/NAME/status: only status is taken from the body; metadata.resourceVersion is the
- * precondition. */
-static int kube_write(LbAgent *a, const WriteJob *j) {
+/* PUT .../services/NAME/status: only status is taken from the body, and all of it (the API server
+ * replaces the whole status), so it is the Service's status as read, with ingress and our
+ * condition put in; metadata.resourceVersion, the cache's, is the precondition: if what was read is
+ * newer than what the pass saw, the PUT fails with 409 and the next pass retries. */
+static int kube_put(LbAgent *a, const WriteJob *j, const json_t *current) {
 	_cleanup_(json_decrefp) json_t *obj = NULL;
 	_cleanup_free_ char *body = NULL, *path = NULL;
-	json_t *lb = render_lb_status(j);
+	json_t *status = render_status(current, j);
 
-	if (!lb)
+	if (!status)
 		return -ENOMEM;
-	obj = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:o}}", "apiVersion", "v1", "kind", "Service", "metadata",
-			"namespace", j->ns, "name", j->name, "resourceVersion", j->rv ?: "", "status", "loadBalancer",
-			lb);
+	obj = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:o}", "apiVersion", "v1", "kind", "Service", "metadata",
+			"namespace", j->ns, "name", j->name, "resourceVersion", j->rv ?: "", "status", status);
 	body = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
 	path = strdup_printf("/api/v1/namespaces/%s/services/%s/status", j->ns, j->name);
 	if (!body || !path)
 		return -ENOMEM;
 	return kube_client_call_async(a->cfg.kube, "PUT", path, NULL, body, on_kube_put, a, &a->kube_inflight);
+}
+
+/* The Service as it is (for the status it holds), then the PUT. */
+static void on_kube_get(KubeClient *c, int error, json_t *resp, void *userdata) {
+	LbAgent *a = userdata;
+	int r;
+
+	a->kube_inflight = NULL;
+	if (error == -ENOENT) { /* gone */
+		write_finished(a, false);
+		return;
+	}
+	if (error < 0) {
+		a->write_failures++;
+		log_warning_errno(error, "LoadBalancer: reading Service %s/%s failed: %s", a->queue[0].ns,
+				  a->queue[0].name, kube_client_last_error(c));
+		write_finished(a, true);
+		return;
+	}
+	if (!lb_election_is_leader(a->election) || !lb_election_may_write(a->election)) {
+		/* stopped while the GET was out, say: as write_next() */
+		queue_drop(a, lb_election_is_leader(a->election) ? "the Lease is past its renewal deadline"
+								 : "no longer the assigner");
+		return;
+	}
+	r = kube_put(a, &a->queue[0], resp);
+	if (r < 0) {
+		a->write_failures++;
+		write_finished(a, false);
+	}
+}
+
+static int kube_write(LbAgent *a, const WriteJob *j) {
+	_cleanup_free_ char *path = strdup_printf("/api/v1/namespaces/%s/services/%s", j->ns, j->name);
+
+	if (!path)
+		return -ENOMEM;
+	return kube_client_call_async(a->cfg.kube, "GET", path, NULL, NULL, on_kube_get, a, &a->kube_inflight);
 }
 
 static void write_next(LbAgent *a) {

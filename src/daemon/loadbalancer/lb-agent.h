@@ -14,14 +14,17 @@
  * A Service refused what it asks for (an address outside the pools, one another Service holds, a
  * malformed annotation) or left pending (pool exhausted) gets one log line per distinct reason,
  * the counter weft_loadbalancer_services{state="refused|pending"} and an empty ingress: it is
- * never programmed.
+ * never programmed. Every Service of ours carries the condition of lb-condition.h in
+ * status.conditions (False with the reason, or True once assigned); status is written only when
+ * its ingress or that condition is not already right.
  *
- * Writes, etcd: read the Service's key, replace status.loadBalancer.ingress, write it back in one
- * transaction that holds only if the Service did not change in between and the leader key is
- * still ours (the fence). Kubernetes: a PUT of the Service's status subresource carrying the
- * resourceVersion the cache holds (409 if the Service changed since), sent only while the Lease is
- * ours by our own clock with a margin (lb-election.h). Either way a write that does not hold is
- * retried by the next pass, from the cache as it is then.
+ * Writes, etcd: read the Service's key, replace status.loadBalancer.ingress and our condition,
+ * write it back in one transaction that holds only if the Service did not change in between and
+ * the leader key is still ours (the fence). Kubernetes: read the Service, then a PUT of its status
+ * subresource (the whole status as read, with ingress and our condition put in, so other writers'
+ * conditions stay) carrying the resourceVersion the cache holds (409 if the Service changed
+ * since), sent only while the Lease is ours by our own clock with a margin (lb-election.h). Either
+ * way a write that does not hold is retried by the next pass, from the cache as it is then.
  */
 
 #include <stdint.h>

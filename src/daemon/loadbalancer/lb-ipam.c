@@ -243,6 +243,7 @@ static int round_askers(const LbPool *pools, size_t n_pools, LbUsed *u, Work *w)
 			snprintf(w->out->reason, sizeof(w->out->reason),
 				 "requested address %s is not of the Service's ipFamilies",
 				 ip_addr_to_string(want, buf));
+			w->out->cause = LB_CAUSE_BAD_REQUEST;
 			w->refused = true;
 			return 0;
 		}
@@ -261,6 +262,7 @@ static int round_askers(const LbPool *pools, size_t n_pools, LbUsed *u, Work *w)
 				snprintf(w->out->reason, sizeof(w->out->reason),
 					 "requested address %s is outside every LoadBalancer pool",
 					 ip_addr_to_string(want, buf));
+			w->out->cause = LB_CAUSE_OUTSIDE_POOLS;
 			w->refused = true;
 			return 0;
 		}
@@ -271,6 +273,7 @@ static int round_askers(const LbPool *pools, size_t n_pools, LbUsed *u, Work *w)
 				 : streq_ptr(holder->sharing_key, r->sharing_key)
 						 ? " (same sharing key, but a port is used by both)"
 						 : " (another sharing key)");
+			w->out->cause = LB_CAUSE_IN_USE;
 			w->refused = true;
 			return 0;
 		}
@@ -404,6 +407,7 @@ static void finish(LbUsed *u, Work *w) {
 		}
 	o->n_ips = n;
 	o->state = n == w->req->n_families && n > 0 ? LB_ASSIGNED : LB_PENDING;
+	o->cause = o->state == LB_PENDING ? LB_CAUSE_EXHAUSTED : LB_CAUSE_NONE;
 	if (o->state == LB_PENDING && !o->reason[0])
 		snprintf(o->reason, sizeof(o->reason), "the Service lists no IP family");
 	if (o->state == LB_ASSIGNED)

@@ -71,8 +71,18 @@ typedef enum LbState {
 	_LB_STATE_MAX,
 } LbState;
 
+/* Why a Service is pending or refused (the assigner's condition reason, lb-condition.h). */
+typedef enum LbCause {
+	LB_CAUSE_NONE,
+	LB_CAUSE_BAD_REQUEST,   /* malformed, or an address not of the Service's ipFamilies */
+	LB_CAUSE_OUTSIDE_POOLS, /* a requested address outside every pool open to the Service */
+	LB_CAUSE_IN_USE,        /* a requested address another Service holds */
+	LB_CAUSE_EXHAUSTED,     /* pending: nothing free */
+} LbCause;
+
 typedef struct LbAssignment {
 	LbState state;
+	LbCause cause;
 	IpAddr ips[2]; /* in the request's family order */
 	size_t n_ips;
 	const char *pools[2]; /* the pool each address came from (LbPool.name) */

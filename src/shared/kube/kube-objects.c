@@ -433,10 +433,16 @@ bool kube_object_equal(const KubeObject *a, const KubeObject *b) {
 void kube_object_take_version(KubeObject *to, KubeObject *from) {
 	if (!to || !from || to->kind != KUBE_KIND_SERVICE || from->kind != KUBE_KIND_SERVICE)
 		return;
-	char **a = &((KubeService *) to)->resource_version, **b = &((KubeService *) from)->resource_version, *t = *a;
+	KubeService *a = (KubeService *) to, *b = (KubeService *) from;
+	char *rv = a->resource_version;
+	KubeLbCondition c = a->lb_condition;
 
-	*a = *b;
-	*b = t;
+	a->resource_version = b->resource_version;
+	b->resource_version = rv;
+	a->lb_condition = b->lb_condition;
+	b->lb_condition = c;
+	a->generation = b->generation;
+	a->lb_request_key = b->lb_request_key;
 }
 
 size_t kube_object_ips(const KubeObject *o, const IpAddr **ret) {

@@ -182,6 +182,7 @@ typedef enum KubeServiceType {
 #define KUBE_SERVICE_MAX_EXTERNAL_IPS 64
 #define KUBE_SERVICE_MAX_SOURCE_RANGES 64
 #define KUBE_SERVICE_MAX_LB_INGRESS 16
+#define KUBE_SERVICE_MAX_CONDITIONS 32 /* status.conditions */
 
 typedef struct KubeServicePort {
 	const char *name; /* interned, NULL if unnamed */
@@ -190,6 +191,18 @@ typedef struct KubeServicePort {
 	uint16_t node_port;      /* 0 = none */
 	KubePortRef target_port; /* defaults to port */
 } KubeServicePort;
+
+/* The LoadBalancer assigner's condition in a Service's status.conditions (metav1.Condition). */
+#define KUBE_LB_CONDITION_TYPE "weft.dev/LoadBalancerAddressAssigned"
+
+typedef struct KubeLbCondition {
+	bool present;                /* one entry of KUBE_LB_CONDITION_TYPE, well-formed */
+	bool bad;                    /* an entry of that type is malformed, or there are several */
+	bool status;                 /* "True" */
+	bool has_transition;         /* lastTransitionTime is a string */
+	int64_t observed_generation; /* 0 if absent */
+	char *reason, *message;
+} KubeLbCondition;
 
 typedef struct KubeService {
 	KubeObject meta;
@@ -240,9 +253,19 @@ typedef struct KubeService {
 	IpAddr lb_requested[2];
 	char *lb_request_error; /* with lb_request_bad: why, naming the key and value */
 	char *lb_request_raw;   /* with lb_request_bad: the value as written */
+	/* static: the key the request came from (NULL: none), for the assigner's condition message;
+	 * not compared by kube_object_equal(), kept current by kube_object_take_version() */
+	const char *lb_request_key;
 	/* metadata.resourceVersion (NULL if absent): the precondition of the assigner's status write.
 	 * Not compared by kube_object_equal(); kube_object_take_version() keeps it current. */
 	char *resource_version;
+	/* metadata.generation (0 if absent) and the assigner's own condition as status holds it
+	 * (KUBE_LB_CONDITION_TYPE in status.conditions; other writers' conditions are not kept): what
+	 * the assigner compares to know whether status needs writing. Not compared by
+	 * kube_object_equal() (no consumer but the assigner reads them, and it repairs by its periodic
+	 * pass); kube_object_take_version() keeps them current. */
+	int64_t generation;
+	KubeLbCondition lb_condition;
 } KubeService;
 
 #define KUBE_LB_CLASS_WEFT "weft.dev/loadbalancer"
@@ -314,7 +337,8 @@ KubeObject *kube_object_free(KubeObject *o, StringPool *pool);
 /* True if two objects of the same pool hold the same data (the cache fires no update then). */
 bool kube_object_equal(const KubeObject *a, const KubeObject *b);
 /* For the cache, when `from` (a newer version) is equal to `to` and `to` is kept: moves what
- * kube_object_equal() does not compare but a writer needs (a Service's resourceVersion) to `to`. */
+ * kube_object_equal() does not compare but a writer needs (a Service's resourceVersion, and what the
+ * LoadBalancer assigner compares: generation, its condition, the request's key) to `to`. */
 void kube_object_take_version(KubeObject *to, KubeObject *from);
 /* metadata.namespace and metadata.name of a JSON object without decoding the rest (for DELETED
  * events, which must be honoured even for an object that would not validate). -EINVAL if absent. */

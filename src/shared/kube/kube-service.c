@@ -25,6 +25,8 @@ void ko_service_free(KubeService *s, StringPool *pool) {
 	free(s->lb_request_error);
 	free(s->lb_request_raw);
 	free(s->resource_version);
+	free(s->lb_condition.reason);
+	free(s->lb_condition.message);
 	string_pool_unref(pool, s->lb_class);
 	string_pool_unref(pool, s->lb_sharing_key);
 }
@@ -190,6 +192,51 @@ static int service_ingress_parse(const json_t *a, KubeService *v, DecodeError *e
 	return 0;
 }
 
+/*
+ * status.conditions[] (metav1.Condition, at most KUBE_SERVICE_MAX_CONDITIONS): only the assigner's
+ * own (KUBE_LB_CONDITION_TYPE) is kept. Other writers' entries are not looked into, and a malformed
+ * entry of ours is taken as absent (the assigner rewrites it): a condition never refuses a Service.
+ */
+static int service_conditions_parse(const json_t *status, KubeService *v, DecodeError *err) {
+	KubeLbCondition *c = &v->lb_condition;
+	const json_t *a, *x;
+	size_t i;
+
+	if (ko_jarr(status, "conditions", &a) < 0)
+		return decode_error(err, "status.conditions: not an array");
+	if (ko_jlen(a) > KUBE_SERVICE_MAX_CONDITIONS)
+		return decode_error(err, "status.conditions: %zu entries, at most %d", ko_jlen(a),
+				    KUBE_SERVICE_MAX_CONDITIONS);
+	json_array_foreach(a, i, x) {
+		const char *type, *st, *reason, *message, *ltt;
+		long long gen;
+
+		if (ko_jstr(x, "type", &type) < 0 || !type || !streq(type, KUBE_LB_CONDITION_TYPE))
+			continue;
+		if (c->present || c->bad) { /* a second entry of ours */
+			c->bad = true;
+			continue;
+		}
+		c->bad = true; /* until it is found well-formed */
+		if (ko_jstr(x, "status", &st) < 0 || !st || (!streq(st, "True") && !streq(st, "False")) ||
+		    ko_jstr(x, "reason", &reason) < 0 || !reason || ko_jstr(x, "message", &message) < 0 || !message ||
+		    ko_jstr(x, "lastTransitionTime", &ltt) < 0 ||
+		    ko_jint(x, "observedGeneration", 0, INT64_MAX, 0, &gen) < 0)
+			continue;
+		c->reason = strndup(reason, 256);
+		c->message = strndup(message, 512);
+		if (!c->reason || !c->message)
+			return -ENOMEM;
+		*c = (KubeLbCondition) { .present = true,
+					 .status = streq(st, "True"),
+					 .has_transition = ltt != NULL,
+					 .observed_generation = gen,
+					 .reason = c->reason,
+					 .message = c->message };
+	}
+	return 0;
+}
+
 /* A request that cannot be honoured: kept on the Service for the assigner to refuse and report. */
 static int lb_request_refuse(KubeService *v, const char *raw, const char *fmt, const char *key) {
 	v->lb_request_bad = true;
@@ -246,6 +293,7 @@ static int service_lb_request_parse(const json_t *md, const json_t *spec, String
 	if (ko_jstr(spec, "loadBalancerIP", &lbip) < 0)
 		return decode_error(err, "spec.loadBalancerIP: not a string");
 	if (!isempty(lbip)) {
+		v->lb_request_key = "spec.loadBalancerIP";
 		if (ip_addr_parse(lbip, &v->lb_requested[0]) < 0)
 			return lb_request_refuse(v, lbip, "%s: \"%.64s\" is not an IP address", "spec.loadBalancerIP");
 		v->n_lb_requested = 1;
@@ -256,6 +304,7 @@ static int service_lb_request_parse(const json_t *md, const json_t *spec, String
 			if (json_is_string(json_object_get(ann, keys[k]))) {
 				ips = json_string_value(json_object_get(ann, keys[k]));
 				ips_key = keys[k];
+				v->lb_request_key = k == 0 ? KUBE_ANNOTATION_LB_IPS : KUBE_ANNOTATION_METALLB_LB_IPS;
 			}
 		if (ips) {
 			int r = lb_requested_parse(v, ips_key, ips);
@@ -359,6 +408,9 @@ int ko_service_decode(const json_t *j, StringPool *pool, KubeObject **ret, Decod
 	r = service_ingress_parse(a, v, err);
 	if (r < 0)
 		goto fail;
+	r = service_conditions_parse(ko_jget(j, "status"), v, err);
+	if (r < 0)
+		goto fail;
 	r = service_lb_request_parse(m.j, spec, pool, v, err);
 	if (r < 0)
 		goto fail;
@@ -412,6 +464,8 @@ int ko_service_decode(const json_t *j, StringPool *pool, KubeObject **ret, Decod
 	if (ko_jstr(ko_jget(j, "metadata"), "resourceVersion", &s) >= 0 && !isempty(s) &&
 	    !(v->resource_version = strdup(s)))
 		goto oom;
+	/* not the Service's to be refused for: only the assigner's condition echoes it */
+	v->generation = ko_jint(ko_jget(j, "metadata"), "generation", 1, INT64_MAX, 0, &hc) < 0 ? 0 : hc;
 
 	r = ko_meta_move(&m, KUBE_KIND_SERVICE, &v->meta);
 	if (r < 0)
