@@ -9,11 +9,25 @@
 #   lb_ingress NAME               the ingress IPs status holds ("" if none)
 #   weftd_metric I FAMILY         a sample's value from node I's /metrics
 #   lb_servers NODE...            a pod on each node running svc.py's server named pI (killed on exit)
+#   lb_use_kube API-FN            Kubernetes mode: lb_put and lb_ingress go to the fake API server
+#                                 through API-FN METHOD PATH [CURL ARGS...] (objects by /fixture/apply)
+# L2, probed from the outside host ($OUT_NS, $OUTSIDE_IP; route the pool there first):
+#   mac_of I                      node I's underlay MAC
+#   answers IP                    the MACs that answer an ARP request for IP on the segment
+#   owners I...                   those of nodes I... whose metric says they announce an address in L2
+#   out_neigh                     the outside host's neighbour entry for 192.0.2.1 (its MAC)
 
 lb_config() {
 	etcdctl_ put "$ETCD_PREFIX/config" "$(cluster_config_json | jq -c --argjson p "$1" '. + {LoadBalancer: {Pools: $p}}')" >/dev/null
 }
-lb_put() { etcdctl_ put "$ETCD_PREFIX/objects/$1" "$2" >/dev/null; }
+lb_put() {
+	if [ -n "${LB_KUBE_API:-}" ]; then
+		"$LB_KUBE_API" POST /fixture/apply -d "$2" >/dev/null
+		return
+	fi
+	etcdctl_ put "$ETCD_PREFIX/objects/$1" "$2" >/dev/null
+}
+lb_use_kube() { LB_KUBE_API=$1; }
 lb_service() {
 	lb_put "services/shop/$1" "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"namespace\":\"shop\",\"name\":\"$1\"},\"spec\":{\"type\":\"LoadBalancer\",\"clusterIP\":\"$2\",\"externalTrafficPolicy\":\"$3\",\"ports\":[{\"port\":80,\"targetPort\":8080}]}}"
 }
@@ -24,7 +38,12 @@ lb_slice() {
 	done
 	lb_put "endpointslices/shop/$1" "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{\"namespace\":\"shop\",\"name\":\"$1\",\"labels\":{\"kubernetes.io/service-name\":\"$2\"}},\"addressType\":\"IPv4\",\"endpoints\":[$eps],\"ports\":[{\"port\":8080}]}"
 }
-lb_ingress() { etcdctl_ get --print-value-only "$ETCD_PREFIX/objects/services/shop/$1" | jq -r '[.status.loadBalancer.ingress[]?.ip] | join(",")'; }
+lb_ingress() {
+	if [ -n "${LB_KUBE_API:-}" ]; then
+		"$LB_KUBE_API" GET "/api/v1/namespaces/shop/services/$1" | jq -r '[.status.loadBalancer.ingress[]?.ip] | join(",")'
+		return
+	fi
+	etcdctl_ get --print-value-only "$ETCD_PREFIX/objects/services/shop/$1" | jq -r '[.status.loadBalancer.ingress[]?.ip] | join(",")'; }
 weftd_metric() { http_get "$1" /metrics; awk -v m="$2" '$1 == m { print $2 }' <<<"$HTTP_BODY"; }
 
 declare -a LB_SERVER=()
@@ -39,3 +58,17 @@ lb_servers() {
 	for i in "$@"; do wait_for 30 grep -q ready "$T/serve.$i" || fail "server $i did not start"; done
 }
 lb_servers_kill() { kill "${LB_SERVER[@]}" 2>/dev/null; return 0; }
+
+LB_PROBE=$TOP/test/netns/service/arp-probe.py
+mac_of() { ip -n "$(node_ns "$1")" -j link show eth0 | jq -r '.[0].address'; }
+answers() { ip netns exec "$OUT_NS" python3 "$LB_PROBE" eth0 "$OUTSIDE_IP" "$1" 0.5 | tr '\n' ' ' | sed 's/ $//'; }
+owners() {
+	local i v
+	for i in "$@"; do
+		weftd_alive "$i" || continue
+		v=$(weftd_metric "$i" 'weft_loadbalancer_announcements{mode="l2"}')
+		[ "${v:-0}" -ge 1 ] && echo "$i"
+	done
+	return 0
+}
+out_neigh() { ip -n "$OUT_NS" -j neigh show 192.0.2.1 | jq -r '.[0].lladdr // empty'; }

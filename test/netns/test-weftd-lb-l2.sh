@@ -30,20 +30,6 @@ weftd_wait_ready 1 2 3
 ip -n "$OUT_NS" route add 192.0.2.0/28 dev eth0
 
 is() { [ "$("${@:2}")" = "$1" ]; }
-mac_of() { ip -n "$(node_ns "$1")" -j link show eth0 | jq -r '.[0].address'; }
-# answers IP: the MACs that answer an ARP request for IP on the segment
-answers() { ip netns exec "$OUT_NS" python3 "$PROBE" eth0 "$OUTSIDE_IP" "$1" 0.5 | tr '\n' ' ' | sed 's/ $//'; }
-# owners I...: those of nodes I... whose metric says they announce an address in L2 mode
-owners() {
-	local i v
-	for i in "$@"; do
-		weftd_alive "$i" || continue
-		v=$(weftd_metric "$i" 'weft_loadbalancer_announcements{mode="l2"}')
-		[ "${v:-0}" -ge 1 ] && echo "$i"
-	done
-	return 0
-}
-out_neigh() { ip -n "$OUT_NS" -j neigh show 192.0.2.1 | jq -r '.[0].lladdr // empty'; }
 
 lb_servers 1 2 3
 lb_put namespaces/shop '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"}}'
