@@ -57,10 +57,10 @@ static char *judge(const Rec *recs, size_t n, LbMemberSeen **seen, size_t *n_see
 	return strdup(out);
 }
 
-#define ASSERT_LIVE(want, recs, seen, n_seen, now)                                                                 \
-	do {                                                                                                       \
-		_cleanup_free_ char *got = judge(recs, ELEMENTSOF(recs), seen, n_seen, now);                      \
-		assert_string_equal(got, want);                                                                    \
+#define ASSERT_LIVE(want, recs, seen, n_seen, now)                                                                     \
+	do {                                                                                                           \
+		_cleanup_free_ char *got = judge(recs, ELEMENTSOF(recs), seen, n_seen, now);                           \
+		assert_string_equal(got, want);                                                                        \
 	} while (0)
 
 static void test_first_seen_then_expiry_on_our_clock(void **state) {

@@ -33,7 +33,8 @@ static bool named_for(const char *lease_name, const char *holder) {
 }
 
 int lb_members_kube_judge(const KubeLease *leases, const char *const *names, size_t n, LbMemberSeen **seen,
-			  size_t *n_seen, uint64_t now_usec, uint32_t default_ttl, const char **live, size_t *ret_n_live) {
+			  size_t *n_seen, uint64_t now_usec, uint32_t default_ttl, const char **live,
+			  size_t *ret_n_live) {
 	LbMemberSeen *v = n ? calloc(n, sizeof(*v)) : NULL;
 	size_t n_live = 0;
 
@@ -80,19 +81,20 @@ static void kube_failed(KubeMembers *s, const char *step, int error) {
 
 	if (!s->warned)
 		log_warning_errno(error, "LoadBalancer: member Lease %s/%s: %s failed: %s",
-				  lb_members_config(s->m)->namespace, s->name, step, !isempty(why) ? why : strerror(-error));
+				  lb_members_config(s->m)->namespace, s->name, step,
+				  !isempty(why) ? why : strerror(-error));
 	s->warned = true;
 }
 
 /* Our Lease held by us for ttl as of now, based on `base` (NULL: a new one), labelled. */
 static char *render(KubeMembers *s, const json_t *base, const char *identity) {
 	const LbMembersConfig *cfg = lb_members_config(s->m);
-	bool acquire = !base || !streq(json_string_value(json_object_get(json_object_get(base, "spec"),
-									   "holderIdentity")) ?:
-								    "",
-						    identity);
-	_cleanup_(json_decrefp) json_t *o = kube_lease_render(base, cfg->namespace, s->name, identity,
-							       isempty(identity) ? 1 : cfg->ttl, acquire, kube_realtime_usec());
+	bool acquire = !base ||
+		       !streq(json_string_value(json_object_get(json_object_get(base, "spec"), "holderIdentity")) ?: "",
+			      identity);
+	_cleanup_(json_decrefp) json_t *o =
+			kube_lease_render(base, cfg->namespace, s->name, identity, isempty(identity) ? 1 : cfg->ttl,
+					  acquire, kube_realtime_usec());
 	json_t *md = o ? json_object_get(o, "metadata") : NULL, *labels = json_object_get(md, "labels");
 
 	if (!md)
@@ -217,7 +219,6 @@ static int on_poll(EventSource *src, void *userdata) {
 static int kube_start(LbMembers *m) {
 	KubeMembers *s = lb_members_state(m);
 	const LbMembersConfig *cfg = lb_members_config(m);
-	int r;
 
 	s->m = m;
 	if (!cfg->kube || isempty(cfg->namespace) || isempty(cfg->node))
@@ -230,14 +231,7 @@ static int kube_start(LbMembers *m) {
 				     : NULL;
 	if (!s->path || !s->list_path)
 		return -ENOMEM;
-	r = event_loop_add_timer(lb_members_loop(m), on_tick, s, &s->tick);
-	if (r >= 0)
-		r = event_source_arm(s->tick, 1000, (uint64_t) cfg->ttl * 1000000 / 3);
-	if (r >= 0)
-		r = event_loop_add_timer(lb_members_loop(m), on_poll, s, &s->poll);
-	if (r >= 0)
-		r = event_source_arm(s->poll, 1000, cfg->poll_usec);
-	return r;
+	return lb_members_add_timers(m, on_tick, on_poll, s, &s->tick, &s->poll);
 }
 
 static void kube_stop(LbMembers *m) {

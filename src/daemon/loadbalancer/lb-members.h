@@ -96,6 +96,10 @@ EventLoop *lb_members_loop(const LbMembers *m);
  * 0 or -ENOMEM (the old list stays). */
 int lb_members_set(LbMembers *m, const char *const *names, size_t n);
 void lb_members_failed(LbMembers *m);
+/* The kind's timers, freed by its stop: tick every ttl/3 (holding our membership) and poll every
+ * poll_usec (listing the others), each first after 1 ms. 0 or -errno. */
+int lb_members_add_timers(LbMembers *m, EventTimerFn tick, EventTimerFn poll, void *userdata, EventSource **ret_tick,
+			  EventSource **ret_poll);
 
 /* "<prefix>/loadbalancer/members/" (trailing slashes of prefix ignored); NULL on OOM. */
 char *lb_members_key_prefix(const char *prefix);
