@@ -509,11 +509,14 @@ int manager_objects_start(Manager *m) {
 			    &(LbAnnounceConfig) {
 					    .node = m->args.node_name,
 					    .network = &m->config,
-					    /* Kubernetes mode has no member source yet (lb-members.h) */
-					    .members_ops = s->etcd ? &lb_members_etcd_ops : NULL,
+					    .members_ops = s->kube   ? &lb_members_kube_ops
+							   : s->etcd ? &lb_members_etcd_ops
+								     : NULL,
 					    .members = { .node = m->args.node_name,
 							 .prefix = m->args.etcd_prefix,
-							 .etcd = s->etcd },
+							 .etcd = s->etcd,
+							 .kube = s->kube,
+							 .namespace = s->namespace },
 					    .bgp_set = lb_bgp_set,
 					    .underlay_ifindex = lb_underlay_ifindex,
 					    .userdata = m,

@@ -9,11 +9,29 @@
 #   lb_ingress NAME               the ingress IPs status holds ("" if none)
 #   weftd_metric I FAMILY         a sample's value from node I's /metrics
 #   lb_servers NODE...            a pod on each node running svc.py's server named pI (killed on exit)
+#   lb_use_kube API-FN            Kubernetes mode: lb_put and lb_ingress go to the fake API server
+#                                 through API-FN METHOD PATH [CURL ARGS...] (objects by /fixture/apply)
+# L2, probed from the outside host ($OUT_NS, $OUTSIDE_IP; route the pool there first):
+#   mac_of I                      node I's underlay MAC
+#   answers IP                    the MACs that answer an ARP request for IP on the segment
+#   owners I...                   those of nodes I... whose metric says they announce an address in L2
+#   out_neigh                     the outside host's neighbour entry for 192.0.2.1 (its MAC)
+#   lb_l2_cluster_case            Service web (Cluster) gets 192.0.2.1, exactly one node answers ARP
+#                                 for it (sets O), endpoints on the other two (A, B) serve the outside
+#   lb_l2_kill_case WHAT          O off the network and killed with -9: one of A, B takes over
+#                                 (sets N, TAKEOVER_MS, nf, win; WHAT names the membership in the log)
 
 lb_config() {
 	etcdctl_ put "$ETCD_PREFIX/config" "$(cluster_config_json | jq -c --argjson p "$1" '. + {LoadBalancer: {Pools: $p}}')" >/dev/null
 }
-lb_put() { etcdctl_ put "$ETCD_PREFIX/objects/$1" "$2" >/dev/null; }
+lb_put() {
+	if [ -n "${LB_KUBE_API:-}" ]; then
+		"$LB_KUBE_API" POST /fixture/apply -d "$2" >/dev/null
+		return
+	fi
+	etcdctl_ put "$ETCD_PREFIX/objects/$1" "$2" >/dev/null
+}
+lb_use_kube() { LB_KUBE_API=$1; }
 lb_service() {
 	lb_put "services/shop/$1" "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"namespace\":\"shop\",\"name\":\"$1\"},\"spec\":{\"type\":\"LoadBalancer\",\"clusterIP\":\"$2\",\"externalTrafficPolicy\":\"$3\",\"ports\":[{\"port\":80,\"targetPort\":8080}]}}"
 }
@@ -24,7 +42,12 @@ lb_slice() {
 	done
 	lb_put "endpointslices/shop/$1" "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{\"namespace\":\"shop\",\"name\":\"$1\",\"labels\":{\"kubernetes.io/service-name\":\"$2\"}},\"addressType\":\"IPv4\",\"endpoints\":[$eps],\"ports\":[{\"port\":8080}]}"
 }
-lb_ingress() { etcdctl_ get --print-value-only "$ETCD_PREFIX/objects/services/shop/$1" | jq -r '[.status.loadBalancer.ingress[]?.ip] | join(",")'; }
+lb_ingress() {
+	if [ -n "${LB_KUBE_API:-}" ]; then
+		"$LB_KUBE_API" GET "/api/v1/namespaces/shop/services/$1" | jq -r '[.status.loadBalancer.ingress[]?.ip] | join(",")'
+		return
+	fi
+	etcdctl_ get --print-value-only "$ETCD_PREFIX/objects/services/shop/$1" | jq -r '[.status.loadBalancer.ingress[]?.ip] | join(",")'; }
 weftd_metric() { http_get "$1" /metrics; awk -v m="$2" '$1 == m { print $2 }' <<<"$HTTP_BODY"; }
 
 declare -a LB_SERVER=()
@@ -39,3 +62,75 @@ lb_servers() {
 	for i in "$@"; do wait_for 30 grep -q ready "$T/serve.$i" || fail "server $i did not start"; done
 }
 lb_servers_kill() { kill "${LB_SERVER[@]}" 2>/dev/null; return 0; }
+
+LB_PROBE=$TOP/test/netns/service/arp-probe.py
+LB_SVC=$TOP/test/netns/service/svc.py
+mac_of() { ip -n "$(node_ns "$1")" -j link show eth0 | jq -r '.[0].address'; }
+answers() { ip netns exec "$OUT_NS" python3 "$LB_PROBE" eth0 "$OUTSIDE_IP" "$1" 0.5 | tr '\n' ' ' | sed 's/ $//'; }
+owners() {
+	local i v
+	for i in "$@"; do
+		weftd_alive "$i" || continue
+		v=$(weftd_metric "$i" 'weft_loadbalancer_announcements{mode="l2"}')
+		[ "${v:-0}" -ge 1 ] && echo "$i"
+	done
+	return 0
+}
+out_neigh() { ip -n "$OUT_NS" -j neigh show 192.0.2.1 | jq -r '.[0].lladdr // empty'; }
+
+lb_l2_cluster_case() {
+	local t0 macs i
+	info "case: externalTrafficPolicy Cluster: exactly one node answers ARP"
+	lb_service web 10.96.0.20 Cluster
+	wait_for 30 is 192.0.2.1 lb_ingress web || fail "web got no address: '$(lb_ingress web)'"
+	t0=$(date +%s%N)
+	wait_for 20 sh -c "[ -n \"\$(ip netns exec $OUT_NS python3 $LB_PROBE eth0 $OUTSIDE_IP 192.0.2.1 0.2)\" ]" || check_fail "nobody answers ARP for 192.0.2.1"
+	info "  answered $((($(date +%s%N) - t0) / 1000000)) ms after the address was written"
+	O=$(owners 1 2 3)
+	[ "$(wc -w <<<"$O")" = 1 ] || fail "expected exactly one L2 announcer, got '$O'"
+	macs=$(answers 192.0.2.1)
+	assert_eq "$macs" "$(mac_of "$O")" "the MACs answering ARP for 192.0.2.1 (node$O's is $(mac_of "$O"))"
+	info "  node$O answers ($macs)"
+	# endpoints on the other two nodes, so the owner's death is a pure L2 failover
+	A='' B=''
+	for i in 1 2 3; do
+		[ "$i" = "$O" ] && continue
+		if [ -z "$A" ]; then A=$i; else B=$i; fi
+	done
+	lb_slice web-1 web true "$A" "$B"
+	wait_for 20 sh -c "ip netns exec $OUT_NS python3 $LB_SVC tcp 192.0.2.1 80 1 | grep -q '^p[$A$B] '" ||
+		check_fail "outside -> 192.0.2.1:80: $(ip netns exec "$OUT_NS" python3 "$LB_SVC" tcp 192.0.2.1 80 1)"
+	assert_eq "$(out_neigh)" "$(mac_of "$O")" "outside's neighbour entry for 192.0.2.1"
+}
+
+lb_l2_kill_case() {
+	local t0 garp ts
+	info "case: the announcer dies (off the network, weftd killed with -9): another node takes over"
+	ip netns exec "$OUT_NS" python3 "$LB_SVC" loop 192.0.2.1 80 14 >"$T/loop" &
+	LOOP=$!
+	sleep 1.5
+	ip -n "$(node_ns "$O")" link set eth0 down
+	weftd_stop "$O" KILL
+	t0=$(date +%s%N)
+	wait_for 15 sh -c "[ -n \"\$(cd $T && grep -l '192.0.2.1 taken over from node$O' n$A/weftd.log n$B/weftd.log)\" ]" ||
+		check_fail "nobody took 192.0.2.1 over from node$O"
+	TAKEOVER_MS=$((($(date +%s%N) - t0) / 1000000))
+	N=$(owners "$A" "$B")
+	[ "$(wc -w <<<"$N")" = 1 ] || check_fail "expected one new announcer, got '$N'"
+	info "  node$N took over $TAKEOVER_MS ms after the kill ($1 TTL 6 s)"
+	# the dead node's membership ends at most 6 s after the kill (its last renewal was before it), the
+	# others list every 250 ms (and etcd sweeps expired leases every 500 ms), this loop polls a log
+	((TAKEOVER_MS < (6000 + 2000) * WEFT_TEST_SLACK)) || check_fail "takeover took $TAKEOVER_MS ms (TTL 6 s + 2 s)"
+	wait_for 3 is "$(mac_of "$N")" out_neigh || check_fail "outside's neighbour entry: '$(out_neigh)', expected node$N's $(mac_of "$N")"
+	garp=$(weftd_metric "$N" 'weft_loadbalancer_l2_packets_total{type="gratuitous_arp"}')
+	((garp > 0)) || check_fail "node$N sent no gratuitous ARP"
+	assert_eq "$(weftd_metric "$N" weft_loadbalancer_failovers_total)" 1 "node$N failovers_total"
+	ts=$(weftd_metric "$N" weft_loadbalancer_last_failover_timestamp_seconds)
+	python3 -c "import sys,time; sys.exit(0 if abs(time.time() - float(sys.argv[1])) < 60 else 1)" "$ts" ||
+		check_fail "last failover timestamp $ts"
+	wait "$LOOP" || true
+	read -r nf win < <(loop_outage "$T/loop")
+	info "  outside: $(wc -l <"$T/loop") connections, $nf failed, interruption $win ms"
+	tail -3 "$T/loop" | grep_q -v " p[$A$B] " && check_fail "still failing at the end: $(tail -3 "$T/loop")"
+	assert_eq "$(answers 192.0.2.1)" "$(mac_of "$N")" "after the takeover only node$N answers"
+}

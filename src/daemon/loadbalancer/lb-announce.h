@@ -26,7 +26,7 @@
  *   l2:  among the eligible nodes that are live (lb-members.h), exactly one: the highest
  *        rendezvous score of (node name, address). Every node computes the same winner from the
  *        same view; a node that leaves moves only its own addresses, each to its runner-up.
- *        Without a view of the members (not listed yet, Kubernetes mode) no node announces.
+ *        Without a view of the members (not listed yet, or no members kind) no node announces.
  *
  * Every cache delta of a Service or EndpointSlice, and every change of the members, schedules a
  * pass LB_ANNOUNCE_DEBOUNCE_USEC later; a pass that changes nothing touches nothing. A failed hand-

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 #include "basic/log.h"
 #include "basic/macro.h"
@@ -25,13 +24,6 @@ typedef struct KubeElection {
 	uint64_t valid_until;   /* leading: the fence, as now_usec() */
 	json_t *lease;          /* the Lease as we last wrote it (for the release) */
 } KubeElection;
-
-static uint64_t realtime_usec(void) {
-	struct timeval tv;
-
-	gettimeofday(&tv, NULL);
-	return (uint64_t) tv.tv_sec * 1000000 + (uint64_t) tv.tv_usec;
-}
 
 static void failed(LbElection *e, const char *step, int error) {
 	lb_election_failed(e, step, error, kube_client_last_error(e->cfg.kube));
@@ -87,7 +79,7 @@ static void write_lease(LbElection *e, const json_t *lease, bool acquire) {
 
 	s->sent_usec = now_usec();
 	o = kube_lease_render(lease, e->cfg.namespace, e->cfg.name, e->cfg.identity, e->cfg.ttl, acquire,
-			      realtime_usec());
+			      kube_realtime_usec());
 	body = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	r = body ? kube_client_call_async(e->cfg.kube, lease ? "PUT" : "POST", lease ? s->path : s->collection, NULL,
 					  body, on_write, e, &s->inflight)
@@ -163,7 +155,7 @@ static void kube_done(LbElection *e) {
 	/* hand over now rather than after leaseDurationSeconds (best effort, blocking, short) */
 	if (e->fence && s->lease && kube_may_write(e)) {
 		_cleanup_(json_decrefp) json_t *o =
-				kube_lease_render(s->lease, NULL, NULL, "", 1, false, realtime_usec());
+				kube_lease_render(s->lease, NULL, NULL, "", 1, false, kube_realtime_usec());
 		_cleanup_free_ char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
 		if (body)

@@ -114,6 +114,19 @@ char *lb_members_key_prefix(const char *prefix) {
 	return strdup_printf("%.*s/loadbalancer/members/", (int) MIN(n, (size_t) 4096), prefix);
 }
 
+int lb_members_add_timers(LbMembers *m, EventTimerFn tick, EventTimerFn poll, void *userdata, EventSource **ret_tick,
+			  EventSource **ret_poll) {
+	int r = event_loop_add_timer(m->loop, tick, userdata, ret_tick);
+
+	if (r >= 0)
+		r = event_source_arm(*ret_tick, 1000, (uint64_t) m->cfg.ttl * 1000000 / 3);
+	if (r >= 0)
+		r = event_loop_add_timer(m->loop, poll, userdata, ret_poll);
+	if (r >= 0)
+		r = event_source_arm(*ret_poll, 1000, m->cfg.poll_usec);
+	return r;
+}
+
 int lb_members_new(const LbMembersOps *ops, EventLoop *loop, const LbMembersConfig *cfg, LbMembersChangedFn fn,
 		   void *userdata, LbMembers **ret) {
 	LbMembers *m = calloc(1, sizeof(*m));
@@ -313,7 +326,6 @@ static int on_poll(EventSource *src, void *userdata) {
 static int etcd_start(LbMembers *m) {
 	EtcdMembers *s = lb_members_state(m);
 	const LbMembersConfig *cfg = lb_members_config(m);
-	int r;
 
 	s->m = m;
 	if (!cfg->etcd || !cfg->prefix || isempty(cfg->node))
@@ -323,14 +335,7 @@ static int etcd_start(LbMembers *m) {
 	s->key = s->prefix ? strdup_printf("%s%s", s->prefix, cfg->node) : NULL;
 	if (!s->range_end || !s->key)
 		return -ENOMEM;
-	r = event_loop_add_timer(lb_members_loop(m), on_tick, s, &s->tick);
-	if (r >= 0)
-		r = event_source_arm(s->tick, 1000, (uint64_t) cfg->ttl * 1000000 / 3);
-	if (r >= 0)
-		r = event_loop_add_timer(lb_members_loop(m), on_poll, s, &s->poll);
-	if (r >= 0)
-		r = event_source_arm(s->poll, 1000, cfg->poll_usec);
-	return r;
+	return lb_members_add_timers(m, on_tick, on_poll, s, &s->tick, &s->poll);
 }
 
 static void etcd_stop(LbMembers *m) {

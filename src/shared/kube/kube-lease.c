@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 
 #include "basic/macro.h"
@@ -51,6 +52,13 @@ KubeLeaseAction kube_lease_decide(const KubeLease *l, const char *identity, uint
 	if (!isempty(l->holder) && observed_usec + (uint64_t) MAX(d, (int64_t) 0) * 1000000 > now_usec)
 		return KUBE_LEASE_HELD;
 	return KUBE_LEASE_ACQUIRE;
+}
+
+uint64_t kube_realtime_usec(void) {
+	struct timeval tv;
+
+	gettimeofday(&tv, NULL);
+	return (uint64_t) tv.tv_sec * 1000000 + (uint64_t) tv.tv_usec;
 }
 
 char *kube_micro_time(uint64_t realtime_usec, char *buf, size_t size) {

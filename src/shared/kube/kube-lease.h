@@ -48,6 +48,9 @@ void kube_lease_done(KubeLease *l);
 KubeLeaseAction kube_lease_decide(const KubeLease *l, const char *identity, uint64_t now_usec, uint64_t observed_usec,
 				  int64_t default_duration);
 
+/* CLOCK_REALTIME now, in microseconds (what renewTime and acquireTime are written from). */
+uint64_t kube_realtime_usec(void);
+
 /* MicroTime of a CLOCK_REALTIME instant: "2026-01-02T15:04:05.123456Z" (buf: at least 32 bytes). */
 char *kube_micro_time(uint64_t realtime_usec, char *buf, size_t size);
 
