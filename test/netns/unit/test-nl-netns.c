@@ -817,7 +817,9 @@ static void test_monitor(void **state) {
 	int idx = mk_pair("vh8", "vp8");
 
 	assert_int_equal(nl_monitor_open(groups, ELEMENTSOF(groups), &mon), 0);
-	assert_int_equal(nl_monitor_process(mon, &cb, &m), 0); /* nothing pending, does not block */
+	/* does not block with nothing to read (the veth pair's IPv6 link-local routes may already
+	 * have arrived on a loaded machine, so it may also have processed some) */
+	assert_true(nl_monitor_process(mon, &cb, &m) >= 0);
 	assert_int_equal(nl_addr_add(s, idx, &p4, 0), 0);
 	nl_route_init(&r);
 	r.dst = m.dst;
