@@ -36,14 +36,7 @@ ip -n "$RT_NS" addr add "$RT_A6/64" dev eth0 nodad
 ip -n "$RT_NS" addr add "$RT_B6/64" dev eth1 nodad
 ip netns exec "$RT_NS" sysctl -qw net.ipv6.conf.all.forwarding=1
 ip netns exec "$RT_NS" sysctl -qw net.ipv6.fib_multipath_hash_policy=1
-EXT_NS=$(mk_netns ext)
-ip link add ul-ext netns "$UL_NS" type veth peer name eth0 netns "$EXT_NS"
-ip -n "$UL_NS" link set ul-ext master br1 up
-ip -n "$EXT_NS" addr add "$EXT_IP/24" dev eth0
-ip -n "$EXT_NS" addr add "$EXT_IP6/64" dev eth0 nodad
-ip -n "$EXT_NS" link set eth0 up
-ip -n "$EXT_NS" route add default via "$RT_B"
-ip -n "$EXT_NS" -6 route add default via "$RT_B6"
+ext_host "$EXT_IP" "$RT_B" "$EXT_IP6" "$RT_B6"
 for i in 1 2 3; do
 	ip -n "$(node_ns "$i")" addr add "$(ul6 "$i")/64" dev eth0 nodad
 	ip netns exec "$(node_ns "$i")" sysctl -qw net.ipv6.conf.all.forwarding=1
@@ -59,27 +52,7 @@ weftd_wait_ready 1 2 3
 # FRR: as in test-weftd-lb-bgp.sh, and the nodes activated for IPv6 unicast on their IPv4 sessions
 F=$T/frr
 frr_dir "$F"
-{
-	echo "frr defaults traditional"
-	echo "hostname rt"
-	echo "log file $F/bgpd.log"
-	echo "router bgp 65000"
-	echo " bgp router-id $RT_A"
-	echo " no bgp ebgp-requires-policy"
-	echo " bgp graceful-restart-disable"
-	echo " timers bgp 1 3"
-	for i in 1 2 3; do
-		echo " neighbor $(node_ip "$i") remote-as 64600"
-		echo " neighbor $(node_ip "$i") timers connect 5"
-	done
-	echo " address-family ipv4 unicast"
-	echo "  maximum-paths 8"
-	echo " exit-address-family"
-	echo " address-family ipv6 unicast"
-	for i in 1 2 3; do echo "  neighbor $(node_ip "$i") activate"; done
-	echo "  maximum-paths 8"
-	echo " exit-address-family"
-} >"$F/bgpd.conf"
+frr_lb_conf "$F" "$RT_A" 3 ipv6
 frr_start "$RT_NS" "$F"
 for i in 1 2 3; do
 	wait_for 5 test -s "$(node_dir "$i")/run/bird.conf" || fail "node$i: weftd wrote no bird.conf"
@@ -114,7 +87,6 @@ wait_for 60 is 3 established || fail "router: $(established) of 3 sessions Estab
 ext_tcp() { ip netns exec "$EXT_NS" python3 "$LB_SVC" tcp "$1" 80 1; }
 
 # pods on nodes 2 and 3 with an IPv6 address too (::a of the node's /64), servers on both families
-pod_ip6() { python3 -c 'import ipaddress,sys; print(ipaddress.ip_interface(sys.argv[1]).network[10])' "$(lease_var "$1" WEFT_SUBNET6)"; }
 net6() { python3 -c 'import ipaddress,sys; print(ipaddress.ip_interface(sys.argv[1]).network)' "$(lease_var "$1" WEFT_SUBNET6)"; }
 lb_servers 2 3
 for i in 2 3; do
@@ -132,19 +104,10 @@ lb_put namespaces/shop '{"apiVersion":"v1","kind":"Namespace","metadata":{"name"
 service6() {
 	lb_put "services/shop/$1" "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"namespace\":\"shop\",\"name\":\"$1\"},\"spec\":{\"type\":\"LoadBalancer\",\"ipFamilyPolicy\":\"RequireDualStack\",\"ipFamilies\":[\"IPv4\",\"IPv6\"],\"clusterIP\":\"10.96.0.$2\",\"clusterIPs\":[\"10.96.0.$2\",\"fd00:10:96::$2\"],\"externalTrafficPolicy\":\"$3\",\"ports\":[{\"port\":80,\"targetPort\":8080}]}}"
 }
-# slice6 NAME SERVICE READY NODE...: its IPv6 EndpointSlice (lb_slice is the IPv4 one)
-slice6() {
-	local eps="" n
-	for n in "${@:4}"; do
-		eps+="${eps:+,}{\"addresses\":[\"$(pod_ip6 "$n")\"],\"nodeName\":\"node$n\",\"conditions\":{\"ready\":$3}}"
-	done
-	lb_put "endpointslices/shop/$1" "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{\"namespace\":\"shop\",\"name\":\"$1\",\"labels\":{\"kubernetes.io/service-name\":\"$2\"}},\"addressType\":\"IPv6\",\"endpoints\":[$eps],\"ports\":[{\"port\":8080}]}"
-}
-
 info "case: externalTrafficPolicy Cluster: every node announces the /128, ECMP on the router"
 service6 web 20 Cluster
 lb_slice web-4 web true 2 3
-slice6 web-6 web true 2 3
+lb_slice6 web-6 web true 2 3
 # (IPv6 has no broadcast address: the pool's first address, 2001:db8:5::, is given out first)
 wait_for 30 is 192.0.2.1,2001:db8:5:: lb_ingress web || fail "web's addresses: '$(lb_ingress web)'"
 V6=2001:db8:5::
@@ -169,7 +132,7 @@ info "case: externalTrafficPolicy Local: only the node with the endpoint announc
 V6L=2001:db8:5::1
 service6 loc 21 Local
 lb_slice loc-4 loc true 2
-slice6 loc-6 loc true 2
+lb_slice6 loc-6 loc true 2
 wait_for 30 is 192.0.2.2,2001:db8:5::1 lb_ingress loc || fail "loc's addresses: '$(lb_ingress loc)'"
 wait_for 20 is 2 rib6 "$V6L" || check_fail "router RIB for $V6L: '$(rib6 "$V6L")', expected node2 only"
 sleep 1 # nodes 1 and 3 had time to announce it, if they would
@@ -178,7 +141,7 @@ assert_eq "$(ext_tcp "$V6L")" "p2 $EXT_IP6" "ext -> [$V6L]:80 (Local keeps the c
 
 info "case: the last local endpoint goes: the /128 is withdrawn"
 t0=$(date +%s%N)
-slice6 loc-6 loc false 2
+lb_slice6 loc-6 loc false 2
 lb_slice loc-4 loc false 2
 wait_for 10 is "" ip -n "$RT_NS" -6 route show "$V6L" proto bgp || check_fail "$V6L still in the router's table 10 s after its endpoint went"
 WITHDRAW_MS=$((($(date +%s%N) - t0) / 1000000))

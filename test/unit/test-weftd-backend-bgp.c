@@ -264,25 +264,30 @@ static void test_render_reflector(void **state) {
 	free(c);
 }
 
+/* node1 (10.99.0.11) with node peer node2, the router 10.99.0.1 and the LoadBalancer addresses lb */
+static BirdConfInput lb_input(const BgpPeer *peer, const BgpExternalPeer *ext, const IpAddr *lb, size_t n) {
+	return (BirdConfInput) {
+		.router_id = A("10.99.0.11"),
+		.local_ip = A("10.99.0.11"),
+		.asn = 64600,
+		.self = { P("10.244.1.0/24") },
+		.n_self = 1,
+		.peers = peer,
+		.n_peers = 1,
+		.external = ext,
+		.n_external = 1,
+		.announce = lb,
+		.n_announce = n,
+	};
+}
+
 /* LoadBalancer addresses (lb-announce.h): a static protocol of /32 blackholes exported to the
  * external peers only, and replaced alone when the set changes. */
 static void test_render_announce(void **state) {
 	BgpPeer peer = { .ip = A("10.99.0.12"), .subnets = { P("10.244.2.0/24") }, .n_subnets = 1 };
 	BgpExternalPeer ext = { .ip = A("10.99.0.1"), .asn = 65000 };
 	IpAddr lb[3] = { A("192.0.2.1"), A("2001:db8::1"), A("192.0.2.7") };
-	BirdConfInput in = {
-		.router_id = A("10.99.0.11"),
-		.local_ip = A("10.99.0.11"),
-		.asn = 64600,
-		.self = { P("10.244.1.0/24") },
-		.n_self = 1,
-		.peers = &peer,
-		.n_peers = 1,
-		.external = &ext,
-		.n_external = 1,
-		.announce = lb,
-		.n_announce = 3,
-	};
+	BirdConfInput in = lb_input(&peer, &ext, lb, 3);
 	char *c = NULL, *c2 = NULL, *none = NULL, *stripped = NULL;
 
 	assert_int_equal(bird_conf_render(&in, &c), 0);
@@ -340,22 +345,10 @@ static void test_render_announce6(void **state) {
 	BgpPeer peer = { .ip = A("10.99.0.12"), .subnets = { P("10.244.2.0/24") }, .n_subnets = 1 };
 	BgpExternalPeer ext = { .ip = A("10.99.0.1"), .asn = 65000 };
 	IpAddr lb[3] = { A("192.0.2.1"), A("2001:db8::1"), A("2001:db8::7") };
-	BirdConfInput in = {
-		.router_id = A("10.99.0.11"),
-		.local_ip = A("10.99.0.11"),
-		.local_ip6 = A("fd00:99::11"),
-		.asn = 64600,
-		.self = { P("10.244.1.0/24") },
-		.n_self = 1,
-		.peers = &peer,
-		.n_peers = 1,
-		.external = &ext,
-		.n_external = 1,
-		.announce = lb,
-		.n_announce = 3,
-	};
+	BirdConfInput in = lb_input(&peer, &ext, lb, 3);
 	char *c = NULL, *c2 = NULL, *want = NULL, *v4 = NULL;
 
+	in.local_ip6 = A("fd00:99::11");
 	assert_int_equal(bird_conf_render(&in, &c), 0);
 	assert_contains(c, "protocol static weft_lb {\n\tipv4;\n\troute 192.0.2.1/32 blackhole;\n}\n");
 	assert_contains(c, "protocol static weft_lb6 {\n\tipv6;\n\troute 2001:db8::1/128 blackhole;\n"
