@@ -9,6 +9,10 @@
 #   frr_start NS DIR    zebra and bgpd in NS on DIR/bgpd.conf (the caller writes it), stopped on exit
 #   rt_two_segments A B  a second underlay bridge br1 and a router namespace $RT_NS, forwarding
 #                        between br0 (its eth0, address A/24) and br1 (its eth1, address B/24)
+#   ext_host IP GW [IP6 GW6]  a host $EXT_NS on br1 (IP/24, IP6/64) routed through GW (GW6)
+#   frr_lb_conf DIR ROUTER-ID N [ipv6]  DIR/bgpd.conf for the LoadBalancer tests: AS 65000 peering
+#                        with nodes 1..N (AS 64600), ECMP, no graceful restart, hold time 3 s;
+#                        with ipv6, IPv6 unicast activated on those IPv4 sessions too
 
 declare -a BIRD_PID=()
 bird_start() {
@@ -54,4 +58,43 @@ _rt_attach() { # _rt_attach BRIDGE IFNAME ADDR
 	ip -n "$UL_NS" link set "ul-rt-$2" master "$1" up
 	ip -n "$RT_NS" addr add "$3/24" dev "$2"
 	ip -n "$RT_NS" link set "$2" up
+}
+
+ext_host() {
+	EXT_NS=$(mk_netns ext)
+	ip link add ul-ext netns "$UL_NS" type veth peer name eth0 netns "$EXT_NS"
+	ip -n "$UL_NS" link set ul-ext master br1 up
+	ip -n "$EXT_NS" addr add "$1/24" dev eth0
+	[ -n "${3:-}" ] && ip -n "$EXT_NS" addr add "$3/64" dev eth0 nodad
+	ip -n "$EXT_NS" link set eth0 up
+	ip -n "$EXT_NS" route add default via "$2"
+	[ -n "${4:-}" ] && ip -n "$EXT_NS" -6 route add default via "$4"
+	return 0
+}
+
+# Multipath over the nodes (same AS path); no graceful restart, so a node whose session ends is
+# dropped rather than kept as stale for 120 s; hold time 3 s (BIRD agrees to the lower one): a dead
+# node is noticed within it (BFD would make it sub-second).
+frr_lb_conf() {
+	local i af
+	{
+		echo "frr defaults traditional"
+		echo "hostname rt"
+		echo "log file $1/bgpd.log"
+		echo "router bgp 65000"
+		echo " bgp router-id $2"
+		echo " no bgp ebgp-requires-policy"
+		echo " bgp graceful-restart-disable"
+		echo " timers bgp 1 3"
+		for i in $(seq "$3"); do
+			echo " neighbor $(node_ip "$i") remote-as 64600"
+			echo " neighbor $(node_ip "$i") timers connect 5"
+		done
+		for af in ipv4 ${4:-}; do
+			echo " address-family $af unicast"
+			if [ "$af" = ipv6 ]; then for i in $(seq "$3"); do echo "  neighbor $(node_ip "$i") activate"; done; fi
+			echo "  maximum-paths 8"
+			echo " exit-address-family"
+		done
+	} >"$1/bgpd.conf"
 }

@@ -6,6 +6,8 @@
 #   lb_put RESOURCE/NS/NAME JSON  an object under <prefix>/objects/
 #   lb_service NAME CLUSTER-IP ETP       a LoadBalancer Service on port 80 (target 8080)
 #   lb_slice NAME SERVICE READY NODE...  its EndpointSlice: node I's pod, ready true|false
+#   lb_slice6 NAME SERVICE READY NODE... its IPv6 EndpointSlice: node I's pod at pod_ip6 I
+#   pod_ip6 I                     ::a of node I's IPv6 pod subnet (a dual-stack cluster's lease)
 #   lb_ingress NAME               the ingress IPs status holds ("" if none)
 #   weftd_metric I FAMILY         a sample's value from node I's /metrics
 #   lb_servers NODE...            a pod on each node running svc.py's server named pI (killed on exit)
@@ -35,13 +37,16 @@ lb_use_kube() { LB_KUBE_API=$1; }
 lb_service() {
 	lb_put "services/shop/$1" "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"namespace\":\"shop\",\"name\":\"$1\"},\"spec\":{\"type\":\"LoadBalancer\",\"clusterIP\":\"$2\",\"externalTrafficPolicy\":\"$3\",\"ports\":[{\"port\":80,\"targetPort\":8080}]}}"
 }
-lb_slice() {
+lb_slice() { _lb_slice IPv4 pod_ip "$@"; }
+lb_slice6() { _lb_slice IPv6 pod_ip6 "$@"; }
+_lb_slice() { # _lb_slice ADDRESS-TYPE ADDRESS-FN NAME SERVICE READY NODE...
 	local eps="" n
-	for n in "${@:4}"; do
-		eps+="${eps:+,}{\"addresses\":[\"$(pod_ip "$n")\"],\"nodeName\":\"node$n\",\"conditions\":{\"ready\":$3}}"
+	for n in "${@:6}"; do
+		eps+="${eps:+,}{\"addresses\":[\"$("$2" "$n")\"],\"nodeName\":\"node$n\",\"conditions\":{\"ready\":$5}}"
 	done
-	lb_put "endpointslices/shop/$1" "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{\"namespace\":\"shop\",\"name\":\"$1\",\"labels\":{\"kubernetes.io/service-name\":\"$2\"}},\"addressType\":\"IPv4\",\"endpoints\":[$eps],\"ports\":[{\"port\":8080}]}"
+	lb_put "endpointslices/shop/$3" "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{\"namespace\":\"shop\",\"name\":\"$3\",\"labels\":{\"kubernetes.io/service-name\":\"$4\"}},\"addressType\":\"$1\",\"endpoints\":[$eps],\"ports\":[{\"port\":8080}]}"
 }
+pod_ip6() { python3 -c 'import ipaddress,sys; print(ipaddress.ip_interface(sys.argv[1]).network[10])' "$(lease_var "$1" WEFT_SUBNET6)"; }
 lb_ingress() {
 	if [ -n "${LB_KUBE_API:-}" ]; then
 		"$LB_KUBE_API" GET "/api/v1/namespaces/shop/services/$1" | jq -r '[.status.loadBalancer.ingress[]?.ip] | join(",")'

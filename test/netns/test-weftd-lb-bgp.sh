@@ -34,12 +34,7 @@ lb_config '[{"Name": "public", "CIDRs": ["192.0.2.0/28"]}]'
 rt_two_segments "$RT_A" "$RT_B"
 # ECMP by flow (addresses and ports): new connections of one client spread over the nodes
 ip netns exec "$RT_NS" sysctl -qw net.ipv4.fib_multipath_hash_policy=1
-EXT_NS=$(mk_netns ext)
-ip link add ul-ext netns "$UL_NS" type veth peer name eth0 netns "$EXT_NS"
-ip -n "$UL_NS" link set ul-ext master br1 up
-ip -n "$EXT_NS" addr add "$EXT_IP/24" dev eth0
-ip -n "$EXT_NS" link set eth0 up
-ip -n "$EXT_NS" route add default via "$RT_B"
+ext_host "$EXT_IP" "$RT_B"
 for i in 1 2 3; do ip -n "$(node_ns "$i")" route add 10.98.0.0/24 via "$RT_A"; done
 
 on_exit bird_stop_all
@@ -48,28 +43,10 @@ on_exit bird_stop_all
 for i in 1 2 3; do weftd_start "$i" --objects-datastore etcd --relist-interval 0; done
 weftd_wait_ready 1 2 3
 
-# FRR: zebra + bgpd; multipath over the three nodes (same AS path); no graceful restart, so a node
-# whose session ends is dropped rather than kept as stale for 120 s; hold time 3 s (BIRD agrees to
-# the lower one): a dead node is noticed within it (BFD would make it sub-second)
+# FRR: zebra + bgpd (frr_lb_conf says how it is set up)
 F=$T/frr
 frr_dir "$F"
-{
-	echo "frr defaults traditional"
-	echo "hostname rt"
-	echo "log file $F/bgpd.log"
-	echo "router bgp 65000"
-	echo " bgp router-id $RT_A"
-	echo " no bgp ebgp-requires-policy"
-	echo " bgp graceful-restart-disable"
-	echo " timers bgp 1 3"
-	for i in 1 2 3; do
-		echo " neighbor $(node_ip "$i") remote-as 64600"
-		echo " neighbor $(node_ip "$i") timers connect 5"
-	done
-	echo " address-family ipv4 unicast"
-	echo "  maximum-paths 8"
-	echo " exit-address-family"
-} >"$F/bgpd.conf"
+frr_lb_conf "$F" "$RT_A" 3
 frr_start "$RT_NS" "$F"
 for i in 1 2 3; do
 	wait_for 5 test -s "$(node_dir "$i")/run/bird.conf" || fail "node$i: weftd wrote no bird.conf"

@@ -264,25 +264,30 @@ static void test_render_reflector(void **state) {
 	free(c);
 }
 
+/* node1 (10.99.0.11) with node peer node2, the router 10.99.0.1 and the LoadBalancer addresses lb */
+static BirdConfInput lb_input(const BgpPeer *peer, const BgpExternalPeer *ext, const IpAddr *lb, size_t n) {
+	return (BirdConfInput) {
+		.router_id = A("10.99.0.11"),
+		.local_ip = A("10.99.0.11"),
+		.asn = 64600,
+		.self = { P("10.244.1.0/24") },
+		.n_self = 1,
+		.peers = peer,
+		.n_peers = 1,
+		.external = ext,
+		.n_external = 1,
+		.announce = lb,
+		.n_announce = n,
+	};
+}
+
 /* LoadBalancer addresses (lb-announce.h): a static protocol of /32 blackholes exported to the
  * external peers only, and replaced alone when the set changes. */
 static void test_render_announce(void **state) {
 	BgpPeer peer = { .ip = A("10.99.0.12"), .subnets = { P("10.244.2.0/24") }, .n_subnets = 1 };
 	BgpExternalPeer ext = { .ip = A("10.99.0.1"), .asn = 65000 };
 	IpAddr lb[3] = { A("192.0.2.1"), A("2001:db8::1"), A("192.0.2.7") };
-	BirdConfInput in = {
-		.router_id = A("10.99.0.11"),
-		.local_ip = A("10.99.0.11"),
-		.asn = 64600,
-		.self = { P("10.244.1.0/24") },
-		.n_self = 1,
-		.peers = &peer,
-		.n_peers = 1,
-		.external = &ext,
-		.n_external = 1,
-		.announce = lb,
-		.n_announce = 3,
-	};
+	BirdConfInput in = lb_input(&peer, &ext, lb, 3);
 	char *c = NULL, *c2 = NULL, *none = NULL, *stripped = NULL;
 
 	assert_int_equal(bird_conf_render(&in, &c), 0);
@@ -324,6 +329,64 @@ static void test_render_announce(void **state) {
 	free(stripped);
 }
 
+/* Whether the block of conf starting at head (to its closing brace) contains needle. */
+static bool block_has(const char *conf, const char *head, const char *needle) {
+	const char *start = strstr(conf, head), *end;
+
+	assert_non_null(start);
+	end = strstr(start, "\n}\n");
+	assert_non_null(end);
+	return memmem(start, (size_t) (end - start), needle, strlen(needle)) != NULL;
+}
+
+/* IPv6 LoadBalancer addresses (with an IPv6 underlay address): /128s in weft_lb6, exported only on
+ * an ipv6 channel of the external sessions, next hop that address; the mesh stays IPv4. */
+static void test_render_announce6(void **state) {
+	BgpPeer peer = { .ip = A("10.99.0.12"), .subnets = { P("10.244.2.0/24") }, .n_subnets = 1 };
+	BgpExternalPeer ext = { .ip = A("10.99.0.1"), .asn = 65000 };
+	IpAddr lb[3] = { A("192.0.2.1"), A("2001:db8::1"), A("2001:db8::7") };
+	BirdConfInput in = lb_input(&peer, &ext, lb, 3);
+	char *c = NULL, *c2 = NULL, *want = NULL, *v4 = NULL;
+
+	in.local_ip6 = A("fd00:99::11");
+	assert_int_equal(bird_conf_render(&in, &c), 0);
+	assert_contains(c, "protocol static weft_lb {\n\tipv4;\n\troute 192.0.2.1/32 blackhole;\n}\n");
+	assert_contains(c, "protocol static weft_lb6 {\n\tipv6;\n\troute 2001:db8::1/128 blackhole;\n"
+			   "\troute 2001:db8::7/128 blackhole;\n}\n");
+	assert_contains(c, "export where proto = \"weft_self\" || proto = \"weft_lb\";\n\t\tnext hop self;\n\t};\n"
+			   "\tipv6 {\n\t\timport none;\n\t\texport where proto = \"weft_lb6\";\n"
+			   "\t\tnext hop self;\n\t\tnext hop address fd00:99::11;\n\t};\n}\n");
+	/* the node mesh and the kernel protocol stay IPv4: BIRD never installs a /128 */
+	assert_false(block_has(c, "protocol bgp node_10_99_0_12 {", "ipv6"));
+	assert_false(block_has(c, "protocol kernel", "ipv6"));
+	assert_true(block_has(c, "protocol bgp ext_10_99_0_1 {", "\tipv6 {"));
+
+	/* a change of the set replaces both protocols, as rendering with the new set does */
+	in.announce = lb + 1;
+	in.n_announce = 1;
+	assert_int_equal(bird_conf_render(&in, &want), 0);
+	assert_int_equal(bird_conf_set_announced(c, lb + 1, 1, &c2), 0);
+	assert_string_equal(c2, want);
+	assert_contains(c2, "protocol static weft_lb {\n\tipv4;\n}\n");
+	assert_contains(c2, "protocol static weft_lb6 {\n\tipv6;\n\troute 2001:db8::1/128 blackhole;\n}\n");
+
+	/* no IPv6 underlay address: IPv4 only, the IPv6 addresses skipped (as before) */
+	in.local_ip6 = (IpAddr) {};
+	in.announce = lb;
+	in.n_announce = 3;
+	assert_int_equal(bird_conf_render(&in, &v4), 0);
+	assert_null(strstr(v4, "ipv6"));
+	assert_null(strstr(v4, "2001:db8::"));
+	/* an IPv4 address where the IPv6 one belongs is refused */
+	in.local_ip6 = A("10.99.0.11");
+	free(want);
+	want = NULL;
+	assert_int_equal(bird_conf_render(&in, &want), -EINVAL);
+	free(c);
+	free(c2);
+	free(v4);
+}
+
 static void test_config_reflectors(void **state) {
 	NetworkConfig *c = NULL;
 	char *err = NULL;
@@ -359,6 +422,7 @@ int main(void) {
 		cmocka_unit_test(test_render_reflector),
 		cmocka_unit_test(test_config_reflectors),
 		cmocka_unit_test(test_render_announce),
+		cmocka_unit_test(test_render_announce6),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

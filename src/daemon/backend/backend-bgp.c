@@ -22,7 +22,9 @@
  *
  * The control socket is spoken synchronously with a 2 s timeout: BIRD answers on a local unix
  * socket in milliseconds, and a configure happens only when the set of peers changes.
- * IPv4 only for now (an IPv6 pod subnet would need an ipv6 channel and next hops).
+ * The pod subnets and the node mesh are IPv4 only for now (an IPv6 pod subnet would need an ipv6
+ * channel and next hops). IPv6 LoadBalancer addresses go to the external peers as /128s over an
+ * ipv6 channel of the IPv4 session, next hop the underlay's global IPv6 address (none: not at all).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -48,26 +50,31 @@ static void proto_name(const IpAddr *ip, char buf[static 32]) {
 }
 
 #define BIRD_LB_PROTO "protocol static weft_lb {\n"
+#define BIRD_LB6_PROTO "protocol static weft_lb6 {\n"
 
-/* The LoadBalancer addresses this node announces (lb-announce.h): to the external peers only,
- * never to the node mesh (every node reaches them through its own Service rules). */
-static void render_lb(FILE *f, const IpAddr *addrs, size_t n) {
+/* The LoadBalancer addresses of one family this node announces (lb-announce.h): weft_lb (/32s) or
+ * weft_lb6 (/128s), to the external peers only, never to the node mesh (every node reaches them
+ * through its own Service rules). */
+static void render_lb(FILE *f, int family, const IpAddr *addrs, size_t n) {
 	char a[IP_ADDR_STRLEN];
 
-	fputs(BIRD_LB_PROTO "\tipv4;\n", f);
+	fputs(family == AF_INET ? BIRD_LB_PROTO "\tipv4;\n" : BIRD_LB6_PROTO "\tipv6;\n", f);
 	for (size_t i = 0; i < n; i++)
-		if (addrs[i].family == AF_INET)
-			fprintf(f, "\troute %s/32 blackhole;\n", ip_addr_to_string(&addrs[i], a));
+		if (addrs[i].family == family)
+			fprintf(f, "\troute %s/%u blackhole;\n", ip_addr_to_string(&addrs[i], a),
+				family == AF_INET ? 32u : 128u);
 	fputs("}\n", f);
 }
 
 int bird_conf_render(const BirdConfInput *in, char **ret) {
 	char a[IP_ADDR_STRLEN], p[IP_PREFIX_STRLEN], name[32];
 	_cleanup_free_ char *buf = NULL;
+	bool v6 = ip_addr_is_set(&in->local_ip6);
 	size_t size = 0;
 	FILE *f;
 
-	if (in->router_id.family != AF_INET || in->local_ip.family != AF_INET)
+	if (in->router_id.family != AF_INET || in->local_ip.family != AF_INET ||
+	    (ip_addr_is_set(&in->local_ip6) && in->local_ip6.family != AF_INET6))
 		return -EINVAL;
 	f = open_memstream(&buf, &size);
 	if (!f)
@@ -88,7 +95,9 @@ int bird_conf_render(const BirdConfInput *in, char **ret) {
 		if (in->self[i].addr.family == AF_INET)
 			fprintf(f, "\troute %s blackhole;\n", ip_prefix_to_string(&in->self[i], p));
 	fputs("}\n\n# LoadBalancer addresses: to the routers only, never installed.\n", f);
-	render_lb(f, in->announce, in->n_announce);
+	render_lb(f, AF_INET, in->announce, in->n_announce);
+	if (v6)
+		render_lb(f, AF_INET6, in->announce, in->n_announce);
 
 	for (size_t i = 0; i < in->n_peers; i++) {
 		const BgpPeer *peer = &in->peers[i];
@@ -159,8 +168,15 @@ int bird_conf_render(const BirdConfInput *in, char **ret) {
 				fprintf(f, "%s%s", j ? ", " : "", ip_prefix_to_string(&in->external_accept[j], p));
 			fputs(" ] then accept;\n\t\t\treject;\n\t\t};\n", f);
 		}
-		fputs("\t\texport where proto = \"weft_self\" || proto = \"weft_lb\";\n\t\tnext hop self;\n\t};\n}\n",
-		      f);
+		fputs("\t\texport where proto = \"weft_self\" || proto = \"weft_lb\";\n\t\tnext hop self;\n\t};\n", f);
+		/* MP-BGP over the IPv4 session: the /128s only, with our IPv6 address as next hop (the
+		 * session's own address is IPv4); nothing IPv6 is taken in. */
+		if (v6)
+			fprintf(f,
+				"\tipv6 {\n\t\timport none;\n\t\texport where proto = \"weft_lb6\";\n"
+				"\t\tnext hop self;\n\t\tnext hop address %s;\n\t};\n",
+				ip_addr_to_string(&in->local_ip6, a));
+		fputs("}\n", f);
 	}
 	if (fclose(f) != 0 || !buf)
 		return -ENOMEM;
@@ -168,14 +184,15 @@ int bird_conf_render(const BirdConfInput *in, char **ret) {
 	return 0;
 }
 
-int bird_conf_set_announced(const char *conf, const IpAddr *addrs, size_t n, char **ret) {
-	const char *start = strstr(conf, BIRD_LB_PROTO), *end;
+/* conf with the static protocol starting with `head` (its line) rendered anew; -ENOENT without it */
+static int replace_lb(const char *conf, const char *head, int family, const IpAddr *addrs, size_t n, char **ret) {
+	const char *start = strstr(conf, head), *end;
 	_cleanup_free_ char *buf = NULL;
 	size_t size = 0;
 	FILE *f;
 
 	if (!start)
-		return -EINVAL;
+		return -ENOENT;
 	end = strstr(start, "\n}\n");
 	if (!end)
 		return -EINVAL;
@@ -184,11 +201,28 @@ int bird_conf_set_announced(const char *conf, const IpAddr *addrs, size_t n, cha
 	if (!f)
 		return -ENOMEM;
 	fwrite(conf, 1, (size_t) (start - conf), f);
-	render_lb(f, addrs, n);
+	render_lb(f, family, addrs, n);
 	fputs(end, f);
 	if (fclose(f) != 0 || !buf)
 		return -ENOMEM;
 	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int bird_conf_set_announced(const char *conf, const IpAddr *addrs, size_t n, char **ret) {
+	_cleanup_free_ char *v4 = NULL, *v6 = NULL;
+	int r;
+
+	r = replace_lb(conf, BIRD_LB_PROTO, AF_INET, addrs, n, &v4);
+	if (r < 0)
+		return r == -ENOENT ? -EINVAL : r;
+	r = replace_lb(v4, BIRD_LB6_PROTO, AF_INET6, addrs, n, &v6);
+	if (r == -ENOENT) /* no IPv6 underlay address: IPv4 only */
+		*ret = TAKE_PTR(v4);
+	else if (r < 0)
+		return r;
+	else
+		*ret = TAKE_PTR(v6);
 	return 0;
 }
 
@@ -348,6 +382,8 @@ typedef struct BgpBackend {
 	bool logged_down;
 	IpAddr *announce; /* LoadBalancer addresses (bgp_announce()) */
 	size_t n_announce;
+	bool have_external; /* the last commit had external peers */
+	bool logged_no_ip6;
 } BgpBackend;
 
 static BgpBackend *bgp(const Backend *b) {
@@ -410,6 +446,25 @@ static int bgp_render(Backend *b, const NodeLease *remote, NodeObjects *ret) {
 		p->subnets[p->n_subnets++] = ip_prefix_mask(&remote->subnet);
 	*ret = (NodeObjects) { .node_name = remote->node_name }; /* BIRD installs the routes */
 	return 0;
+}
+
+/* IPv6 LoadBalancer addresses to announce with no global IPv6 address on the underlay to give as
+ * their next hop: said once (until it changes), they stay unannounced. */
+static void check_ip6(Backend *b) {
+	BgpBackend *s = bgp(b);
+	bool want = false;
+
+	for (size_t i = 0; i < s->n_announce; i++)
+		want = want || s->announce[i].family == AF_INET6;
+	if (!want || !s->have_external || ip_addr_is_set(&b->public_ip6)) {
+		s->logged_no_ip6 = false;
+		return;
+	}
+	if (!s->logged_no_ip6)
+		log_warning("bgp: no global IPv6 address on %s: IPv6 LoadBalancer addresses are not announced "
+			    "(their next hop would be one)",
+			    b->underlay_name);
+	s->logged_no_ip6 = true;
 }
 
 static int peer_cmp(const void *x, const void *y) {
@@ -556,6 +611,11 @@ static void bgp_commit(Backend *b) {
 	in.n_external_accept = n_accept;
 	in.announce = s->announce;
 	in.n_announce = s->n_announce;
+	/* the IPv6 channel where it can be used: external peers, and a next hop to give them */
+	if (in.n_external > 0)
+		in.local_ip6 = b->public_ip6;
+	s->have_external = in.n_external > 0;
+	check_ip6(b);
 	r = bird_conf_render(&in, &conf);
 	if (r < 0) {
 		log_error_errno(r, "bgp: failed to render bird.conf: %m");
@@ -592,6 +652,7 @@ static int bgp_announce(Backend *b, const IpAddr *addrs, size_t n) {
 	free(s->announce);
 	s->announce = v;
 	s->n_announce = n;
+	check_ip6(b);
 	if (!s->applied)
 		return 0;
 	r = bird_conf_set_announced(s->applied, addrs, n, &conf);

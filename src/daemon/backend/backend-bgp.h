@@ -41,6 +41,9 @@ typedef struct BgpExternalPeer {
 typedef struct BirdConfInput {
 	IpAddr router_id; /* IPv4 (BIRD's router id is a 32-bit value) */
 	IpAddr local_ip;
+	/* the underlay's global IPv6 address, AF_UNSPEC = none: the next hop of the IPv6 LoadBalancer
+	 * addresses (weft_lb6), over an ipv6 channel of each external session */
+	IpAddr local_ip6;
 	uint32_t asn;
 	IpPrefix self[2]; /* our subnet(s): announced, never accepted */
 	size_t n_self;
@@ -54,7 +57,7 @@ typedef struct BirdConfInput {
 	const BgpRoute *reflected; /* every accepted remote subnet with its node as next hop: the */
 	size_t n_reflected;        /* only routes accepted from a reflector besides its own subnet */
 	const IpAddr *announce;    /* LoadBalancer addresses this node announces (lb-announce.h): */
-	size_t n_announce;         /* /32s to the external peers only (IPv6 ones are skipped) */
+	size_t n_announce;         /* /32s and /128s (only with local_ip6) to the external peers only */
 } BirdConfInput;
 
 /*
@@ -66,11 +69,15 @@ typedef struct BirdConfInput {
  * is never installed. External peers (routers) get our subnet and the LoadBalancer addresses we
  * announce (the static protocol weft_lb, blackholes BIRD never installs), and may give us exactly the
  * subnets in external_accept (the accepted leases of nodes beyond our segment); "allow local as"
- * because those come back with our own AS in their path. *ret is malloc'ed. 0, -EINVAL (no IPv4 router id) or -ENOMEM.
+ * because those come back with our own AS in their path. With local_ip6, the IPv6 LoadBalancer
+ * addresses too: a static protocol weft_lb6 of /128 blackholes and, on each external session, an
+ * ipv6 channel (MP-BGP over the IPv4 session) exporting only those, next hop local_ip6; without it
+ * the config is IPv4-only (byte for byte what it was). *ret is malloc'ed. 0, -EINVAL (no IPv4 router id) or -ENOMEM.
  */
 int bird_conf_render(const BirdConfInput *in, char **ret);
 
-/* conf (rendered by bird_conf_render()) with the weft_lb protocol's routes replaced by addrs: what a
+/* conf (rendered by bird_conf_render()) with the weft_lb protocol's routes replaced by the IPv4
+ * addresses of addrs, and weft_lb6's (if conf has it) by the IPv6 ones: what a
  * change of the announced LoadBalancer addresses alone needs. *ret is malloc'ed. 0, -EINVAL (no
  * weft_lb protocol in conf) or -ENOMEM. */
 int bird_conf_set_announced(const char *conf, const IpAddr *addrs, size_t n, char **ret);

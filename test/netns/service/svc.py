@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # Servers and probes for test-weftd-services.sh.
 #   svc.py serve NAME            TCP 8080 and UDP 5353: answer "NAME PEER-IP" to each connection/datagram
-#   svc.py tcp IP PORT [TIMEOUT] one connection: prints the answer, "refused" or "timeout"
+#                                (TCP 8080 over IPv6 too, where the namespace has IPv6)
+#   svc.py tcp IP PORT [TIMEOUT] one connection (IPv4 or IPv6): prints the answer, "refused" or "timeout"
 #   svc.py udp IP PORT [TIMEOUT] one datagram: prints the answer, "refused" or "timeout"
 #   svc.py loop IP PORT SECONDS  a connection every 20 ms for SECONDS: "<monotonic start> <answer>" per line
 #   svc.py uloop IP PORT SECONDS a datagram every 50 ms from ONE source port (a resolver's flow)
@@ -24,18 +25,30 @@ def serve(name):
             data, peer = u.recvfrom(2048)
             u.sendto(f"{name} {peer[0]}".encode(), peer)
 
+    def accept(t):
+        while True:
+            c, peer = t.accept()
+            try:
+                c.sendall(f"{name} {peer[0]}\n".encode())
+            finally:
+                c.close()
+
+    try:
+        t6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        t6.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        t6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        t6.bind(("::", 8080))
+        t6.listen(128)
+        threading.Thread(target=accept, args=(t6,), daemon=True).start()
+    except OSError:
+        pass  # no IPv6 here
     threading.Thread(target=udp, daemon=True).start()
     print("ready", flush=True)
-    while True:
-        c, peer = t.accept()
-        try:
-            c.sendall(f"{name} {peer[0]}\n".encode())
-        finally:
-            c.close()
+    accept(t)
 
 
 def tcp(ip, port, timeout):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s = socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
         s.connect((ip, port))
