@@ -166,6 +166,11 @@ cluster_add_node() {
 	return 0
 }
 
+# objects_put KEY JSON: writes the object <prefix>/objects/KEY to etcd (what `weft apply` does)
+objects_put() { etcdctl_ put "$ETCD_PREFIX/objects/$1" "$2" >/dev/null; }
+# nth_addr CIDR N: the Nth address of CIDR's network
+nth_addr() { python3 -c 'import ipaddress,sys; print(ipaddress.ip_interface(sys.argv[1]).network[int(sys.argv[2])])' "$1" "$2"; }
+
 # node_bridge_dual I: node I's pod bridge cni0 with the gateway addresses of its IPv4 and IPv6
 # subnets, and forwarding on (what the CNI plugin does on ADD), for tests that attach pods by hand
 node_bridge_dual() {
@@ -175,7 +180,7 @@ node_bridge_dual() {
 	[ -n "$s6" ] || fail "node $i has no IPv6 subnet"
 	ip -n "$ns" link add cni0 type bridge
 	ip -n "$ns" addr add "$gw" dev cni0
-	ip -n "$ns" addr add "$(python3 -c 'import ipaddress,sys; print(ipaddress.ip_interface(sys.argv[1]).network[1])' "$s6")/${s6#*/}" dev cni0 nodad
+	ip -n "$ns" addr add "$(nth_addr "$s6" 1)/${s6#*/}" dev cni0 nodad
 	ip -n "$ns" link set cni0 up
 	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.forwarding=1 net.ipv4.ip_forward=1
 }

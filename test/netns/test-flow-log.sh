@@ -118,9 +118,7 @@ weftd_wait_ready 1 2
 grep -q 'Flow log: conntrack NEW and DESTROY events, at most 300 records/s' "$(node_dir 1)/weftd.log" ||
 	fail "node 1: no flow log: $(grep -i flow "$(node_dir 1)/weftd.log")"
 
-put() { etcdctl_ put "$ETCD_PREFIX/objects/$1" "$2" >/dev/null; }
 declare -A PNS PIP PIP6
-nth() { python3 -c 'import ipaddress,sys; print(ipaddress.ip_interface(sys.argv[1]).network[int(sys.argv[2])])' "$1" "$2"; }
 PIDS=()
 kill_bg() { local p; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; return 0; }
 on_exit kill_bg
@@ -130,7 +128,7 @@ mkpod() {
 	local p=$1 node=$2 gw s6 pns ip ip6
 	K=$((K + 1))
 	gw=$(lease_var "$node" WEFT_SUBNET) s6=$(lease_var "$node" WEFT_SUBNET6)
-	ip=$(nth "$gw" $((10 + K))) ip6=$(nth "$s6" $((10 + K)))
+	ip=$(nth_addr "$gw" $((10 + K))) ip6=$(nth_addr "$s6" $((10 + K)))
 	pns=$(mk_netns "pn$p")
 	PNS[$p]=$pns PIP[$p]=$ip PIP6[$p]=$ip6
 	ip -n "$(node_ns "$node")" link add "vn$p" type veth peer name eth0 netns "$pns"
@@ -139,30 +137,30 @@ mkpod() {
 	ip -n "$pns" addr add "$ip6/${s6#*/}" dev eth0 nodad
 	ip -n "$pns" link set eth0 up
 	ip -n "$pns" route add default via "${gw%/*}"
-	ip -n "$pns" -6 route add default via "$(nth "$s6" 1)"
+	ip -n "$pns" -6 route add default via "$(nth_addr "$s6" 1)"
 	ip netns exec "$pns" python3 "$PY" serve >"$T/serve.$p" 2>&1 &
 	PIDS+=($!)
 	wait_for 30 grep -q ready "$T/serve.$p" || fail "server in n/$p did not start"
-	put "pods/n/$p" "$(jq -nc --arg p "$p" --arg node "node$node" --arg ip "$ip" --arg ip6 "$ip6" \
+	objects_put "pods/n/$p" "$(jq -nc --arg p "$p" --arg node "node$node" --arg ip "$ip" --arg ip6 "$ip6" \
 		'{apiVersion:"v1",kind:"Pod",metadata:{namespace:"n",name:$p,labels:{pod:$p}},
 		spec:{nodeName:$node,containers:[{name:"c"}]},status:{phase:"Running",podIP:$ip,podIPs:[{ip:$ip},{ip:$ip6}]}}')"
 }
-put namespaces/n '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"}}'
+objects_put namespaces/n '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"}}'
 mkpod a 1
 mkpod b 1
 mkpod c 2
-put services/n/web '{"apiVersion":"v1","kind":"Service","metadata":{"namespace":"n","name":"web"},
+objects_put services/n/web '{"apiVersion":"v1","kind":"Service","metadata":{"namespace":"n","name":"web"},
 	"spec":{"ipFamilyPolicy":"RequireDualStack","ipFamilies":["IPv4","IPv6"],"clusterIP":"10.96.0.10",
 	"clusterIPs":["10.96.0.10","fd00:10:96::10"],"ports":[{"name":"http","port":80,"targetPort":80},
 	{"name":"dns","port":53,"protocol":"UDP","targetPort":81}]},"status":{}}'
 for fam in IPv4 IPv6; do
 	[ $fam = IPv4 ] && ep=${PIP[c]} || ep=${PIP6[c]}
-	put "endpointslices/n/web-${fam,,}" "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",
+	objects_put "endpointslices/n/web-${fam,,}" "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",
 		\"metadata\":{\"namespace\":\"n\",\"name\":\"web-${fam,,}\",\"labels\":{\"kubernetes.io/service-name\":\"web\"}},
 		\"addressType\":\"$fam\",\"endpoints\":[{\"addresses\":[\"$ep\"],\"nodeName\":\"node2\",\"conditions\":{\"ready\":true}}],
 		\"ports\":[{\"name\":\"http\",\"port\":80,\"protocol\":\"TCP\"},{\"name\":\"dns\",\"port\":81,\"protocol\":\"UDP\"}]}"
 done
-put networkpolicies/n/only-a '{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"namespace":"n","name":"only-a"},
+objects_put networkpolicies/n/only-a '{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"namespace":"n","name":"only-a"},
 	"spec":{"podSelector":{"matchLabels":{"pod":"b"}},"ingress":[{"from":[{"podSelector":{"matchLabels":{"pod":"a"}}}],
 	"ports":[{"port":80,"protocol":"TCP"},{"port":80,"protocol":"UDP"}]}]}}'
 

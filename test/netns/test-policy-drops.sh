@@ -40,9 +40,7 @@ weftd_wait_ready 1 2
 grep -q 'dropped packets are read from nfnetlink_log group' "$(node_dir 1)/weftd.log" ||
 	fail "node 1: weftd did not bind nfnetlink_log: $(grep -i nfnetlink "$(node_dir 1)/weftd.log")"
 
-put() { etcdctl_ put "$ETCD_PREFIX/objects/$1" "$2" >/dev/null; }
 declare -A PNS PIP PIP6
-nth() { python3 -c 'import ipaddress,sys; print(ipaddress.ip_interface(sys.argv[1]).network[int(sys.argv[2])])' "$1" "$2"; }
 PIDS=()
 kill_bg() { local p; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; return 0; }
 on_exit kill_bg
@@ -53,7 +51,7 @@ mkpod() {
 	local ns=$1 p=$2 node=$3 gw s6 pns ip ip6
 	K=$((K + 1))
 	gw=$(lease_var "$node" WEFT_SUBNET) s6=$(lease_var "$node" WEFT_SUBNET6)
-	ip=$(nth "$gw" $((10 + K))) ip6=$(nth "$s6" $((10 + K)))
+	ip=$(nth_addr "$gw" $((10 + K))) ip6=$(nth_addr "$s6" $((10 + K)))
 	pns=$(mk_netns "p$ns$p")
 	PNS[$ns/$p]=$pns PIP[$ns/$p]=$ip PIP6[$ns/$p]=$ip6
 	ip -n "$(node_ns "$node")" link add "v$ns$p" type veth peer name eth0 netns "$pns"
@@ -62,16 +60,16 @@ mkpod() {
 	ip -n "$pns" addr add "$ip6/${s6#*/}" dev eth0 nodad
 	ip -n "$pns" link set eth0 up
 	ip -n "$pns" route add default via "${gw%/*}"
-	ip -n "$pns" -6 route add default via "$(nth "$s6" 1)"
+	ip -n "$pns" -6 route add default via "$(nth_addr "$s6" 1)"
 	ip netns exec "$pns" python3 -c "$SERVE" >"$T/serve.$ns$p" 2>&1 &
 	PIDS+=($!)
 	wait_for 30 grep -q ready "$T/serve.$ns$p" || fail "server in $ns/$p did not start"
-	put "pods/$ns/$p" "$(jq -nc --arg ns "$ns" --arg p "$p" --arg node "node$node" --arg ip "$ip" --arg ip6 "$ip6" \
+	objects_put "pods/$ns/$p" "$(jq -nc --arg ns "$ns" --arg p "$p" --arg node "node$node" --arg ip "$ip" --arg ip6 "$ip6" \
 		'{apiVersion:"v1",kind:"Pod",metadata:{namespace:$ns,name:$p,labels:{pod:$p}},
 		spec:{nodeName:$node,containers:[{name:"c"}]},status:{phase:"Running",podIP:$ip,podIPs:[{ip:$ip},{ip:$ip6}]}}')"
 }
 for ns in x y; do
-	put "namespaces/$ns" "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\",\"labels\":{\"ns\":\"$ns\"}}}"
+	objects_put "namespaces/$ns" "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\",\"labels\":{\"ns\":\"$ns\"}}}"
 done
 mkpod y a 1
 mkpod y b 2
@@ -118,8 +116,8 @@ kernel_counter() {
 }
 
 tcp6 x/b y/a 80 || fail "x/b -> y/a over IPv6 before any policy: IPv6 is broken, not policed"
-put networkpolicies/y/deny-all '{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"namespace":"y","name":"deny-all"},"spec":{"podSelector":{}}}'
-put networkpolicies/y/from-xa '{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"namespace":"y","name":"from-xa"},
+objects_put networkpolicies/y/deny-all '{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"namespace":"y","name":"deny-all"},"spec":{"podSelector":{}}}'
+objects_put networkpolicies/y/from-xa '{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"namespace":"y","name":"from-xa"},
 	"spec":{"podSelector":{},"ingress":[{"from":[{"namespaceSelector":{"matchLabels":{"ns":"x"}},"podSelector":{"matchLabels":{"pod":"a"}}}],
 	"ports":[{"port":81,"protocol":"UDP"}]}]}}'
 wait_for 5 no_tcp x/b y/a 80 ||
@@ -196,7 +194,7 @@ ip netns exec "$(node_ns 1)" "$WEFT_TOOL" policy drops | grep -E "$re6" | tail -
 info "IPv6 drop shown"
 
 # egress: y/a may not open connections; the drop names the source pod's isolating policy
-put networkpolicies/y/no-out '{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"namespace":"y","name":"no-out"},
+objects_put networkpolicies/y/no-out '{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"namespace":"y","name":"no-out"},
 	"spec":{"podSelector":{"matchLabels":{"pod":"a"}},"policyTypes":["Egress"]}}'
 wait_for 5 no_tcp y/a x/a 80 || check_fail "y/a -> x/a:80 not denied 5 s after y/no-out"
 re_out="^[0-9:.]+ DROP egress ${PIP[y/a]//./\\.}:[0-9]+ -> ${PIP[x/a]//./\\.}:80/TCP \(y/a -> x/a\) isolated by y/no-out$"
