@@ -285,7 +285,10 @@ info "follow: $(grep -c '"seq"' "$T/follow") records, none twice"
 
 # ---- 6. a flood over the rate (300/s): lost rises, the datapath keeps going
 metric() { http_get 1 /metrics; awk -v k="$1" '$1 == k { print $2 }' <<<"$HTTP_BODY"; }
-lost0=$(metric 'weft_flow_log_lost_total{reason="rate"}')
+# lost, whatever the reason: over the rate (rate), or, on a slow machine (the sanitizer build at
+# load), already in the kernel (the socket's buffer overran) before the rate limit sees them
+lost_all() { http_get 1 /metrics; awk '$1 ~ /^weft_flow_log_lost_total\{/ { n += $2 } END { print n + 0 }' <<<"$HTTP_BODY"; }
+lost0=$(lost_all)
 rec0=$(metric weft_flow_log_records_total)
 inpod a flood "${PIP[c]}" 81 4 >"$T/flood" &
 flooder=$!
@@ -300,17 +303,17 @@ while kill -0 "$flooder" 2>/dev/null; do
 done
 wait "$flooder"
 t1=$(date +%s.%N)
-lost1=$(metric 'weft_flow_log_lost_total{reason="rate"}')
+lost1=$(lost_all)
 rec1=$(metric weft_flow_log_records_total)
 bound=$(echo "300 + 300 * ($t1 - $t0 + 1) / 1" | bc)
-info "flood: $(cat "$T/flood") datagrams in $(echo "$t1 - $t0" | bc | cut -c1-4) s; records +$((rec1 - rec0)) (bound $bound), lost (rate) $lost0 -> $lost1; meanwhile $ok/$tries connections ok, /healthz 200 $health/$tries"
+info "flood: $(cat "$T/flood") datagrams in $(echo "$t1 - $t0" | bc | cut -c1-4) s; records +$((rec1 - rec0)) (bound $bound), lost (every reason) $lost0 -> $lost1; meanwhile $ok/$tries connections ok, /healthz 200 $health/$tries"
 [ "$lost1" -gt "$lost0" ] || check_fail "the flood: the lost counter did not rise ($lost0 -> $lost1)"
 [ $((rec1 - rec0)) -le "$bound" ] || check_fail "the flood: $((rec1 - rec0)) records kept, over the rate's $bound"
 { [ "$tries" -ge 2 ] && [ "$ok" = "$tries" ]; } || check_fail "during the flood: $ok of $tries connections succeeded"
 [ "$health" = "$tries" ] || check_fail "during the flood: /healthz answered 200 $health of $tries times"
 flows
-jq -s -e 'any(.[]; .event == "summary" and .lost.rate > 0)' "$T/flows" >/dev/null || check_fail "/flows' summary does not count the loss: $(tail -1 "$T/flows")"
-tool | tail -1 | grep_q -E '^# lost so far: [0-9]+ \(kernel [0-9]+, ring [0-9]+, rate [1-9][0-9]*\)$' ||
+jq -s -e 'any(.[]; .event == "summary" and (.lost.kernel + .lost.ring + .lost.rate) > 0)' "$T/flows" >/dev/null || check_fail "/flows' summary does not count the loss: $(tail -1 "$T/flows")"
+tool | tail -1 | grep_q -E '^# lost so far: [1-9][0-9]* \(kernel [0-9]+, ring [0-9]+, rate [0-9]+\)$' ||
 	check_fail "weft flows does not say how many were lost"
 
 # ---- 7. off means off (node 2)
