@@ -258,6 +258,7 @@ static int on_timer(EventSource *s, void *userdata) {
 	FlowLog *l = userdata;
 	int fd = mnl_socket_get_fd(l->nl);
 
+	(void) event_source_disarm(l->timer); /* called early by on_io: this read serves the wake-up */
 	/* bounded per turn: what stays queued waits for the next one, or is lost to ENOBUFS */
 	for (int i = 0; i < FLOW_LOG_BATCH; i++) {
 		ssize_t n = recv(fd, l->rbuf, RBUF_SIZE, MSG_DONTWAIT);
@@ -282,14 +283,25 @@ static int on_timer(EventSource *s, void *userdata) {
 /*
  * An event is queued: wait FLOW_LOG_COALESCE_USEC and read the whole batch then, rather than wake
  * for every connection (at 1,000 new connections a second, one wake-up per 10 ms instead of 1,000).
+ *
+ * An overrun (the kernel could not queue an event: ENOBUFS on the socket) is reported as EPOLLERR
+ * even while EPOLLIN is off, and keeps being reported until a recv() takes the error. So read at
+ * once then: waiting would have this callback called in a loop, and re-arming the timer each time
+ * would postpone the read for ever (weftd spinning, the flow log stopped).
  */
 static int on_io(EventSource *s, int fd, uint32_t revents, void *userdata) {
 	FlowLog *l = userdata;
 
+	if (revents & EPOLLERR)
+		return on_timer(l->timer, l);
 	(void) event_source_set_io_events(l->io, 0);
-	if (event_source_arm(l->timer, FLOW_LOG_COALESCE_USEC, 0) < 0)
+	if (event_source_arm_once(l->timer, FLOW_LOG_COALESCE_USEC) < 0)
 		return on_timer(l->timer, l);
 	return 0;
+}
+
+int flow_log_fd(const FlowLog *l) {
+	return mnl_socket_get_fd(l->nl);
 }
 
 int flow_log_new(EventLoop *loop, const FlowLogOps *ops, void *userdata, unsigned rate, FlowLog **ret) {

@@ -77,6 +77,8 @@ int flow_log_add(FlowLog *l, json_t *line);
  * {"event":"summary","seq":LAST,"first":OLDEST,"lost":{"kernel":N,"ring":N,"rate":N}}. */
 int flow_log_render(FlowLog *l, uint64_t since, char **ret);
 void flow_log_stats(const FlowLog *l, FlowLogStats *ret);
+/* The ctnetlink socket (tests shrink its buffer to make the kernel overrun it). */
+int flow_log_fd(const FlowLog *l);
 
 /* One ctnetlink event message: 0, -ENOENT (not a conntrack NEW/DESTROY message) or -EBADMSG. */
 int flow_event_parse(const void *nlmsg, size_t len, FlowEvent *ret);
