@@ -113,8 +113,8 @@ static void test_overrun_counted_and_read_on(void **state) {
 	assert_int_equal(event_loop_run(loop), 0);
 
 	flow_log_stats(log, &st);
-	print_message("# %u entries made; %u events read, %" PRIu64 " records, lost to the kernel %" PRIu64 "\n",
-		      made, seen, st.seq, st.lost_kernel);
+	print_message("# %u entries made; %u events read, %" PRIu64 " records, lost to the kernel %" PRIu64 "\n", made,
+		      seen, st.seq, st.lost_kernel);
 	assert_true(st.lost_kernel >= 1); /* the overrun is counted */
 	assert_true(seen >= 1);           /* and what the kernel did queue is read */
 	assert_true(st.seq >= 1);
