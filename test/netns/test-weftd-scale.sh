@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # weftd at scale: WEFT_SCALE_NODES (default 5000) remote vxlan leases are written straight into etcd,
 # then weftd starts on one node and must program all of them (neighbour + FDB + route each) in one
-# reconcile pass well under 2 s. The pass time is weftd's own measurement (its log line and
-# weft_reconcile_duration_seconds); the kernel state is counted with ip -j / bridge -j.
+# reconcile pass. The pass time is weftd's own measurement (its log line and
+# weft_reconcile_duration_seconds); the kernel state is counted with ip -j / bridge -j. The bound
+# here is loose (5 s x WEFT_TEST_SLACK: about 1.3 s idle, 2.8 s seen at a load average of 17); the
+# tight figure is bench/'s (section agent: 100, 1000 and 5000 remote nodes, warm and cold).
 #
 #   underlay br0 -- node1 (weftd) ; etcd 10.99.0.2    (remote nodes exist only as leases)
 # shellcheck disable=SC2317 # helpers are called through wait_for
@@ -38,7 +40,8 @@ line=$(grep -m1 "Reconciled $N remote nodes" "$(node_dir 1)/weftd.log" || true)
 [ -n "$line" ] || fail "no reconcile pass over $N nodes logged: $(tail -5 "$(node_dir 1)/weftd.log")"
 ms=$(sed -n 's/.* in \([0-9.]*\) ms$/\1/p' <<<"$line")
 info "SCALE: first reconcile pass programmed $N remote nodes in $ms ms"
-awk -v ms="$ms" 'BEGIN { exit !(ms < 2000) }' || check_fail "programming $N nodes took $ms ms (limit 2000)"
+awk -v ms="$ms" -v lim=$((5000 * WEFT_TEST_SLACK)) 'BEGIN { exit !(ms < lim) }' ||
+	check_fail "programming $N nodes took $ms ms (limit $((5000 * WEFT_TEST_SLACK)))"
 
 ns=$(node_ns 1)
 assert_eq "$(ip -n "$ns" -j route show proto 252 | jq length)" "$N" "weft routes"
