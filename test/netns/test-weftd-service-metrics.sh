@@ -268,4 +268,9 @@ assert_eq "$(series weft_service_new_connections_total 'service="aff",protocol="
 
 info "5. promtool"
 promtool check metrics <"$METRICS" >"$T/promtool" 2>&1 || { cat "$T/promtool" >&2; check_fail "promtool check metrics"; }
+# under the sanitizers: neither weftd run (before and after the restart) reported anything
+weftd_stop 1
+if grep -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$(node_dir 1)/weftd.log" >&2; then
+	check_fail "weftd reported a sanitizer error"
+fi
 finish

@@ -360,9 +360,49 @@ ServiceAgent *service_agent_free(ServiceAgent *a) {
 
 /* The datapath's counters of every programmed Service, read with one bounded read
  * (service-counters.h); several counters add to a series (SvcSeries). */
+static int map_name_cmp(const void *x, const void *y) {
+	return strcmp(*(const char *const *) x, *(const char *const *) y);
+}
+
+/* The counted maps the units' series name (sorted, unique; *ret_n 0 when none). */
+static int series_maps(ServiceAgent *a, const char ***ret, size_t *ret_n) {
+	const char **v = NULL;
+	size_t n = 0, cap = 0, w = 0;
+
+	for (size_t i = 0; i < a->n_units; i++)
+		for (size_t k = 0; k < a->units[i]->n_series; k++) {
+			const char *m = a->units[i]->series[k].map;
+
+			if (!m || (n > 0 && v[n - 1] == m)) /* the names are static: adjacent repeats by pointer */
+				continue;
+			if (n == cap) {
+				const char **nv = reallocarray(v, cap = cap ? cap * 2 : 64, sizeof(char *));
+
+				if (!nv) {
+					free(v);
+					return -ENOMEM;
+				}
+				v = nv;
+			}
+			v[n++] = m;
+		}
+	qsort_safe(v, n, sizeof(char *), map_name_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (w == 0 || !streq(v[w - 1], v[i]))
+			v[w++] = v[i];
+	*ret = v;
+	*ret_n = w;
+	return 0;
+}
+
 static void render_counters(ServiceAgent *a, FILE *f) {
 	_cleanup_(svc_kernel_freep) SvcKernelState *ks = NULL;
-	int r = a->n_units > 0 ? svc_kernel_read(&ks) : 0;
+	_cleanup_free_ const char **maps = NULL;
+	size_t n_maps = 0;
+	int r = a->n_units > 0 ? series_maps(a, &maps, &n_maps) : 0;
+
+	if (r >= 0 && a->n_units > 0) /* only the maps some series names; an empty list reads none */
+		r = svc_kernel_read(&ks, maps ?: (const char *const[]) { "" }, n_maps);
 
 	if (r < 0)
 		log_debug_errno(r, "Services: cannot read the datapath's counters: %m");

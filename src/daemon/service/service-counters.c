@@ -29,10 +29,16 @@ bool svc_map_counted(const char *map) {
 	return startswith(map, "svc-eps") || startswith(map, "svc-noep");
 }
 
+static int str_cmp(const void *a, const void *b) {
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
 /* ---- decoding ---- */
 
 typedef struct Reader {
 	SvcKernelState *s;
+	const char *const *only; /* sorted; NULL: every counted map */
+	size_t n_only;
 	SvcKernelMap *map; /* the map whose elements are being dumped */
 	size_t cap;
 	int r;
@@ -247,7 +253,8 @@ static int set_msg_cb(const struct nlmsghdr *nlh, void *data) {
 		else if (t == NFTA_SET_EXPR || t == NFTA_SET_EXPRESSIONS)
 			counted = true; /* the only expression weft declares on a set is the counter */
 	}
-	if (!name || !svc_map_counted(name))
+	if (!name || !svc_map_counted(name) ||
+	    (rd->only && !bsearch_safe(&name, rd->only, rd->n_only, sizeof(char *), str_cmp)))
 		return MNL_CB_OK;
 	if (s->n_maps == rd->cap) {
 		size_t cap = rd->cap ? rd->cap * 2 : 64;
@@ -358,10 +365,6 @@ SvcKernelElem *svc_kernel_elem_mut(SvcKernelMap *m, const char *key) {
 	return (SvcKernelElem *) svc_kernel_elem(m, key);
 }
 
-static int str_cmp(const void *a, const void *b) {
-	return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 bool svc_kernel_counter(const SvcKernelState *s, const char *name, uint64_t *ret) {
 	char *const *p;
 
@@ -396,13 +399,13 @@ SvcKernelState *svc_kernel_free(SvcKernelState *s) {
 
 /* ---- the read ---- */
 
-int svc_kernel_read(SvcKernelState **ret) {
+int svc_kernel_read(SvcKernelState **ret, const char *const *only, size_t n_only) {
 	_cleanup_free_ char *buf = malloc(DUMP_BUF);
 	SvcKernelState *s = calloc(1, sizeof(SvcKernelState));
 	struct mnl_socket *nl = NULL;
 	struct nlmsghdr *nlh;
 	uint32_t seq = (uint32_t) time(NULL);
-	Reader rd = { .s = s };
+	Reader rd = { .s = s, .only = only, .n_only = n_only };
 	int r;
 
 	if (!buf || !s) {

@@ -4,9 +4,10 @@
 /*
  * The Service datapath's counters as the kernel holds them (service-compile.h, "Counters"): the
  * element counters of the counted maps (svc-eps*, svc-noep*) and the svc-* named counters, read
- * with one GETSET dump of table inet weft, one GETSETELEM dump per counted map that exists (at most
- * 2 x 3 x SVC_EPS_BUCKETS + 4, whatever the number of Services) and one GETOBJ dump of the table's
- * counters (libmnl; libnftables would fill its cache with the whole table first).
+ * with one GETSET dump of table inet weft, one GETSETELEM dump per counted map read (those a scrape's
+ * series name, or all for a full sync: at most 2 x 3 x SVC_EPS_BUCKETS + 4, whatever the number of
+ * Services) and one GETOBJ dump of the table's counters (libmnl; libnftables would fill its cache
+ * with the whole table first).
  *
  * The same read serves a full sync: the counted maps are not flushed there but brought to the
  * wanted elements by deleting and adding only what differs, so the elements of unchanged Services
@@ -43,9 +44,9 @@ typedef struct SvcKernelState {
 /* Is `map` one of the maps whose elements count (svc-eps*, svc-noep*)? */
 bool svc_map_counted(const char *map);
 
-/* One read of table inet weft (a table that does not exist reads as empty). 0, -ENOMEM or the
- * netlink error. */
-int svc_kernel_read(SvcKernelState **ret);
+/* One read of table inet weft (a table that does not exist reads as empty); only the counted maps
+ * named in only[0..n_only) (sorted; only NULL: all of them). 0, -ENOMEM or the netlink error. */
+int svc_kernel_read(SvcKernelState **ret, const char *const *only, size_t n_only);
 SvcKernelState *svc_kernel_free(SvcKernelState *s);
 static inline void svc_kernel_freep(SvcKernelState **s) {
 	svc_kernel_free(*s);

@@ -373,7 +373,7 @@ int service_sync_full_render(ServiceAgent *a, NftBatch *b) {
 		return r;
 	/* what the counted maps hold: kept and changed element by element (service-counters.h);
 	 * unread, they are flushed (their counters start again) */
-	r = svc_kernel_read(&a->kernel_state);
+	r = svc_kernel_read(&a->kernel_state, NULL, 0);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0)

@@ -22,6 +22,7 @@
 
 #include "basic/string-util.h"
 #include "daemon/service/service-compile.h"
+#include "daemon/service/service-counters.h"
 #include "shared/nft/nft.h"
 
 static StringPool *pool;
@@ -975,6 +976,10 @@ static double cpu_ms_now(void) {
 	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
 }
 
+static int str_ptr_cmp(const void *a, const void *b) {
+	return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
 static int double_cmp(const void *a, const void *b) {
 	double x = *(const double *) a, y = *(const double *) b;
 
@@ -1041,6 +1046,40 @@ static int bench(size_t n, const char *target) {
 	}
 	free(buf);
 	buf = NULL;
+	/* the counters read as a /metrics scrape reads them (service-counters.h: the maps the series
+	 * name): median of 5 */
+	double t_reads[5];
+	size_t n_counters = 0, n_maps = 0;
+	const char **maps = calloc(SVC_EPS_BUCKETS * 6 + 8, sizeof(char *));
+
+	if (!maps)
+		return 1;
+	for (size_t i = 0; i < n_all; i++)
+		for (size_t k = 0; k < units[i]->n_series; k++) {
+			const char *m = units[i]->series[k].map;
+			bool seen = false;
+
+			for (size_t j = 0; m && j < n_maps && !seen; j++)
+				seen = streq(maps[j], m);
+			if (m && !seen)
+				maps[n_maps++] = m;
+		}
+	qsort(maps, n_maps, sizeof(char *), str_ptr_cmp);
+
+	for (size_t k = 0; k < ELEMENTSOF(t_reads); k++) {
+		SvcKernelState *ks = NULL;
+
+		t0 = ms_now();
+		if (svc_kernel_read(&ks, maps, n_maps) < 0)
+			return 1;
+		t_reads[k] = ms_now() - t0;
+		n_counters = ks->n_counters;
+		for (size_t m = 0; m < ks->n_maps; m++)
+			n_counters += ks->maps[m].n_elems;
+		svc_kernel_free(ks);
+	}
+	qsort(t_reads, ELEMENTSOF(t_reads), sizeof(double), double_cmp);
+	free(maps);
 	/* one Service changes (loses an endpoint, or gets its fifth back), nine times over different
 	 * Services: rebuild that one, diff, apply. The first change after the full sync also pays for
 	 * libnftables dropping the full batch's cache; the median is the steady state. */
@@ -1092,9 +1131,10 @@ static int bench(size_t n, const char *target) {
 	qsort(c_changes, n_changes, sizeof(double), double_cmp);
 	t_incr = n_changes ? t_changes[n_changes / 2] : 0;
 	printf("services=%zu endpoints=5 full_sync_ms=%.1f one_service_sync_ms=%.2f one_service_sync_max_ms=%.2f "
-	       "first_change_ms=%.2f one_service_batch_bytes=%zu full_sync_cpu_ms=%.1f one_service_sync_cpu_ms=%.2f\n",
+	       "first_change_ms=%.2f one_service_batch_bytes=%zu full_sync_cpu_ms=%.1f one_service_sync_cpu_ms=%.2f "
+	       "counters_read_ms=%.2f counters=%zu counted_maps=%zu\n",
 	       n, t_full, t_incr, n_changes ? t_changes[n_changes - 1] : 0, t_first, len, c_full,
-	       n_changes ? c_changes[n_changes / 2] : 0);
+	       n_changes ? c_changes[n_changes / 2] : 0, t_reads[ELEMENTSOF(t_reads) / 2], n_counters, n_maps);
 	free(buf);
 	for (size_t i = 0; i < n_all; i++) {
 		service_unit_free(units[i]);
