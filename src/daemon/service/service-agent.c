@@ -358,93 +358,9 @@ ServiceAgent *service_agent_free(ServiceAgent *a) {
 	return NULL;
 }
 
-/* The datapath's counters of every programmed Service, read with one bounded read
- * (service-counters.h); several counters add to a series (SvcSeries). */
-static int map_name_cmp(const void *x, const void *y) {
-	return strcmp(*(const char *const *) x, *(const char *const *) y);
-}
-
-/* The counted maps the units' series name (sorted, unique; *ret_n 0 when none). */
-static int series_maps(ServiceAgent *a, const char ***ret, size_t *ret_n) {
-	const char **v = NULL;
-	size_t n = 0, cap = 0, w = 0;
-
-	for (size_t i = 0; i < a->n_units; i++)
-		for (size_t k = 0; k < a->units[i]->n_series; k++) {
-			const char *m = a->units[i]->series[k].map;
-
-			if (!m || (n > 0 && v[n - 1] == m)) /* the names are static: adjacent repeats by pointer */
-				continue;
-			if (n == cap) {
-				const char **nv = reallocarray(v, cap = cap ? cap * 2 : 64, sizeof(char *));
-
-				if (!nv) {
-					free(v);
-					return -ENOMEM;
-				}
-				v = nv;
-			}
-			v[n++] = m;
-		}
-	qsort_safe(v, n, sizeof(char *), map_name_cmp);
-	for (size_t i = 0; i < n; i++)
-		if (w == 0 || !streq(v[w - 1], v[i]))
-			v[w++] = v[i];
-	*ret = v;
-	*ret_n = w;
-	return 0;
-}
-
-static void render_counters(ServiceAgent *a, FILE *f) {
-	_cleanup_(svc_kernel_freep) SvcKernelState *ks = NULL;
-	_cleanup_free_ const char **maps = NULL;
-	size_t n_maps = 0;
-	int r = a->n_units > 0 ? series_maps(a, &maps, &n_maps) : 0;
-
-	if (r >= 0 && a->n_units > 0) /* only the maps some series names; an empty list reads none */
-		r = svc_kernel_read(&ks, maps ?: (const char *const[]) { "" }, n_maps);
-
-	if (r < 0)
-		log_debug_errno(r, "Services: cannot read the datapath's counters: %m");
-	for (int noep = 0; noep <= 1; noep++) {
-		fputs(noep ? "# HELP weft_service_no_endpoint_total New connections to a Service port without usable "
-			     "endpoints, rejected (no endpoint at all) or dropped (externalTrafficPolicy Local, no "
-			     "endpoint of this node).\n"
-			     "# TYPE weft_service_no_endpoint_total counter\n"
-			   : "# HELP weft_service_new_connections_total New connections this node DNATed to the "
-			     "endpoint through the Service port.\n"
-			     "# TYPE weft_service_new_connections_total counter\n",
-		      f);
-		for (size_t i = 0; ks && i < a->n_units; i++) {
-			const ServiceUnit *u = a->units[i];
-
-			for (size_t k = 0, j; k < u->n_series; k = j) {
-				uint64_t sum = 0, v;
-
-				for (j = k; j < u->n_series && u->series[j].noep == u->series[k].noep &&
-					    streq(u->series[j].labels, u->series[k].labels);
-				     j++) {
-					const SvcSeries *se = &u->series[j];
-					const SvcKernelElem *e;
-
-					if (!se->map && svc_kernel_counter(ks, se->key, &v))
-						sum += v;
-					else if (se->map && (e = svc_kernel_elem(svc_kernel_map(ks, se->map), se->key)))
-						sum += e->packets;
-				}
-				if (u->series[k].noep == (bool) noep)
-					fprintf(f, "%s{%s} %" PRIu64 "\n",
-						noep ? "weft_service_no_endpoint_total"
-						     : "weft_service_new_connections_total",
-						u->series[k].labels, sum);
-			}
-		}
-	}
-}
-
 int service_agent_render_metrics(ServiceAgent *a, FILE *f) {
 	nft_sync_render_metrics(a->sync, f);
-	render_counters(a, f);
+	service_counters_render(a->units, a->n_units, f);
 	fprintf(f,
 		"# HELP weft_service_conntrack_deleted_total Stale UDP conntrack entries deleted.\n"
 		"# TYPE weft_service_conntrack_deleted_total counter\nweft_service_conntrack_deleted_total %" PRIu64

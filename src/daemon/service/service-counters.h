@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct SvcKernelElem {
 	char *key;   /* as the renderer writes it: "81920", "10.96.0.10 . tcp . 80", "tcp . 30080" */
@@ -56,3 +57,8 @@ const SvcKernelElem *svc_kernel_elem(const SvcKernelMap *m, const char *key);
 SvcKernelElem *svc_kernel_elem_mut(SvcKernelMap *m, const char *key);
 /* The named counter's packets; false if the kernel has none of that name. */
 bool svc_kernel_counter(const SvcKernelState *s, const char *name, uint64_t *ret);
+
+/* The weft_service_new_connections_total and weft_service_no_endpoint_total families of the
+ * programmed units (their SvcSeries), read with one svc_kernel_read() of the maps they name. */
+typedef struct ServiceUnit ServiceUnit;
+void service_counters_render(ServiceUnit *const *units, size_t n_units, FILE *f);
