@@ -401,7 +401,7 @@ SvcKernelState *svc_kernel_free(SvcKernelState *s) {
 
 /* ---- the read ---- */
 
-int svc_kernel_read(SvcKernelState **ret, const char *const *only, size_t n_only) {
+static int read_once(SvcKernelState **ret, const char *const *only, size_t n_only) {
 	_cleanup_free_ char *buf = malloc(DUMP_BUF);
 	SvcKernelState *s = calloc(1, sizeof(SvcKernelState));
 	struct mnl_socket *nl = NULL;
@@ -479,6 +479,16 @@ out:
 	}
 	*ret = s;
 	return 0;
+}
+
+/* A dump the kernel marks interrupted (NLM_F_DUMP_INTR: the ruleset changed meanwhile, a CNI
+ * plugin's batch in another table) is read again, a few times. */
+int svc_kernel_read(SvcKernelState **ret, const char *const *only, size_t n_only) {
+	int r = -EINTR;
+
+	for (int i = 0; i < 3 && r == -EINTR; i++)
+		r = read_once(ret, only, n_only);
+	return r;
 }
 
 /* ---- /metrics ---- */
