@@ -19,6 +19,7 @@
 #include "daemon/service/service-admission.h"
 #include "daemon/service/service-agent.h"
 #include "daemon/service/service-compile.h"
+#include "daemon/service/service-counters.h"
 #include "daemon/service/service-health.h"
 #include "shared/nft/nft-batch.h"
 
@@ -55,6 +56,7 @@ struct ServiceAgent {
 	ServiceUnit **full_v;
 	size_t full_n, full_cap;
 	char **kernel, **kernel_sets;
+	SvcKernelState *kernel_state; /* the counted maps and named counters (service-counters.h) */
 	size_t last_batch_bytes;
 	uint64_t conntrack_deleted;
 	/* Services whose objects nftables refused (quarantine_add): not programmed in their refused

@@ -360,6 +360,7 @@ ServiceAgent *service_agent_free(ServiceAgent *a) {
 
 int service_agent_render_metrics(ServiceAgent *a, FILE *f) {
 	nft_sync_render_metrics(a->sync, f);
+	service_counters_render(a->units, a->n_units, f);
 	fprintf(f,
 		"# HELP weft_service_conntrack_deleted_total Stale UDP conntrack entries deleted.\n"
 		"# TYPE weft_service_conntrack_deleted_total counter\nweft_service_conntrack_deleted_total %" PRIu64

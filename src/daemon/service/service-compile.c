@@ -8,6 +8,7 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "daemon/service/service-compile.h"
+#include "daemon/service/service-counters.h"
 #include "shared/nft/nft-names.h"
 
 #define T NFT_TABLE_INET
@@ -168,6 +169,18 @@ static int slot_alloc(SvcSlotPool *p, uint32_t *ret) {
 		return 0;
 	}
 	return -ENOSPC;
+}
+
+void svc_slot_pool_reserve(SvcSlotPool *p, const ServiceUnit *u) {
+	for (size_t i = 0; u && i < u->n_chains; i++) {
+		uint32_t sl = u->chains[i].slot;
+		uint64_t bit = UINT64_C(1) << (sl % 64);
+
+		if (sl == 0 || sl >= SVC_SLOTS || (p->used[sl / 64] & bit))
+			continue;
+		p->used[sl / 64] |= bit;
+		p->n_used++;
+	}
 }
 
 void svc_slot_pool_release(SvcSlotPool *p, const ServiceUnit *old, const ServiceUnit *new) {
@@ -375,9 +388,88 @@ void svc_refs_render_held(SvcRefs *r, const ServiceUnit *u, NftBatch *b) {
 
 typedef struct Builder {
 	ServiceUnit *u;
-	size_t cap_chains, cap_elems, cap_sets, cap_targets;
+	size_t cap_chains, cap_elems, cap_sets, cap_targets, cap_counters, cap_series;
 	bool oom;
 } Builder;
+
+static void add_counter(Builder *b, char *name) {
+	if (!name) {
+		b->oom = true;
+		return;
+	}
+	if (b->u->n_counters == b->cap_counters) {
+		size_t cap = b->cap_counters ? b->cap_counters * 2 : 8;
+		char **v = reallocarray(b->u->counters, cap, sizeof(char *));
+
+		if (!v) {
+			free(name);
+			b->oom = true;
+			return;
+		}
+		b->u->counters = v;
+		b->cap_counters = cap;
+	}
+	b->u->counters[b->u->n_counters++] = name;
+}
+
+static void add_series(Builder *b, const char *map, char *key, char *labels, bool noep) {
+	if (!key || !labels) {
+		free(key);
+		free(labels);
+		b->oom = true;
+		return;
+	}
+	if (b->u->n_series == b->cap_series) {
+		size_t cap = b->cap_series ? b->cap_series * 2 : 8;
+		SvcSeries *v = reallocarray(b->u->series, cap, sizeof(SvcSeries));
+
+		if (!v) {
+			free(key);
+			free(labels);
+			b->oom = true;
+			return;
+		}
+		b->u->series = v;
+		b->cap_series = cap;
+	}
+	b->u->series[b->u->n_series++] = (SvcSeries) { .map = map, .key = key, .labels = labels, .noep = noep };
+}
+
+/* A label value: Prometheus' escapes (names are DNS labels; this keeps a bad one from breaking the page). */
+static void put_label_value(NftBatch *nb, const char *v) {
+	for (; v && *v; v++)
+		if (*v == '"' || *v == '\\')
+			nft_batch_put(nb, "\\%c", *v);
+		else if (*v == '\n')
+			nft_batch_put(nb, "\\n");
+		else
+			nft_batch_put(nb, "%c", *v);
+}
+
+/* namespace="..",service="..",port="80",protocol="TCP",<what>="<value>" */
+static char *series_labels(const KubeService *svc, const KubeServicePort *sp, const char *what, const char *value) {
+	NftBatch nb;
+
+	if (nft_batch_begin(&nb) < 0)
+		return NULL;
+	nft_batch_put(&nb, "namespace=\"");
+	put_label_value(&nb, svc->meta.namespace);
+	nft_batch_put(&nb, "\",service=\"");
+	put_label_value(&nb, svc->meta.name);
+	nft_batch_put(&nb, "\",port=\"%u\",protocol=\"%s\",%s=\"%s\"", sp->port, kube_protocol_to_string(sp->protocol),
+		      what, value);
+	return nft_batch_steal(&nb);
+}
+
+/* the endpoint label: "10.244.1.5:8080", "[fd00::5]:8080" */
+static char *endpoint_labels(const KubeService *svc, const KubeServicePort *sp, const IpAddr *addr, uint16_t port) {
+	char a[IP_ADDR_STRLEN], ep[IP_ADDR_STRLEN + 16];
+
+	ip_addr_to_string(addr, a);
+	snprintf(ep, sizeof(ep), "%s%s%s:%u", addr->family == AF_INET6 ? "[" : "", a,
+		 addr->family == AF_INET6 ? "]" : "", port);
+	return series_labels(svc, sp, "endpoint", ep);
+}
 
 static void add_target(Builder *b, char *t) {
 	if (!t) {
@@ -522,9 +614,9 @@ static char *numgen_rule(const char *base, const Ep *v, const size_t *idx, size_
  * The rules of choosing chain c over the endpoints idx[0..k): one dnat through the chain's range
  * of an svc-eps map (service-compile.h), or the numgen cascade to endpoint chains (per_ep).
  */
-static char *choose_rules(Builder *b, const ServiceModelInput *in, SvcChain *c, const char *base, const Ep *v,
-			  const size_t *idx, size_t k, const char *comment, uint32_t affinity, bool per_ep,
-			  const char *lproto) {
+static char *choose_rules(Builder *b, const ServiceModelInput *in, const KubeServicePort *sp, SvcChain *c,
+			  const char *base, const Ep *v, const size_t *idx, size_t k, const char *comment,
+			  uint32_t affinity, bool per_ep, const char *lproto) {
 	int family = v[idx[0]].addr.family;
 	const char *ipkw = family == AF_INET ? "ip" : "ip6", *map;
 	const SvcChain *o;
@@ -536,10 +628,19 @@ static char *choose_rules(Builder *b, const ServiceModelInput *in, SvcChain *c, 
 	if (per_ep)
 		return numgen_rule(base, v, idx, k, comment, affinity);
 	if (k == 1) {
+		/* counted on a named counter of the chain's and the endpoint's name (service-compile.h):
+		 * another endpoint is another counter */
+		_cleanup_free_ char *cn =
+				strdup_printf("%s/ep/%s/%u", c->name, addr_ident(&v[idx[0]].addr, a), v[idx[0]].port);
+
+		if (!cn)
+			return NULL;
+		add_counter(b, strdup(cn));
+		add_series(b, NULL, strdup(cn), endpoint_labels(in->svc, sp, &v[idx[0]].addr, v[idx[0]].port), false);
 		ip_addr_to_string(&v[idx[0]].addr, a);
-		return strdup_printf("meta l4proto %s dnat %s to %s%s%s:%u comment \"%s\"\n", lproto, ipkw,
-				     family == AF_INET6 ? "[" : "", a, family == AF_INET6 ? "]" : "", v[idx[0]].port,
-				     comment);
+		return strdup_printf("meta l4proto %s counter name \"%s\" dnat %s to %s%s%s:%u comment \"%s\"\n",
+				     lproto, cn, ipkw, family == AF_INET6 ? "[" : "", a, family == AF_INET6 ? "]" : "",
+				     v[idx[0]].port, comment);
 	}
 	o = service_unit_chain(in->old, c->name);
 	if (o && o->slot != 0)
@@ -553,6 +654,8 @@ static char *choose_rules(Builder *b, const ServiceModelInput *in, SvcChain *c, 
 		ip_addr_to_string(&v[idx[i]].addr, a);
 		add_elem(b, map, strdup_printf("%" PRIu32, first + (uint32_t) i),
 			 strdup_printf("%s . %u", a, v[idx[i]].port));
+		add_series(b, map, strdup_printf("%" PRIu32, first + (uint32_t) i),
+			   endpoint_labels(in->svc, sp, &v[idx[i]].addr, v[idx[i]].port), false);
 	}
 	return strdup_printf("meta l4proto %s dnat %s to numgen random mod %zu offset %" PRIu32
 			     " map @%s comment \"%s\"\n",
@@ -565,7 +668,7 @@ static int ip_comment(char *buf, size_t size, const KubeObject *o, const KubeSer
 }
 
 static char *endpoint_rules(const KubeService *svc, const KubeServicePort *sp, const Ep *e, const char *lproto,
-			    const char *aff_set) {
+			    const char *aff_set, const char *counter) {
 	const char *ipkw = e->addr.family == AF_INET ? "ip" : "ip6";
 	char a[IP_ADDR_STRLEN], comment[NFT_COMMENT_MAX + 1];
 	bool v6 = e->addr.family == AF_INET6;
@@ -575,11 +678,11 @@ static char *endpoint_rules(const KubeService *svc, const KubeServicePort *sp, c
 	/* a pod reaching itself through the Service: masquerade, or it would answer itself directly */
 	return strdup_printf("%s saddr %s meta mark set meta mark or " SVC_MASQ_MARK " comment \"%s hairpin\"\n"
 			     "%s%s%s%s%s%s%s"
-			     "meta l4proto %s dnat %s to %s%s%s:%u comment \"%s\"\n",
+			     "meta l4proto %s counter name \"%s\" dnat %s to %s%s%s:%u comment \"%s\"\n",
 			     ipkw, a, comment, aff_set ? "update @" : "", aff_set ?: "", aff_set ? " { " : "",
 			     aff_set ? ipkw : "", aff_set ? " saddr } comment \"" : "", aff_set ? comment : "",
-			     aff_set ? " affinity\"\n" : "", lproto, ipkw, v6 ? "[" : "", a, v6 ? "]" : "", e->port,
-			     comment);
+			     aff_set ? " affinity\"\n" : "", lproto, counter, ipkw, v6 ? "[" : "", a, v6 ? "]" : "",
+			     e->port, comment);
 }
 
 /*
@@ -714,7 +817,10 @@ static void port_endpoints(Builder *b, const PortPlan *p) {
 			b->oom = true;
 			return;
 		}
-		chain_rules(b, add_chain(b, strdup(ep)), endpoint_rules(p->in->svc, p->sp, &p->v[i], p->lproto, set));
+		chain_rules(b, add_chain(b, strdup(ep)),
+			    endpoint_rules(p->in->svc, p->sp, &p->v[i], p->lproto, set, ep));
+		add_counter(b, strdup(ep));
+		add_series(b, NULL, strdup(ep), endpoint_labels(p->in->svc, p->sp, &p->v[i].addr, p->v[i].port), false);
 		if (set)
 			add_set(b, strdup(set),
 				strdup_printf("{ type %s; flags dynamic,timeout; timeout %us; }",
@@ -740,15 +846,18 @@ static void port_internal(Builder *b, const PortPlan *p) {
 		SvcChain *c = add_chain(b, strdup(p->base));
 
 		chain_rules(b, c,
-			    choose_rules(b, p->in, c, p->base, p->v, p->cluster, p->n_cluster, comment, p->aff,
+			    choose_rules(b, p->in, p->sp, c, p->base, p->v, p->cluster, p->n_cluster, comment, p->aff,
 					 p->per_ep, p->lproto));
 		if (cip_ok)
 			add_elem(b, m_ips, strdup_printf("%s . %s . %u", cip, p->lproto, p->sp->port),
 				 strdup_printf("goto %s", p->base));
-	} else if (cip_ok)
+	} else if (cip_ok) {
 		/* no endpoints at all: reject; endpoints, but none usable here (Local): drop */
 		add_elem(b, m_noep, strdup_printf("%s . %s . %u", cip, p->lproto, p->sp->port),
 			 strdup(p->n_all > 0 ? "drop" : "goto svc-reject"));
+		add_series(b, m_noep, strdup_printf("%s . %s . %u", cip, p->lproto, p->sp->port),
+			   series_labels(p->in->svc, p->sp, "action", p->n_all > 0 ? "drop" : "reject"), true);
+	}
 }
 
 /* the rules of <base>/ext, where external traffic enters: masquerade and every endpoint (Cluster),
@@ -803,15 +912,15 @@ static void port_external_chains(Builder *b, const PortPlan *p) {
 		SvcChain *c = add_chain(b, strdup(p->all_chain));
 
 		chain_rules(b, c,
-			    choose_rules(b, p->in, c, p->base, p->v, p->all, p->n_all, comment, p->aff, p->per_ep,
-					 p->lproto));
+			    choose_rules(b, p->in, p->sp, c, p->base, p->v, p->all, p->n_all, comment, p->aff,
+					 p->per_ep, p->lproto));
 	}
 	if (p->etp_local && p->n_loc > 0) {
 		SvcChain *c = add_chain(b, strdup_printf("%s/local", p->base));
 
 		chain_rules(b, c,
-			    choose_rules(b, p->in, c, p->base, p->v, p->loc, p->n_loc, comment, p->aff, p->per_ep,
-					 p->lproto));
+			    choose_rules(b, p->in, p->sp, c, p->base, p->v, p->loc, p->n_loc, comment, p->aff,
+					 p->per_ep, p->lproto));
 	}
 }
 
@@ -829,9 +938,13 @@ static void port_external_entries(Builder *b, const PortPlan *p) {
 		b->oom = true;
 		return;
 	}
-	if (p->has_np && admitted(p->in, SERVICE_ADDR_NODE_PORT, NULL, p->sp->protocol, p->sp->node_port))
+	if (p->has_np && admitted(p->in, SERVICE_ADDR_NODE_PORT, NULL, p->sp->protocol, p->sp->node_port)) {
 		add_elem(b, p->n_all > 0 ? m_np : m_noep_np, strdup_printf("%s . %u", p->lproto, p->sp->node_port),
 			 strdup(go));
+		if (p->n_all == 0)
+			add_series(b, m_noep_np, strdup_printf("%s . %u", p->lproto, p->sp->node_port),
+				   series_labels(svc, p->sp, "action", "reject"), true);
+	}
 	for (size_t i = 0; i < svc->n_external_ips + svc->n_lb_ips; i++) {
 		const IpAddr *ip =
 				i < svc->n_external_ips ? &svc->external_ips[i] : &svc->lb_ips[i - svc->n_external_ips];
@@ -844,6 +957,9 @@ static void port_external_entries(Builder *b, const PortPlan *p) {
 		ip_addr_to_string(ip, a);
 		add_elem(b, p->n_all > 0 ? m_ips : m_noep, strdup_printf("%s . %s . %u", a, p->lproto, p->sp->port),
 			 strdup(go));
+		if (p->n_all == 0)
+			add_series(b, m_noep, strdup_printf("%s . %s . %u", a, p->lproto, p->sp->port),
+				   series_labels(svc, p->sp, "action", "reject"), true);
 		if (i >= svc->n_external_ips)
 			add_firewall(b, svc, ip, p->lproto, p->sp->port);
 	}
@@ -887,6 +1003,22 @@ static int elem_cmp(const void *a, const void *b) {
 	int c = strcmp(x->map, y->map);
 
 	return c ?: strcmp(x->key, y->key);
+}
+
+static int series_key_cmp(const void *a, const void *b) {
+	const SvcSeries *x = a, *y = b;
+	int c = strcmp(x->map ?: "", y->map ?: "");
+
+	return c ?: strcmp(x->key, y->key);
+}
+
+/* by family, then labels (the series several counters add to are adjacent), then counter */
+static int series_cmp(const void *a, const void *b) {
+	const SvcSeries *x = a, *y = b;
+
+	if (x->noep != y->noep)
+		return x->noep ? 1 : -1;
+	return strcmp(x->labels, y->labels) ?: series_key_cmp(a, b);
 }
 
 int service_unit_build(const ServiceModelInput *in, ServiceUnit **ret) {
@@ -934,6 +1066,25 @@ int service_unit_build(const ServiceModelInput *in, ServiceUnit **ret) {
 		} else
 			u->chains[w++] = u->chains[i];
 	u->n_chains = w;
+	qsort_safe(u->counters, u->n_counters, sizeof(char *), str_ptr_cmp);
+	w = 0;
+	for (size_t i = 0; i < u->n_counters; i++)
+		if (w > 0 && streq(u->counters[w - 1], u->counters[i]))
+			free(u->counters[i]);
+		else
+			u->counters[w++] = u->counters[i];
+	u->n_counters = w;
+	/* one series entry per counter (two ports sharing protocol and port: the first, as above) */
+	qsort_safe(u->series, u->n_series, sizeof(SvcSeries), series_key_cmp);
+	w = 0;
+	for (size_t i = 0; i < u->n_series; i++)
+		if (w > 0 && series_key_cmp(&u->series[w - 1], &u->series[i]) == 0) {
+			free(u->series[i].key);
+			free(u->series[i].labels);
+		} else
+			u->series[w++] = u->series[i];
+	u->n_series = w;
+	qsort_safe(u->series, u->n_series, sizeof(SvcSeries), series_cmp);
 	qsort_safe(u->targets, u->n_targets, sizeof(char *), str_ptr_cmp);
 	w = 0;
 	for (size_t i = 0; i < u->n_targets; i++)
@@ -964,6 +1115,14 @@ ServiceUnit *service_unit_free(ServiceUnit *u) {
 	for (size_t i = 0; i < u->n_targets; i++)
 		free(u->targets[i]);
 	free(u->targets);
+	for (size_t i = 0; i < u->n_counters; i++)
+		free(u->counters[i]);
+	free(u->counters);
+	for (size_t i = 0; i < u->n_series; i++) {
+		free(u->series[i].key);
+		free(u->series[i].labels);
+	}
+	free(u->series);
 	free(u->sets);
 	free(u->chains);
 	free(u->elems);
@@ -976,8 +1135,14 @@ bool service_unit_equal(const ServiceUnit *a, const ServiceUnit *b) {
 	if (!a || !b)
 		return a == b;
 	if (a->n_chains != b->n_chains || a->n_elems != b->n_elems || a->n_sets != b->n_sets ||
-	    a->n_targets != b->n_targets)
+	    a->n_targets != b->n_targets || a->n_counters != b->n_counters || a->n_series != b->n_series)
 		return false;
+	for (size_t i = 0; i < a->n_counters; i++)
+		if (!streq(a->counters[i], b->counters[i]))
+			return false;
+	for (size_t i = 0; i < a->n_series; i++)
+		if (series_cmp(&a->series[i], &b->series[i]) != 0)
+			return false;
 	for (size_t i = 0; i < a->n_targets; i++)
 		if (!streq(a->targets[i], b->targets[i]))
 			return false;
@@ -1009,6 +1174,12 @@ static const SvcElem *unit_elem(const ServiceUnit *u, const SvcElem *e) {
 	return u ? bsearch_safe(e, u->elems, u->n_elems, sizeof(SvcElem), elem_cmp) : NULL;
 }
 
+const SvcElem *service_unit_elem(const ServiceUnit *u, const char *map, const char *key) {
+	SvcElem e = { .map = map, .key = (char *) key };
+
+	return unit_elem(u, &e);
+}
+
 /* ---- rendering ---- */
 
 static const char *const svc_maps[][2] = {
@@ -1024,13 +1195,17 @@ static const char *const svc_maps[][2] = {
 
 void service_render_base(NftBatch *b, const IpPrefix *ranges, size_t n_ranges) {
 	nft_batch_put(b, "add table " T "\n");
+	/* the counted maps (svc_map_counted()) with element counters (service-compile.h) */
 	for (size_t i = 0; i < ELEMENTSOF(svc_maps); i++)
-		nft_batch_put(b, "add map " T " %s { type %s; }\n", svc_maps[i][0], svc_maps[i][1]);
+		nft_batch_put(b, "add map " T " %s { type %s;%s }\n", svc_maps[i][0], svc_maps[i][1],
+			      svc_map_counted(svc_maps[i][0]) ? " counter;" : "");
 	for (size_t p = 0; p < ELEMENTSOF(eps_protos); p++)
 		for (uint32_t i = 0; i < SVC_EPS_BUCKETS; i++)
 			nft_batch_put(b,
-				      "add map " T " %s { typeof numgen random mod 1 : ip daddr . %s dport; }\n"
-				      "add map " T " %s { typeof numgen random mod 1 : ip6 daddr . %s dport; }\n",
+				      "add map " T
+				      " %s { typeof numgen random mod 1 : ip daddr . %s dport; counter; }\n"
+				      "add map " T
+				      " %s { typeof numgen random mod 1 : ip6 daddr . %s dport; counter; }\n",
 				      eps_map(AF_INET, eps_protos[p], i), eps_protos[p],
 				      eps_map(AF_INET6, eps_protos[p], i), eps_protos[p]);
 	nft_batch_put(b, "add set " T " " SVC_HAIRPIN4 " { type ipv4_addr . ipv4_addr; }\n"
@@ -1146,17 +1321,34 @@ void service_render_base(NftBatch *b, const IpPrefix *ranges, size_t n_ranges) {
 	}
 }
 
-void service_render_flush_maps(NftBatch *b) {
+/* a counted map whose elements ks read: kept, changed element by element */
+static bool map_kept(const SvcKernelState *ks, const char *map) {
+	const SvcKernelMap *m = svc_map_counted(map) ? svc_kernel_map(ks, map) : NULL;
+
+	return m && m->readable;
+}
+
+static void flush_map(NftBatch *b, const SvcKernelState *ks, const char *map) {
+	if (!map_kept(ks, map))
+		nft_batch_put(b, "flush map " T " %s\n", map);
+}
+
+void service_render_flush_maps(NftBatch *b, const SvcKernelState *ks) {
 	for (size_t i = 0; i < ELEMENTSOF(svc_maps); i++)
-		nft_batch_put(b, "flush map " T " %s\n", svc_maps[i][0]);
+		flush_map(b, ks, svc_maps[i][0]);
 	for (size_t p = 0; p < ELEMENTSOF(eps_protos); p++)
-		for (uint32_t i = 0; i < SVC_EPS_BUCKETS; i++)
-			nft_batch_put(b, "flush map " T " %s\nflush map " T " %s\n", eps_map(AF_INET, eps_protos[p], i),
-				      eps_map(AF_INET6, eps_protos[p], i));
+		for (uint32_t i = 0; i < SVC_EPS_BUCKETS; i++) {
+			flush_map(b, ks, eps_map(AF_INET, eps_protos[p], i));
+			flush_map(b, ks, eps_map(AF_INET6, eps_protos[p], i));
+		}
 	nft_batch_put(b, "flush set " T " " SVC_HAIRPIN4 "\nflush set " T " " SVC_HAIRPIN6 "\n"
 			 "flush set " T " " SVC_CLUSTER_IPS4 "\nflush set " T " " SVC_CLUSTER_IPS6 "\n"
 			 "flush set " T " " SVC_FW_IPS4 "\nflush set " T " " SVC_FW_IPS6 "\n"
 			 "flush set " T " " SVC_FW_ALLOW4 "\nflush set " T " " SVC_FW_ALLOW6 "\n");
+}
+
+static bool unit_has_counter(const ServiceUnit *u, const char *name) {
+	return u && bsearch_safe(&name, u->counters, u->n_counters, sizeof(char *), str_ptr_cmp);
 }
 
 static void render_rules(NftBatch *b, const SvcChain *c) {
@@ -1188,6 +1380,10 @@ static void unit_diff(NftBatch *b, const ServiceUnit *old, const ServiceUnit *ne
 	for (size_t i = 0; new &&i < new->n_sets; i++)
 		if (full || !service_unit_set(old, new->sets[i].name))
 			nft_batch_put(b, "add set " T " %s %s\n", new->sets[i].name, new->sets[i].decl);
+	/* named counters (idempotent: one the kernel holds keeps its count) */
+	for (size_t i = 0; new &&i < new->n_counters; i++)
+		if (full || !unit_has_counter(old, new->counters[i]))
+			nft_batch_put(b, "add counter " T " %s\n", new->counters[i]);
 	for (size_t i = 0; new &&i < new->n_chains; i++) {
 		const SvcChain *c = &new->chains[i], *o = service_unit_chain(old, c->name);
 
@@ -1220,7 +1416,10 @@ static void unit_diff(NftBatch *b, const ServiceUnit *old, const ServiceUnit *ne
 	for (size_t i = 0; old && i < old->n_chains; i++)
 		if (!service_unit_chain(new, old->chains[i].name))
 			nft_batch_put(b, "delete chain " T " %s\n", old->chains[i].name);
-	/* 5. sets gone: no rule names them any more */
+	/* 5. sets and counters gone: no rule names them any more */
+	for (size_t i = 0; old && i < old->n_counters; i++)
+		if (!unit_has_counter(new, old->counters[i]))
+			nft_batch_put(b, "delete counter " T " %s\n", old->counters[i]);
 	for (size_t i = 0; old && i < old->n_sets; i++)
 		if (!service_unit_set(new, old->sets[i].name))
 			nft_batch_put(b, "delete set " T " %s\n", old->sets[i].name);
@@ -1245,7 +1444,7 @@ static void render_elements(NftBatch *b, const char *map, const SvcElem *const *
 	nft_batch_put(b, " }\n");
 }
 
-int service_render_full(NftBatch *b, ServiceUnit *const *units, size_t n, SvcRefs *refs) {
+int service_render_full(NftBatch *b, ServiceUnit *const *units, size_t n, SvcRefs *refs, const SvcKernelState *ks) {
 	_cleanup_free_ const SvcElem **v = NULL;
 	size_t n_v = 0, total;
 	int r;
@@ -1272,6 +1471,36 @@ int service_render_full(NftBatch *b, ServiceUnit *const *units, size_t n, SvcRef
 		if (refs->v[i].key && refs->v[i].key != REF_TOMB)
 			v[n_v++] = &refs->v[i].elem;
 	qsort_safe(v, n_v, sizeof(SvcElem *), elem_ptr_cmp);
+	/* the counted maps kept: what the kernel holds and no unit wants (as it is) deleted first, and
+	 * only what it lacks added; the rest keeps its counters */
+	for (size_t i = 0; ks && i < ks->n_maps; i++) {
+		const SvcKernelMap *m = &ks->maps[i];
+
+		if (!m->readable)
+			continue;
+		for (size_t k = 0; k < m->n_elems; k++) {
+			SvcElem key = { .map = m->name, .key = m->elems[k].key };
+			const SvcElem *kp = &key, *const * w;
+
+			w = bsearch_safe(&kp, v, n_v, sizeof(SvcElem *), elem_ptr_cmp);
+			if (!w || !streq((*w)->value, m->elems[k].value) || !m->elems[k].keep)
+				nft_batch_put(b, "delete element " T " %s { %s }\n", m->name, m->elems[k].key);
+		}
+	}
+	if (ks) {
+		size_t w = 0;
+
+		for (size_t i = 0; i < n_v; i++) {
+			const SvcKernelElem *ke =
+					map_kept(ks, v[i]->map)
+							? svc_kernel_elem(svc_kernel_map(ks, v[i]->map), v[i]->key)
+							: NULL;
+
+			if (!ke || !streq(ke->value, v[i]->value) || !ke->keep)
+				v[w++] = v[i];
+		}
+		n_v = w;
+	}
 	for (size_t i = 0, j; i < n_v; i = j) {
 		for (j = i + 1; j < n_v && streq(v[j]->map, v[i]->map); j++)
 			;

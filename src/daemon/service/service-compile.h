@@ -62,6 +62,13 @@
  * consults before its numgen (ip saddr @set goto <endpoint>). The timeout is in the name: a
  * changed timeoutSeconds makes new sets (the kernel cannot change a set's timeout in place).
  *
+ * Counters (docs/metrics.md): the endpoint maps and the svc-noep* maps are declared with the counter
+ * flag, so the lookup that picks an element counts one packet on it (NAT chains see a connection's
+ * first packet only, the no-endpoint check runs for ct state new: each is one new connection); a
+ * DNAT rule outside the maps (one endpoint, an endpoint chain) counts on a named counter,
+ * <chain>/ep/<addr>/<port> or the endpoint chain's name, which outlives the chain's flushes and is
+ * another counter for another endpoint. The unit lists them (SvcSeries); docs/service-datapath.md.
+ *
  * A unit is a pure function of the Service, its EndpointSlices and the node; diffing two units of
  * one Service renders a batch touching only that Service's objects.
  */
@@ -107,6 +114,21 @@ typedef struct SvcSet {
 	char *decl; /* "{ type ipv4_addr; flags dynamic,timeout; timeout 3s; }" */
 } SvcSet;
 
+/*
+ * A counter of the Service's datapath and the series it adds to (service-counters.h reads them):
+ * an element of a counted map (svc-eps*: new connections DNATed to one endpoint; svc-noep*: new
+ * connections refused for want of endpoints), or a named counter on a DNAT rule (one endpoint, the
+ * endpoint chains). Several counters may add to one series (ClusterIP and NodePort, the choosing
+ * chains of internal and external traffic).
+ */
+typedef struct SvcSeries {
+	const char *map; /* static: a counted map; NULL: the named counter `key` */
+	char *key;       /* the element's key, or the counter's name */
+	char *labels;    /* namespace="..",service="..",port="80",protocol="TCP",endpoint="10.244.1.5:8080" |
+			    action="reject" */
+	bool noep;       /* weft_service_no_endpoint_total, else weft_service_new_connections_total */
+} SvcSeries;
+
 typedef struct ServiceUnit {
 	char *key; /* "ns/name" */
 	size_t n_chains, n_elems, n_sets;
@@ -115,6 +137,10 @@ typedef struct ServiceUnit {
 	SvcElem *elems;   /* sorted by map, key */
 	char **targets;   /* "<proto>/<addr>/<port>" of every endpoint some chain may choose, sorted */
 	size_t n_targets;
+	char **counters; /* named counters (of the DNAT rules outside the maps), sorted */
+	size_t n_counters;
+	SvcSeries *series; /* sorted by (noep, labels) */
+	size_t n_series;
 } ServiceUnit;
 
 /* Slots of the endpoint maps (a bitmap: 32 KiB). */
@@ -123,6 +149,9 @@ int svc_slot_pool_new(SvcSlotPool **ret);
 SvcSlotPool *svc_slot_pool_free(SvcSlotPool *p);
 void svc_slot_pool_reset(SvcSlotPool *p);
 size_t svc_slot_pool_used(const SvcSlotPool *p);
+/* u's slots marked taken (a full sync builds the units again keeping their slots, so the elements of
+ * the endpoint maps, and their counters, stay). */
+void svc_slot_pool_reserve(SvcSlotPool *p, const ServiceUnit *u);
 /* After old -> new is programmed: old's slots that new does not keep are free again. */
 void svc_slot_pool_release(SvcSlotPool *p, const ServiceUnit *old, const ServiceUnit *new);
 
@@ -151,6 +180,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ServiceUnit *, service_unit_free);
 bool service_unit_equal(const ServiceUnit *a, const ServiceUnit *b);
 const SvcChain *service_unit_chain(const ServiceUnit *u, const char *name);
 const SvcSet *service_unit_set(const ServiceUnit *u, const char *name);
+const SvcElem *service_unit_elem(const ServiceUnit *u, const char *map, const char *key);
 
 /*
  * Elements of the shared sets (svc-hairpin4/6), counted over every unit. svc_refs_update() counts
@@ -170,14 +200,17 @@ void svc_refs_render_held(SvcRefs *r, const ServiceUnit *u, NftBatch *b);
 /* The fixed objects (idempotent: add, flush, rules). ranges: --service-cluster-ip-range (at most one
  * per family; none: no svc-cluster-ips-check rule for that family). */
 void service_render_base(NftBatch *b, const IpPrefix *ranges, size_t n_ranges);
-/* The fixed maps' and sets' elements removed (start-up full sync: the units then add theirs again). */
-void service_render_flush_maps(NftBatch *b);
+/* The fixed maps' and sets' elements removed (a full sync: the units then add theirs again), but for
+ * the counted maps ks read (service-counters.h) and understood: those keep their elements, and
+ * service_render_full() changes only what differs, so the elements keep their counters. */
+typedef struct SvcKernelState SvcKernelState;
+void service_render_flush_maps(NftBatch *b, const SvcKernelState *ks);
 /*
  * Every unit anew (a full sync, after service_render_base(), service_render_flush_maps() and a
  * flush of every per-Service chain the kernel holds): all chains and rules, then each map's
  * elements in one command; counts the shared sets' elements in refs (reset it first). 0 or -ENOMEM.
  */
-int service_render_full(NftBatch *b, ServiceUnit *const *units, size_t n, SvcRefs *refs);
+int service_render_full(NftBatch *b, ServiceUnit *const *units, size_t n, SvcRefs *refs, const SvcKernelState *ks);
 /*
  * old -> new of one Service (either may be NULL): element deletes, chain adds/flushes and rules,
  * element adds, then removed chains flushed and deleted. With

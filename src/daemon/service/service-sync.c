@@ -15,7 +15,7 @@
 #include "shared/nft/nft.h"
 
 int service_uninstall(NftCtx *nft, size_t *ret_n, char **ret_error) {
-	_cleanup_strv_free_ char **chains = NULL, **sets = NULL, **maps = NULL;
+	_cleanup_strv_free_ char **chains = NULL, **sets = NULL, **maps = NULL, **counters = NULL;
 	_cleanup_(nft_batch_done) NftBatch b = {};
 	int r;
 
@@ -26,6 +26,8 @@ int service_uninstall(NftCtx *nft, size_t *ret_n, char **ret_error) {
 		r = nft_list_names(nft, "set", SVC_PREFIX, &sets);
 	if (r >= 0)
 		r = nft_list_names(nft, "map", SVC_PREFIX, &maps);
+	if (r >= 0)
+		r = nft_list_names(nft, "counter", SVC_PREFIX, &counters);
 	if (r < 0)
 		return r;
 	r = nft_batch_begin(&b);
@@ -41,10 +43,12 @@ int service_uninstall(NftCtx *nft, size_t *ret_n, char **ret_error) {
 		nft_batch_add(&b, "delete chain " NFT_TABLE_INET " %s", chains[i]);
 	for (size_t i = 0; sets && sets[i]; i++)
 		nft_batch_add(&b, "delete set " NFT_TABLE_INET " %s", sets[i]);
+	for (size_t i = 0; counters && counters[i]; i++)
+		nft_batch_add(&b, "delete counter " NFT_TABLE_INET " %s", counters[i]);
 	r = nft_batch_finish(&b);
 	if (r < 0)
 		return r;
-	*ret_n = strv_length(chains) + strv_length(maps) + strv_length(sets);
+	*ret_n = strv_length(chains) + strv_length(maps) + strv_length(sets) + strv_length(counters);
 	return b.len > 0 ? nft_apply(nft, b.buf, ret_error) : 0;
 }
 
@@ -61,7 +65,14 @@ static int collect_unit(const KubeObject *o, void *userdata) {
 
 	if (!KUBE_SERVICE(o))
 		return 0;
-	f->r = service_build_unit(f->a, KUBE_SERVICE(o), NULL, &u);
+	_cleanup_free_ char *key = strdup_printf("%s/%s", o->namespace, o->name);
+	bool found = false;
+	size_t at = key ? service_agent_unit_find(f->a, key, &found) : 0;
+
+	if (!key)
+		return f->r = -ENOMEM;
+	/* built from the one programmed: its chains keep their slots, its map elements their counters */
+	f->r = service_build_unit(f->a, KUBE_SERVICE(o), found ? f->a->units[at] : NULL, &u);
 	if (f->r < 0)
 		return f->r;
 	if (f->n == f->cap) {
@@ -88,6 +99,10 @@ static int claim_one(const KubeObject *o, void *userdata) {
 	key = strdup_printf("%s/%s", o->namespace, o->name);
 	f->r = key ? service_build_claim(f->a, key, KUBE_SERVICE(o)) : -ENOMEM;
 	return f->r < 0 ? f->r : 0;
+}
+
+static int str_ptr_cmp(const void *x, const void *y) {
+	return strcmp(*(char *const *) x, *(char *const *) y);
 }
 
 static int unit_ptr_cmp(const void *x, const void *y) {
@@ -176,15 +191,28 @@ static void apply_bisect(ServiceAgent *a, Segments *sg, const size_t *idx, size_
 /* The full batch of units[0..n) (refs reset and counted anew), appended to out. 0 or -ENOMEM. */
 static int render_full(ServiceAgent *a, ServiceUnit *const *units, size_t n, char *const *kernel,
 		       char *const *kernel_sets, NftBatch *out) {
+	const SvcKernelState *ks = a->kernel_state;
+	bool recreate = false;
 	int r;
 
 	svc_refs_reset(a->refs);
+	/* counted maps without the counter flag (an older weftd's): emptied of rules naming them and
+	 * declared again (the kernel refuses to add the flag to a map) */
+	for (size_t i = 0; ks && i < ks->n_maps && !recreate; i++)
+		recreate = !ks->maps[i].counted;
+	if (recreate) {
+		for (size_t i = 0; kernel && kernel[i]; i++)
+			nft_batch_add(out, "flush chain " NFT_TABLE_INET " %s", kernel[i]);
+		for (size_t i = 0; i < ks->n_maps; i++)
+			if (!ks->maps[i].counted)
+				nft_batch_add(out, "delete map " NFT_TABLE_INET " %s", ks->maps[i].name);
+	}
 	service_render_base(out, a->cfg.service_ranges, a->cfg.n_service_ranges);
-	service_render_flush_maps(out);
+	service_render_flush_maps(out, ks);
 	for (size_t i = 0; kernel && kernel[i]; i++)
 		if (strchr(kernel[i], '/')) /* per-Service chains; the fixed ones are flushed above */
 			nft_batch_add(out, "flush chain " NFT_TABLE_INET " %s", kernel[i]);
-	r = service_render_full(out, units, n, a->refs);
+	r = service_render_full(out, units, n, a->refs, ks);
 	for (size_t i = 0; kernel && kernel[i]; i++) {
 		bool wanted = false;
 
@@ -201,6 +229,16 @@ static int render_full(ServiceAgent *a, ServiceUnit *const *units, size_t n, cha
 			wanted = service_unit_set(units[k], kernel_sets[i]) != NULL;
 		if (!wanted && strchr(kernel_sets[i], '/'))
 			nft_batch_add(out, "delete set " NFT_TABLE_INET " %s", kernel_sets[i]);
+	}
+	/* named counters no Service wants (after the rules naming them) */
+	for (size_t i = 0; ks && i < ks->n_counters; i++) {
+		bool wanted = false;
+
+		for (size_t k = 0; k < n && !wanted; k++)
+			wanted = bsearch_safe(&ks->counters[i], units[k]->counters, units[k]->n_counters,
+					      sizeof(char *), str_ptr_cmp) != NULL;
+		if (!wanted && strchr(ks->counters[i], '/'))
+			nft_batch_add(out, "delete counter " NFT_TABLE_INET " %s", ks->counters[i]);
 	}
 	return r;
 }
@@ -255,6 +293,43 @@ static void full_bisect(FullBisect *fb, ServiceUnit **v, size_t lo, size_t hi) {
 	free(err);
 }
 
+/*
+ * A counted map's element the kernel holds is kept by a full pass (with its counter) only if the
+ * Service that programmed it (a->units) wants it as it is now: an endpoint-map slot of a Service
+ * gone may be another's in this pass. A map none of whose elements is kept is flushed.
+ */
+static void mark_kept(ServiceAgent *a) {
+	SvcKernelState *ks = a->kernel_state;
+
+	for (size_t i = 0; ks && i < a->n_units; i++) {
+		const ServiceUnit *old = a->units[i], *const * np;
+		ServiceUnit key = { .key = old->key }, *kp = &key;
+
+		np = bsearch_safe(&kp, a->full_v, a->full_n, sizeof(ServiceUnit *), unit_ptr_cmp);
+		if (!np)
+			continue;
+		for (size_t k = 0; k < old->n_elems; k++) {
+			const SvcElem *e = &old->elems[k], *ne;
+			SvcKernelElem *ke;
+
+			if (!svc_map_counted(e->map))
+				continue;
+			ke = svc_kernel_elem_mut((SvcKernelMap *) svc_kernel_map(ks, e->map), e->key);
+			ne = service_unit_elem(*np, e->map, e->key);
+			if (ke && ne && streq(ke->value, e->value) && streq(ne->value, e->value))
+				ke->keep = true;
+		}
+	}
+	for (size_t i = 0; ks && i < ks->n_maps; i++) {
+		bool any = false;
+
+		for (size_t k = 0; k < ks->maps[i].n_elems && !any; k++)
+			any = ks->maps[i].elems[k].keep;
+		if (!any)
+			ks->maps[i].readable = false;
+	}
+}
+
 /* Drops what a full pass left (its units when it failed). */
 void service_sync_full_done(ServiceAgent *a) {
 	for (size_t i = 0; i < a->full_n; i++)
@@ -263,6 +338,7 @@ void service_sync_full_done(ServiceAgent *a) {
 	a->full_n = a->full_cap = 0;
 	a->kernel = strv_free(a->kernel);
 	a->kernel_sets = strv_free(a->kernel_sets);
+	a->kernel_state = svc_kernel_free(a->kernel_state);
 }
 
 /*
@@ -275,9 +351,11 @@ int service_sync_full_render(ServiceAgent *a, NftBatch *b) {
 	int r;
 
 	service_sync_full_done(a);
-	/* everything is rendered anew: new slots, counts from zero, every claim again (the winners
-	 * are known before any unit is built) */
+	/* everything is rendered anew: counts from zero, every claim again (the winners are known
+	 * before any unit is built); the programmed units' slots kept (collect_unit) */
 	svc_slot_pool_reset(a->slots);
+	for (size_t i = 0; i < a->n_units; i++)
+		svc_slot_pool_reserve(a->slots, a->units[i]);
 	svc_refs_reset(a->refs);
 	service_claims_reset(a->claims);
 	object_cache_foreach(a->cache, KUBE_KIND_SERVICE, claim_one, &f);
@@ -293,8 +371,17 @@ int service_sync_full_render(ServiceAgent *a, NftBatch *b) {
 		r = nft_list_names(nft_sync_ctx(a->sync), "set", SVC_PREFIX, &a->kernel_sets);
 	if (r < 0)
 		return r;
+	/* what the counted maps hold: kept and changed element by element (service-counters.h);
+	 * unread, they are flushed (their counters start again) */
+	r = svc_kernel_read(&a->kernel_state, NULL, 0);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		log_warning_errno(r, "Services: cannot read the endpoint maps, their counters start again: %m");
 	qsort_safe(a->full_v, a->full_n, sizeof(ServiceUnit *), unit_ptr_cmp);
-	if (a->full_n == 0 && strv_length(a->kernel) == 0 && strv_length(a->kernel_sets) == 0)
+	mark_kept(a);
+	if (a->full_n == 0 && strv_length(a->kernel) == 0 && strv_length(a->kernel_sets) == 0 &&
+	    (!a->kernel_state || (a->kernel_state->n_maps == 0 && a->kernel_state->n_counters == 0)))
 		/* no Service and nothing of ours: add nothing, so a cluster without Services keeps
 		 * exactly the datapath it had */
 		return 0;
@@ -367,6 +454,10 @@ void service_sync_full_applied(ServiceAgent *a, size_t batch_bytes) {
 	a->n_units = a->full_n;
 	a->cap_units = a->full_cap;
 	a->base = a->n_units > 0 || batch_bytes > 0;
+	/* the slots are the programmed units' (those of Services gone or refused are free again) */
+	svc_slot_pool_reset(a->slots);
+	for (size_t i = 0; i < a->n_units; i++)
+		svc_slot_pool_reserve(a->slots, a->units[i]);
 	a->full_n = a->full_cap = 0;
 	service_sync_full_done(a);
 	service_agent_clear_dirty(a);

@@ -22,6 +22,7 @@
 
 #include "basic/string-util.h"
 #include "daemon/service/service-compile.h"
+#include "daemon/service/service-counters.h"
 #include "shared/nft/nft.h"
 
 static StringPool *pool;
@@ -180,7 +181,7 @@ static void render_diff(NftBatch *f, const void *arg) {
 
 	if (d->full) {
 		service_render_base(f, NULL, 0);
-		service_render_flush_maps(f);
+		service_render_flush_maps(f, NULL);
 		svc_refs_reset(refs);
 	}
 	service_render_unit_diff(f, d->old, d->new, d->full);
@@ -266,9 +267,27 @@ static void test_cluster_ip_protocols_and_named_ports(void **state) {
 	assert_chosen(u, "svc-shop/web/tcp/80/ip4", "10.244.1.10 . 8080, 10.244.2.10 . 8081");
 	assert_chosen(u, "svc-shop/web/udp/53/ip4", "10.244.1.10 . 5353, 10.244.2.10 . 5353");
 	assert_non_null(strstr(rules(u, "svc-shop/web/udp/53/ip4"), "meta l4proto udp dnat ip to numgen"));
-	/* SCTP only in slice web-a: one endpoint, a plain dnat */
+	/* SCTP only in slice web-a: one endpoint, a plain dnat, counted on a named counter */
 	assert_string_equal(rules(u, "svc-shop/web/sctp/9/ip4"),
-			    "meta l4proto sctp dnat ip to 10.244.1.10:9 comment \"shop/web SCTP/9\"\n");
+			    "meta l4proto sctp counter name \"svc-shop/web/sctp/9/ip4/ep/10.244.1.10/9\" dnat ip to "
+			    "10.244.1.10:9 comment \"shop/web SCTP/9\"\n");
+	assert_int_equal(u->n_counters, 1);
+	assert_string_equal(u->counters[0], "svc-shop/web/sctp/9/ip4/ep/10.244.1.10/9");
+	/* the series: one per endpoint of each port (the map elements), the named counter's */
+	assert_int_equal(u->n_series, 5);
+	for (size_t i = 0; i < u->n_series; i++) {
+		const SvcSeries *se = &u->series[i];
+
+		assert_false(se->noep);
+		if (!se->map)
+			assert_string_equal(se->labels,
+					    "namespace=\"shop\",service=\"web\",port=\"9\",protocol=\"SCTP\","
+					    "endpoint=\"10.244.1.10:9\"");
+		else
+			assert_non_null(service_unit_elem(u, se->map, se->key));
+	}
+	assert_string_equal(u->series[0].labels, "namespace=\"shop\",service=\"web\",port=\"53\",protocol=\"UDP\","
+						 "endpoint=\"10.244.1.10:5353\"");
 	/* hairpin: this node's endpoint only */
 	assert_non_null(elem(u, "svc-hairpin4", "10.244.1.10 . 10.244.1.10"));
 	assert_null(elem(u, "svc-hairpin4", "10.244.2.10 . 10.244.2.10"));
@@ -562,8 +581,19 @@ static void test_internal_local_and_dual_stack(void **state) {
 	/* IPv6: the local one only */
 	assert_string_equal(elem(u, "svc-ips6", "fd00:96::13 . tcp . 80")->value, "goto svc-shop/ds/tcp/80/ip6");
 	assert_chosen(u, "svc-shop/ds/tcp/80/ip6", "fd00:10:244:1::50 . 80");
-	assert_non_null(strstr(rules(u, "svc-shop/ds/tcp/80/ip6"),
-			       "meta l4proto tcp dnat ip6 to [fd00:10:244:1::50]:80"));
+	assert_non_null(strstr(
+			rules(u, "svc-shop/ds/tcp/80/ip6"),
+			"meta l4proto tcp counter name \"svc-shop/ds/tcp/80/ip6/ep/fd00_10_244_1__50/80\" dnat ip6 to "
+			"[fd00:10:244:1::50]:80"));
+	/* the IPv4 drop counts as a no-endpoint drop; the IPv6 endpoint's series has its address in brackets */
+	assert_int_equal(u->n_series, 2);
+	assert_false(u->series[0].noep);
+	assert_string_equal(u->series[0].labels, "namespace=\"shop\",service=\"ds\",port=\"80\",protocol=\"TCP\","
+						 "endpoint=\"[fd00:10:244:1::50]:80\"");
+	assert_true(u->series[1].noep);
+	assert_string_equal(u->series[1].map, "svc-noep4");
+	assert_string_equal(u->series[1].labels,
+			    "namespace=\"shop\",service=\"ds\",port=\"80\",protocol=\"TCP\",action=\"drop\"");
 	assert_non_null(elem(u, "svc-hairpin6", "fd00:10:244:1::50 . fd00:10:244:1::50"));
 	assert_int_equal(u->n_chains, 1);
 	apply("dual stack", render_diff, &(Diff) { .new = u, .full = true });
@@ -596,8 +626,10 @@ static void test_incremental(void **state) {
 		_cleanup_free_ char *want = strdup_printf(
 				"delete element inet weft svc-eps4-tcp-%03u { %u }\n"
 				"delete element inet weft svc-eps4-tcp-%03u { %u }\n"
+				"add counter inet weft svc-shop/inc/tcp/80/ip4/ep/10.244.1.60/80\n"
 				"flush chain inet weft svc-shop/inc/tcp/80/ip4\n"
-				"add rule inet weft svc-shop/inc/tcp/80/ip4 meta l4proto tcp dnat ip to 10.244.1.60:80 "
+				"add rule inet weft svc-shop/inc/tcp/80/ip4 meta l4proto tcp counter name "
+				"\"svc-shop/inc/tcp/80/ip4/ep/10.244.1.60/80\" dnat ip to 10.244.1.60:80 "
 				"comment \"shop/inc TCP/80\"\n",
 				slot % SVC_EPS_BUCKETS, first, slot % SVC_EPS_BUCKETS, first + 1);
 
@@ -944,6 +976,10 @@ static double cpu_ms_now(void) {
 	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
 }
 
+static int str_ptr_cmp(const void *a, const void *b) {
+	return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
 static int double_cmp(const void *a, const void *b) {
 	double x = *(const double *) a, y = *(const double *) b;
 
@@ -983,7 +1019,7 @@ static int bench(size_t n, const char *target) {
 	if (nft_batch_begin(&f) < 0)
 		return 1;
 	service_render_base(&f, NULL, 0);
-	service_render_flush_maps(&f);
+	service_render_flush_maps(&f, NULL);
 	for (size_t i = 0; i < n_all; i++) {
 		if (service_unit_build(&(ServiceModelInput) { .node = "node1",
 							      .svc = KUBE_SERVICE(svcs[i]),
@@ -993,7 +1029,7 @@ static int bench(size_t n, const char *target) {
 				       &units[i]) < 0)
 			return 1;
 	}
-	if (service_render_full(&f, units, n_all, refs) < 0)
+	if (service_render_full(&f, units, n_all, refs, NULL) < 0)
 		return 1;
 	buf = nft_batch_steal(&f);
 	if (!buf)
@@ -1010,6 +1046,40 @@ static int bench(size_t n, const char *target) {
 	}
 	free(buf);
 	buf = NULL;
+	/* the counters read as a /metrics scrape reads them (service-counters.h: the maps the series
+	 * name): median of 5 */
+	double t_reads[5];
+	size_t n_counters = 0, n_maps = 0;
+	const char **maps = calloc(SVC_EPS_BUCKETS * 6 + 8, sizeof(char *));
+
+	if (!maps)
+		return 1;
+	for (size_t i = 0; i < n_all; i++)
+		for (size_t k = 0; k < units[i]->n_series; k++) {
+			const char *m = units[i]->series[k].map;
+			bool seen = false;
+
+			for (size_t j = 0; m && j < n_maps && !seen; j++)
+				seen = streq(maps[j], m);
+			if (m && !seen)
+				maps[n_maps++] = m;
+		}
+	qsort(maps, n_maps, sizeof(char *), str_ptr_cmp);
+
+	for (size_t k = 0; k < ELEMENTSOF(t_reads); k++) {
+		SvcKernelState *ks = NULL;
+
+		t0 = ms_now();
+		if (svc_kernel_read(&ks, maps, n_maps) < 0)
+			return 1;
+		t_reads[k] = ms_now() - t0;
+		n_counters = ks->n_counters;
+		for (size_t m = 0; m < ks->n_maps; m++)
+			n_counters += ks->maps[m].n_elems;
+		svc_kernel_free(ks);
+	}
+	qsort(t_reads, ELEMENTSOF(t_reads), sizeof(double), double_cmp);
+	free(maps);
 	/* one Service changes (loses an endpoint, or gets its fifth back), nine times over different
 	 * Services: rebuild that one, diff, apply. The first change after the full sync also pays for
 	 * libnftables dropping the full batch's cache; the median is the steady state. */
@@ -1061,9 +1131,10 @@ static int bench(size_t n, const char *target) {
 	qsort(c_changes, n_changes, sizeof(double), double_cmp);
 	t_incr = n_changes ? t_changes[n_changes / 2] : 0;
 	printf("services=%zu endpoints=5 full_sync_ms=%.1f one_service_sync_ms=%.2f one_service_sync_max_ms=%.2f "
-	       "first_change_ms=%.2f one_service_batch_bytes=%zu full_sync_cpu_ms=%.1f one_service_sync_cpu_ms=%.2f\n",
+	       "first_change_ms=%.2f one_service_batch_bytes=%zu full_sync_cpu_ms=%.1f one_service_sync_cpu_ms=%.2f "
+	       "counters_read_ms=%.2f counters=%zu counted_maps=%zu\n",
 	       n, t_full, t_incr, n_changes ? t_changes[n_changes - 1] : 0, t_first, len, c_full,
-	       n_changes ? c_changes[n_changes / 2] : 0);
+	       n_changes ? c_changes[n_changes / 2] : 0, t_reads[ELEMENTSOF(t_reads) / 2], n_counters, n_maps);
 	free(buf);
 	for (size_t i = 0; i < n_all; i++) {
 		service_unit_free(units[i]);
