@@ -236,17 +236,18 @@ info "  p1 -> [fd00:10:96::20]:80 x4: $s"
 
 case_ "no IPv6 endpoints: IPv6 ClusterIP rejects (TCP reset, ICMPv6 unreachable), IPv4 one answers"
 t0=$(date +%s%N)
-r=$(in_pod 3 tcp fd00:10:96::30 80 3)
+r=$(in_pod 3 tcp fd00:10:96::30 80 6)
 ms=$((($(date +%s%N) - t0) / 1000000))
 info "  p3 -> [fd00:10:96::30]:80: $r (${ms} ms)"
 assert_eq "$r" refused "Service without IPv6 endpoints (TCP over IPv6)"
-((ms < 1500)) || check_fail "the TCP reject took $ms ms"
+# a reject, not the probe's 6 s timeout (1,748 ms seen at a load average of 20: python's start)
+((ms < 4000)) || check_fail "the TCP reject took $ms ms"
 t0=$(date +%s%N)
-r=$(in_pod 3 udp fd00:10:96::30 53 3)
+r=$(in_pod 3 udp fd00:10:96::30 53 6)
 ms=$((($(date +%s%N) - t0) / 1000000))
 info "  p3 -> [fd00:10:96::30]:53/udp: $r (${ms} ms)"
 assert_eq "$r" refused "Service without IPv6 endpoints (UDP over IPv6)"
-((ms < 1500)) || check_fail "the ICMPv6 reject took $ms ms"
+((ms < 4000)) || check_fail "the ICMPv6 reject took $ms ms"
 r=$(in_node 3 tcp fd00:10:96::30 80 3)
 info "  node3 -> [fd00:10:96::30]:80: $r"
 assert_eq "$r" refused "Service without IPv6 endpoints, from the node"
