@@ -72,7 +72,9 @@ def serve(addrs):
     threading.Event().wait()
 def probe(kind, ip, port, n):
     """n connections (each a new socket: a new conntrack entry); prints "answer count" lines"""
-    c = collections.Counter()
+    # every socket stays open until the end: a closed UDP socket's port may come back to a later
+    # one, whose datagrams then ride the first one's conntrack entry (no new connection, no count)
+    c, held = collections.Counter(), []
     for _ in range(n):
         s = socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET,
                           socket.SOCK_STREAM if kind == "tcp" else socket.SOCK_DGRAM)
@@ -89,7 +91,9 @@ def probe(kind, ip, port, n):
         except OSError as e:
             c[f"error-{e.errno}"] += 1
         finally:
-            s.close()
+            held.append(s)
+    for s in held:
+        s.close()
     for k, v in sorted(c.items()):
         print(k, v)
 if sys.argv[1] == "serve":
