@@ -200,6 +200,12 @@ probes 6 outside tcp 192.0.2.9 80 "$TO"
 expect_eps "LB IP (Local)" "$s"
 expect_masq "LB IP (Local)" "$OUTSIDE_IP"
 
+case_ "LoadBalancer IP, externalTrafficPolicy Local, from a pod on another node: every endpoint, source kept"
+explain 3 192.0.2.9:80 --from "$P3"
+probes 4 in_pod 3 tcp 192.0.2.9 80 "$TO"
+expect_eps "LB IP (Local) from a pod" "$s"
+expect_masq "LB IP (Local) from a pod" "$P3"
+
 case_ "NodePort, externalTrafficPolicy Local, on a node without a local endpoint: dropped"
 explain 1 "$N1:30081" --from "$OUTSIDE_IP"
 expect_verdict "eTP Local elsewhere" dropped

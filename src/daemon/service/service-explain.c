@@ -248,7 +248,8 @@ static void read_ext(Entry *x, const ServiceUnit *u, const char *ext) {
 			path->why = "external traffic with externalTrafficPolicy Cluster: the reply must come back "
 				    "through this node";
 			path_chain(path, u, target);
-		} else if (strstr(line, " saddr ") && g) { /* Local: pods short-circuit */
+		} else if ((startswith(line, "ip saddr ") || startswith(line, "ip6 saddr ")) && g) {
+			/* Local: pods short-circuit (one rule per pod network of the family) */
 			bool seen = false;
 
 			for (size_t i = 0; i < x->n_paths; i++)
