@@ -11,6 +11,7 @@
 #include "daemon/cni-conf.h"
 #include "daemon/flows/flow-agent.h"
 #include "daemon/policy/policy-agent.h"
+#include "daemon/service/service-explain.h"
 #include "daemon/weftd.h"
 
 static bool healthy(Manager *m) {
@@ -125,6 +126,10 @@ int manager_status_handler(const char *method, const char *path, const char *que
 	if (streq(path, "/debug/policy/explain") && m->objects.policy) {
 		resp->content_type = "text/plain; charset=utf-8";
 		return policy_agent_explain(m->objects.policy, query, &resp->status, &resp->body);
+	}
+	if (streq(path, "/debug/service/explain") && m->objects.services) {
+		resp->content_type = "text/plain; charset=utf-8";
+		return service_agent_explain(m->objects.services, query, &resp->status, &resp->body);
 	}
 	if (streq(path, "/policy/drops") && m->objects.policy) {
 		resp->content_type = "application/x-ndjson";

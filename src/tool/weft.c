@@ -10,6 +10,7 @@
  *   weft apply|delete|get ...  cluster objects in etcd, as kubectl (object-cmd.h)
  *   weft policy ...       ask weftd about NetworkPolicy (policy-cmd.h)
  *   weft flows ...        the connections weftd logged (flows-cmd.h)
+ *   weft service ...      ask weftd what it does with a connection to a Service (service-cmd.h)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "tool/install-cni.h"
 #include "tool/object-cmd.h"
 #include "tool/policy-cmd.h"
+#include "tool/service-cmd.h"
 
 static const struct {
 	const char *name;
@@ -34,6 +36,7 @@ static const struct {
 	{ "delete", object_delete_main, "delete objects from etcd" },
 	{ "get", object_get_main, "list or show objects in etcd" },
 	{ "policy", policy_cmd_main, "ask weftd why a connection is allowed or denied, and what was dropped" },
+	{ "service", service_cmd_main, "ask weftd what it does with a connection to a Service address" },
 	{ "flows", flows_cmd_main, "the connections weftd logged: pods, Service, verdict, bytes" },
 };
 

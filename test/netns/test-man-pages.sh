@@ -10,7 +10,7 @@
 # other script tests so that tools/run-tests (make check) picks it up.
 #
 #   weftd --help, weftd uninstall --help                ──> --flags, "weftd uninstall"  ──> man/weftd.8
-#   weft --help, weft cni|get|apply|delete|policy|flows|install-cni --help ──> --flags, "weft cni add"...
+#   weft --help, weft cni|get|apply|delete|policy|service|flows|install-cni --help ──> --flags, "weft cni add"...
 #                                                                                    ──> man/weft.8
 #
 # MAN_DIR=DIR checks the pages in DIR instead of man/ (to see the test fail on a page with a flag
@@ -122,7 +122,7 @@ check_page() {
 }
 
 WEFTD_HELP=$(helps "$WEFTD" --help "uninstall --help")
-WEFT_HELP=$(helps "$WEFT" --help "cni --help" "get --help" "apply --help" "delete --help" "policy --help" "flows --help" \
+WEFT_HELP=$(helps "$WEFT" --help "cni --help" "get --help" "apply --help" "delete --help" "policy --help" "service --help" "flows --help" \
 	"install-cni --help")
 check_page weftd "$MAN_DIR/weftd.8" "$WEFTD_HELP" "$WEFTD"
 check_page weft "$MAN_DIR/weft.8" "$WEFT_HELP" "$WEFT cni" "$WEFT get" "$WEFT install-cni"
