@@ -10,7 +10,7 @@ require_cmd etcd jq python3 bird birdc
 require_plugins weftd
 if [ ! -x /usr/lib/frr/bgpd ] || [ ! -x /usr/lib/frr/zebra ]; then skip "needs FRR (/usr/lib/frr/bgpd, zebra)"; fi
 before=$(ip -br link | awk '{print $1}' | sort | tr '\n' ' ')
-declare -A WANT=([bgp]=71 [udp]=70) # bgp: one more check, the router's table
+declare -A WANT=([bgp]=73 [udp]=72) # bgp: one more check, the router's table
 for backend in bgp udp; do
 	if out=$(WEFT_BUILD=$WEFT_BUILD "$TOP/tools/demo" --backend "$backend" --no-iperf 2>&1); then
 		info "$(tail -1 <<<"$out")"

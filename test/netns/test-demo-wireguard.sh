@@ -18,7 +18,7 @@ before=$(ip -br link | awk '{print $1}' | sort | tr '\n' ' ')
 wg_before=$(pgrep -x wireguard-go | sort | tr '\n' ' ' || true)
 if out=$(WEFT_BUILD=$WEFT_BUILD "$TOP/tools/demo" --backend wireguard --no-iperf 2>&1); then
 	info "$(tail -1 <<<"$out")"
-	grep -q "^demo: 74 of 74 checks passed (wireguard" <<<"$out" || check_fail "unexpected summary: $(tail -1 <<<"$out")"
+	grep -q "^demo: 76 of 76 checks passed (wireguard" <<<"$out" || check_fail "unexpected summary: $(tail -1 <<<"$out")"
 	sed -n '/^== WireGuard/,/^== addresses/p' <<<"$out" | grep -v '^== addresses' | grep -v 'node1|' | sed '/^$/d; s/^/#/'
 	for i in 1 2 3; do
 		grep -q "^   node$i weft-wg: UDP 51820, 2 peers, 2 with a handshake   ok\$" <<<"$out" || check_fail "node$i's WireGuard line missing"

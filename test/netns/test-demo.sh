@@ -10,7 +10,7 @@ before=$(ip -br link | awk '{print $1}' | sort | tr '\n' ' ')
 for backend in vxlan host-gw; do
 	if out=$(WEFT_BUILD=$WEFT_BUILD "$TOP/tools/demo" --backend "$backend" --no-iperf 2>&1); then
 		info "$(tail -1 <<<"$out")"
-		grep -q "^demo: 70 of 70 checks passed ($backend" <<<"$out" || check_fail "$backend: unexpected summary: $(tail -1 <<<"$out")"
+		grep -q "^demo: 72 of 72 checks passed ($backend" <<<"$out" || check_fail "$backend: unexpected summary: $(tail -1 <<<"$out")"
 	else
 		check_fail "demo --backend $backend failed:"$'\n'"$(tail -40 <<<"$out")"
 	fi

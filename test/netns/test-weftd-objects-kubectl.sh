@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317 # helper functions below are called through wait_for
+# weft-test: no-san (kubectl against the fixture for a minute; the sanitizer pass takes the same Kubernetes object source and cache in test-weftd-objects-kube and -kube-hostile)
 # kubectl (v1.32, a client nobody here wrote) writes the cluster's objects into the fake API server
 # while weftd caches them: after every step, for every kind weft caches, what `kubectl get KIND -A`
 # lists, what a `kubectl get --watch` that ran all along adds up to, and what weftd's

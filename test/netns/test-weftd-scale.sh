@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# weft-test: no-san (5,000 nodes in one pass, a run at size; the sanitizer pass takes the same reconcile code in test-weftd-backends and -hostile-leases)
 # weftd at scale: WEFT_SCALE_NODES (default 5000) remote vxlan leases are written straight into etcd,
 # then weftd starts on one node and must program all of them (neighbour + FDB + route each) in one
 # reconcile pass. The pass time is weftd's own measurement (its log line and
