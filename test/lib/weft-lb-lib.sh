@@ -125,7 +125,9 @@ lb_l2_kill_case() {
 	info "  node$N took over $TAKEOVER_MS ms after the kill ($1 TTL 6 s)"
 	# the dead node's membership ends at most 6 s after the kill (its last renewal was before it), the
 	# others list every 250 ms (and etcd sweeps expired leases every 500 ms), this loop polls a log
-	((TAKEOVER_MS < (6000 + 2000) * WEFT_TEST_SLACK)) || check_fail "takeover took $TAKEOVER_MS ms (TTL 6 s + 2 s)"
+	# TTL + 6 s: 5.9-7.2 s seen at load averages of 12-17, against the TTL's 6 s; the tight figure
+	# is bench/loadbalancer.sh's, which reads this script's summary line
+	((TAKEOVER_MS < (6000 + 6000) * WEFT_TEST_SLACK)) || check_fail "takeover took $TAKEOVER_MS ms (TTL 6 s + 6 s)"
 	wait_for 3 is "$(mac_of "$N")" out_neigh || check_fail "outside's neighbour entry: '$(out_neigh)', expected node$N's $(mac_of "$N")"
 	garp=$(weftd_metric "$N" 'weft_loadbalancer_l2_packets_total{type="gratuitous_arp"}')
 	((garp > 0)) || check_fail "node$N sent no gratuitous ARP"
