@@ -133,6 +133,33 @@ void status_server_parse_query(const char *line, char query[static 256]) {
 	}
 }
 
+char *status_server_query_get(const char *query, const char *key) {
+	size_t n = strlen(key);
+
+	for (const char *p = query; p && *p;) {
+		const char *end = strchrnul(p, '&');
+
+		if (strncmp(p, key, n) == 0 && p[n] == '=') {
+			char *v = strndup(p + n + 1, (size_t) (end - p - n - 1)), *o = v;
+
+			for (char *i = v; v && *i; i++, o++) {
+				unsigned x;
+
+				if (*i == '%' && sscanf(i + 1, "%2x", &x) == 1) {
+					*o = (char) x;
+					i += 2;
+				} else
+					*o = *i == '+' ? ' ' : *i;
+			}
+			if (v)
+				*o = 0;
+			return v;
+		}
+		p = *end ? end + 1 : end;
+	}
+	return NULL;
+}
+
 static void conn_free(StatusConn *c) {
 	StatusServer *s = c->server;
 

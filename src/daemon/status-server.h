@@ -30,6 +30,9 @@ int status_server_parse_listen(const char *s, struct sockaddr_storage *ret, sock
 int status_server_parse_request_line(const char *line, char method[static 16], char path[static 256]);
 /* The query string of a request line ("kind=pods&namespace=x"; "" if none, or longer than 255). */
 void status_server_parse_query(const char *line, char query[static 256]);
+/* The value of `key` in a query string ("kind=pods&namespace=x"), %XX and '+' decoded (enough for
+ * namespace/pod names and IPv6 addresses); NULL if absent or out of memory. The caller frees it. */
+char *status_server_query_get(const char *query, const char *key);
 
 /*
  * Answers some requests apart from the loop (weftd's /healthz while a long sync holds the loop):

@@ -31,6 +31,7 @@
 #include "daemon/policy/policy-agent.h"
 #include "daemon/service/service-agent.h"
 #include "daemon/weftd.h"
+#include "daemon/status-server.h"
 #include "shared/client/kubeconfig.h"
 
 /* The kinds weftd caches (Nodes come from the lease datastore). */
@@ -665,22 +666,6 @@ int manager_objects_render_metrics(Manager *m, FILE *f) {
 	return 0;
 }
 
-/* The value of `key` in a query string ("kind=pods&namespace=x"); NULL if absent. Values are kind
- * and namespace names: nothing is percent-decoded. */
-static char *query_get(const char *query, const char *key) {
-	size_t n = strlen(key);
-
-	for (const char *p = query; p && *p;) {
-		const char *end = strchr(p, '&');
-		size_t len = end ? (size_t) (end - p) : strlen(p);
-
-		if (len > n && strncmp(p, key, n) == 0 && p[n] == '=')
-			return strndup(p + n + 1, len - n - 1);
-		p = end ? end + 1 : NULL;
-	}
-	return NULL;
-}
-
 static int held_append(const KubeObject *o, const char *reason, void *userdata) {
 	json_t *a = userdata, *e;
 
@@ -740,8 +725,8 @@ int manager_objects_debug(Manager *m, const char *query, StatusResponse *resp) {
 		resp->body = strdup("object cache disabled (--objects-datastore none)\n");
 		return resp->body ? 0 : -ENOMEM;
 	}
-	kind_s = query_get(query, "kind");
-	ns = query_get(query, "namespace");
+	kind_s = status_server_query_get(query, "kind");
+	ns = status_server_query_get(query, "namespace");
 	if (!kind_s) {
 		resp->status = 200;
 		return debug_summary(m, resp);

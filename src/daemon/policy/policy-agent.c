@@ -21,6 +21,7 @@
 #include "daemon/policy/policy-compile.h"
 #include "daemon/policy/policy-drops.h"
 #include "daemon/policy/policy-explain.h"
+#include "daemon/status-server.h"
 #include "shared/netns/netns.h"
 #include "shared/nft/nft.h"
 #include "shared/nl/nfnl.h"
@@ -545,41 +546,14 @@ out:
 	free(cr.deny);
 }
 
-static char *query_get(const char *query, const char *key) {
-	size_t n = strlen(key);
-
-	for (const char *p = query; p && *p;) {
-		const char *end = strchrnul(p, '&');
-
-		if (strncmp(p, key, n) == 0 && p[n] == '=') {
-			char *v = strndup(p + n + 1, (size_t) (end - p - n - 1)), *o = v;
-
-			/* %XX and + decoding: enough for ns/pod and IPv6 addresses */
-			for (char *i = v; v && *i; i++, o++) {
-				unsigned x;
-
-				if (*i == '%' && sscanf(i + 1, "%2x", &x) == 1) {
-					*o = (char) x;
-					i += 2;
-				} else
-					*o = *i == '+' ? ' ' : *i;
-			}
-			if (v)
-				*o = 0;
-			return v;
-		}
-		p = *end ? end + 1 : end;
-	}
-	return NULL;
-}
-
 static const char *explain_held_reason(const KubeObject *o, void *userdata) {
 	return object_cache_held_reason(userdata, o);
 }
 
 int policy_agent_explain(PolicyAgent *a, const char *query, int *ret_status, char **ret_body) {
-	_cleanup_free_ char *from = query_get(query, "from"), *to = query_get(query, "to"),
-			    *port_s = query_get(query, "port"), *proto_s = query_get(query, "proto");
+	_cleanup_free_ char *from = status_server_query_get(query, "from"), *to = status_server_query_get(query, "to"),
+			    *port_s = status_server_query_get(query, "port"),
+			    *proto_s = status_server_query_get(query, "proto");
 	ObjectVec pods = {}, nss = {}, pols = {};
 	KubeProtocol proto;
 	unsigned port;
@@ -657,7 +631,7 @@ struct PolicyDrops *policy_agent_drop_log(PolicyAgent *a) {
 }
 
 int policy_agent_drops(PolicyAgent *a, const char *query, int *ret_status, char **ret_body) {
-	_cleanup_free_ char *since_s = query_get(query, "since");
+	_cleanup_free_ char *since_s = status_server_query_get(query, "since");
 	unsigned long long since = 0;
 
 	if (!a->drops) {

@@ -14,6 +14,7 @@
 #include "daemon/policy/policy-explain.h"
 #include "daemon/service/service-agent-internal.h"
 #include "daemon/service/service-explain.h"
+#include "daemon/status-server.h"
 
 /* ---- reading a unit ---- */
 
@@ -804,33 +805,6 @@ int service_explain_parse_dest(const char *s, IpAddr *ret_addr, uint16_t *ret_po
 
 /* ---- weftd's side: the agent's units, the cache's objects ---- */
 
-static char *query_get(const char *query, const char *key) {
-	size_t n = strlen(key);
-
-	for (const char *p = query; p && *p;) {
-		const char *end = strchrnul(p, '&');
-
-		if (strncmp(p, key, n) == 0 && p[n] == '=') {
-			char *v = strndup(p + n + 1, (size_t) (end - p - n - 1)), *o = v;
-
-			for (char *i = v; v && *i; i++, o++) {
-				unsigned x;
-
-				if (*i == '%' && sscanf(i + 1, "%2x", &x) == 1) {
-					*o = (char) x;
-					i += 2;
-				} else
-					*o = *i == '+' ? ' ' : *i;
-			}
-			if (v)
-				*o = 0;
-			return v;
-		}
-		p = *end ? end + 1 : end;
-	}
-	return NULL;
-}
-
 /* ServiceModelInput.admit for another node's view: the policy and the claims, nothing reported */
 static bool admit_quiet(void *userdata, ServiceAddrUse use, const IpAddr *ip, KubeProtocol protocol, uint16_t port) {
 	void **ud = userdata;
@@ -885,8 +859,9 @@ static bool strv_has(char **l, const char *s) {
 }
 
 int service_agent_explain(ServiceAgent *a, const char *query, int *ret_status, char **ret_body) {
-	_cleanup_free_ char *dest_s = query_get(query, "dest"), *from_s = query_get(query, "from"),
-			    *node_s = query_get(query, "node"), *text = NULL;
+	_cleanup_free_ char *dest_s = status_server_query_get(query, "dest"),
+			    *from_s = status_server_query_get(query, "from"),
+			    *node_s = status_server_query_get(query, "node"), *text = NULL;
 	_cleanup_(built_done) Built b = {};
 	_cleanup_free_ const char **refusals = NULL;
 	_cleanup_(slot_pool_freep) SvcSlotPool *slots = NULL;
