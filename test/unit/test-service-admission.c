@@ -22,27 +22,18 @@
 #include "daemon/service/service-admission.h"
 #include "daemon/service/service-compile.h"
 #include "test-ip-helpers.h"
+#include "test-kube-helpers.h"
 
 static StringPool *pool;
 
 static KubeObject *decode(const char *fmt, ...) _printf_(1, 2);
 static KubeObject *decode(const char *fmt, ...) {
-	char buf[8192];
-	json_error_t jerr;
-	DecodeError err = {};
-	KubeObject *o = NULL;
+	KubeObject *o;
 	va_list ap;
-	json_t *j;
 
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	o = test_kube_vdecode(pool, KUBE_KIND_SERVICE, fmt, ap);
 	va_end(ap);
-	j = json_loads(buf, 0, &jerr);
-	if (!j)
-		fail_msg("bad test JSON: %s: %s", jerr.text, buf);
-	if (kube_object_decode(KUBE_KIND_SERVICE, j, pool, &o, &err) < 0)
-		fail_msg("refused: %s: %s", err.text, buf);
-	json_decref(j);
 	return o;
 }
 

@@ -23,6 +23,7 @@
 #include "daemon/service/service-compile.h"
 #include "daemon/service/service-explain.h"
 #include "test-ip-helpers.h"
+#include "test-kube-helpers.h"
 
 static StringPool *pool;
 static IpPrefix ranges[1], pods[1], allow[1];
@@ -31,22 +32,12 @@ static ServiceAdmissionPolicy pol;
 
 static KubeObject *decode(KubeKind kind, const char *fmt, ...) _printf_(2, 3);
 static KubeObject *decode(KubeKind kind, const char *fmt, ...) {
-	char buf[8192];
-	json_error_t jerr;
-	DecodeError err = {};
-	KubeObject *o = NULL;
+	KubeObject *o;
 	va_list ap;
-	json_t *j;
 
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	o = test_kube_vdecode(pool, kind, fmt, ap);
 	va_end(ap);
-	j = json_loads(buf, 0, &jerr);
-	if (!j)
-		fail_msg("bad test JSON: %s: %s", jerr.text, buf);
-	if (kube_object_decode(kind, j, pool, &o, &err) < 0)
-		fail_msg("refused: %s: %s", err.text, buf);
-	json_decref(j);
 	return o;
 }
 

@@ -32,6 +32,7 @@
 #include "daemon/policy/policy-compile.h"
 #include "daemon/policy/policy-drops.h"
 #include "shared/nft/nft.h"
+#include "../../unit/test-kube-helpers.h"
 
 typedef struct Cluster {
 	StringPool *pool;
@@ -58,23 +59,11 @@ static int render_diff(const PolicyRuleset *old, const PolicyRuleset *new, char 
 }
 static void obj_add(Cluster *c, KubeKind kind, const char *fmt, ...) _printf_(3, 4);
 static void obj_add(Cluster *c, KubeKind kind, const char *fmt, ...) {
-	char buf[8192];
-	json_error_t jerr;
-	DecodeError err = {};
-	KubeObject *o;
 	va_list ap;
-	json_t *j;
 
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	c->objs[c->n++] = test_kube_vdecode(c->pool, kind, fmt, ap);
 	va_end(ap);
-	j = json_loads(buf, 0, &jerr);
-	if (!j)
-		fail_msg("bad test JSON: %s: %s", jerr.text, buf);
-	if (kube_object_decode(kind, j, c->pool, &o, &err) < 0)
-		fail_msg("refused: %s: %s", err.text, buf);
-	json_decref(j);
-	c->objs[c->n++] = o;
 }
 
 static void obj_del(Cluster *c, KubeKind kind, const char *ns, const char *name) {
